@@ -1,0 +1,1 @@
+//! `#[instrument_event]`: see notify-core's documentation. (In progress.)
