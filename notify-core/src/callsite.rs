@@ -1,0 +1,214 @@
+//! [`Callsite`]: one `static` per instrumentation site, caching whether anybody listens to its
+//! event name, so an unlistened site costs one atomic load and a branch.
+//!
+//! The protocol, after `tracing-core`'s callsite registry:
+//!
+//! * A callsite starts *unregistered*. Its first use takes the global notifier's writer lock,
+//!   computes its listener set from the current snapshot, stores it, and joins the notifier's list
+//!   of callsites — all under the lock.
+//! * Every subscription change, under the same lock, swaps in the new snapshot and then refreshes
+//!   every registered callsite before the lock is released and before `subscribe`/`unsubscribe`
+//!   returns.
+//!
+//! So a callsite's state is never older than the last completed change: registration and refresh
+//! are serialised, and a thread that starts an event after a `subscribe` returned (in the
+//! happens-before sense) reads the refreshed interest by coherence, whatever thread subscribed.
+//! Nothing is derived from thread-local state (shared/cases R10). The `loom` model at the bottom
+//! checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-core --lib loom`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+
+use crate::dispatch;
+use crate::handle::Handle;
+use crate::notifier::Notifier;
+use crate::payload::Payload;
+use crate::registry::{Resolved, Snapshot};
+use crate::sync::AtomicU8;
+
+const UNREGISTERED: u8 = 0;
+const NEVER: u8 = 1;
+const SOMETIMES: u8 = 2;
+
+/// What a callsite knows about its listeners.
+///
+/// ```
+/// use notify_core::{Callsite, Interest};
+/// static SITE: Callsite = Callsite::new("doc.interest");
+/// assert_eq!(SITE.interest(), Interest::Unknown);
+/// SITE.instrument(notify_core::Payload::new, |_| ());
+/// assert_eq!(SITE.interest(), Interest::Never);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interest {
+    /// Not used yet: the first use registers it.
+    Unknown,
+    /// Nobody listens to its name: instrumenting is one atomic load and a branch.
+    Never,
+    /// Somebody matches its name (they may still be silenced at run time).
+    Sometimes,
+}
+
+/// An instrumentation site with a fixed event name, for a `static` (what `#[instrument_event]`
+/// generates). It always instruments against [`Notifier::global`].
+///
+/// ```
+/// use notify_core::{Callsite, Payload};
+/// static QUERY: Callsite = Callsite::new("query.db");
+///
+/// fn query(sql: &str) -> usize {
+///     QUERY.instrument(|| Payload::new().with("sql", sql.to_owned()), |payload| {
+///         payload.insert("rows", 0_u64);
+///         0
+///     })
+/// }
+/// assert_eq!(query("SELECT 1"), 0);
+/// ```
+pub struct Callsite {
+    name: &'static str,
+    interest: AtomicU8,
+    resolved: ArcSwapOption<Resolved>,
+}
+
+impl Callsite {
+    /// A callsite for events named `name`.
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("a.b");
+    /// assert_eq!(SITE.name(), "a.b");
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new(name: &'static str) -> Callsite {
+        Callsite { name, interest: AtomicU8::new(UNREGISTERED), resolved: ArcSwapOption::const_empty() }
+    }
+
+    /// (loom builds: not `const`.)
+    #[cfg(loom)]
+    pub fn new(name: &'static str) -> Callsite {
+        Callsite { name, interest: AtomicU8::new(UNREGISTERED), resolved: ArcSwapOption::const_empty() }
+    }
+
+    /// The event name.
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("a.b");
+    /// assert_eq!(SITE.name(), "a.b");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The cached interest (does not register).
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.cached");
+    /// assert_eq!(SITE.interest(), notify_core::Interest::Unknown);
+    /// ```
+    pub fn interest(&self) -> Interest {
+        match self.interest.load(Ordering::Acquire) {
+            UNREGISTERED => Interest::Unknown,
+            NEVER => Interest::Never,
+            _ => Interest::Sometimes,
+        }
+    }
+
+    /// True when someone might listen (registers the callsite on first use). `false` is exact:
+    /// nobody listens. `true` may still end in every listener being silenced.
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.enabled");
+    /// assert!(!SITE.is_enabled());
+    /// ```
+    #[inline(always)]
+    pub fn is_enabled(&'static self) -> bool {
+        match self.interest.load(Ordering::Relaxed) {
+            NEVER => false,
+            SOMETIMES => true,
+            _ => self.register(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&'static self) -> bool {
+        Notifier::global().inner.register_callsite(self);
+        self.interest.load(Ordering::Acquire) != NEVER
+    }
+
+    /// As [`Notifier::instrument`] on the global notifier, with this callsite's name. Unlistened,
+    /// it is one atomic load and a branch before `body` runs.
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.instrument");
+    /// assert_eq!(SITE.instrument(notify_core::Payload::new, |_| 5), 5);
+    /// ```
+    #[inline(always)]
+    pub fn instrument<T>(&'static self, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
+        if !self.is_enabled() {
+            return body(&mut Payload::new());
+        }
+        self.instrument_listened(payload, body)
+    }
+
+    #[inline(never)]
+    fn instrument_listened<T>(&'static self, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
+        match self.resolved.load_full() {
+            Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, payload, body),
+            None => body(&mut Payload::new()),
+        }
+    }
+
+    /// A handle for this callsite's event, not started yet, or `None` when nobody listens (then
+    /// `payload` is not called). What `#[instrument_event]` uses for async fns and early returns.
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.handle");
+    /// assert!(SITE.handle(notify_core::Payload::new).is_none());
+    /// ```
+    #[inline(always)]
+    pub fn handle(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
+        if !self.is_enabled() {
+            return None;
+        }
+        self.handle_listened(payload)
+    }
+
+    #[inline(never)]
+    fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
+        let resolved = self.resolved.load_full()?;
+        if !resolved.listening() {
+            return None;
+        }
+        Some(Handle::resolved(Notifier::global().clone(), resolved, payload()))
+    }
+
+    /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).
+    ///
+    /// ```
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.listening");
+    /// assert!(!SITE.listening());
+    /// ```
+    pub fn listening(&'static self) -> bool {
+        self.is_enabled() && self.resolved.load().as_ref().is_some_and(|r| r.listening())
+    }
+
+    pub(crate) fn is_registered(&self) -> bool {
+        self.interest.load(Ordering::Relaxed) != UNREGISTERED
+    }
+
+    /// Recomputes the state from `snapshot`; called under the notifier's writer lock.
+    pub(crate) fn refresh(&self, snapshot: &Snapshot) {
+        let resolved: Option<Arc<Resolved>> = snapshot.resolve_static(self.name);
+        let interest = if resolved.is_some() { SOMETIMES } else { NEVER };
+        self.resolved.store(resolved);
+        self.interest.store(interest, Ordering::Release);
+    }
+}
+
+impl std::fmt::Debug for Callsite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Callsite").field("name", &self.name).field("interest", &self.interest()).finish()
+    }
+}

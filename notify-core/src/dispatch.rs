@@ -1,0 +1,218 @@
+//! One event in flight: what it captured at start (its listener set, clocks, ids) and how it is
+//! delivered at finish. `instrument`, handles and callsites all go through [`Active`].
+
+use std::mem;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use smallvec::SmallVec;
+
+use crate::alloc::thread_allocations;
+use crate::event::{Event, Outcome};
+use crate::failure::{guarded, guarded_silenced, SubscriberFailure};
+use crate::ids;
+use crate::notifier::Inner;
+use crate::payload::Payload;
+use crate::registry::Resolved;
+
+/// An event between start and finish. Dropping it without `finish` delivers nothing.
+pub(crate) struct Active {
+    resolved: Arc<Resolved>,
+    id: u64,
+    parent: Option<u64>,
+    /// What was the current event before this one, when this one became current.
+    previous: Option<Option<u64>>,
+    start: Option<Instant>,
+    start_wall: Option<SystemTime>,
+    cpu_start: Option<Duration>,
+    allocations_start: Option<u64>,
+    /// Indices of the silenceable listeners that were not silenced at start.
+    silenceable: SmallVec<[u32; 4]>,
+    failures: Vec<SubscriberFailure>,
+}
+
+fn thread_cpu_time() -> Option<Duration> {
+    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
+}
+
+impl Active {
+    /// Asks the silenceable listeners; `None` when nobody would receive the event.
+    #[inline]
+    pub(crate) fn prepare(resolved: Arc<Resolved>) -> Option<Active> {
+        let listeners = &resolved.listeners;
+        let mut silenceable = SmallVec::new();
+        for (i, l) in listeners.silenceable.iter().enumerate() {
+            if !guarded_silenced(&*l.subscriber, resolved.name.as_str()) {
+                silenceable.push(i as u32);
+            }
+        }
+        if silenceable.is_empty() && !listeners.has_unconditional() {
+            return None;
+        }
+        Some(Active {
+            resolved,
+            id: 0,
+            parent: None,
+            previous: None,
+            start: None,
+            start_wall: None,
+            cpu_start: None,
+            allocations_start: None,
+            silenceable,
+            failures: Vec::new(),
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Starts the event: ids, evented `start` calls, then the clocks (so the event measures the
+    /// block, not its `start` subscribers). With `enter`, the event becomes this thread's current
+    /// event until `finish`.
+    pub(crate) fn start(&mut self, payload: &Payload, enter: bool) {
+        self.id = ids::next_event_id();
+        self.parent = ids::current_event_id();
+        if enter {
+            self.previous = Some(ids::enter(Some(self.id)));
+        }
+        let resolved = &*self.resolved;
+        let name = resolved.name.as_str();
+        let listeners = &resolved.listeners;
+        for l in &listeners.evented {
+            guarded(&mut self.failures, &l.entry, name, || l.subscriber.start(name, self.id, payload));
+        }
+        for &i in &self.silenceable {
+            let l = &listeners.silenceable[i as usize];
+            guarded(&mut self.failures, &l.entry, name, || l.subscriber.start(name, self.id, payload));
+        }
+        let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
+        if needs_event && listeners.options.cpu_time {
+            self.cpu_start = thread_cpu_time();
+        }
+        if needs_event && listeners.options.allocations {
+            self.allocations_start = thread_allocations();
+        }
+        if !listeners.timed.is_empty() {
+            self.start_wall = Some(SystemTime::now());
+        }
+        if needs_event || !listeners.monotonic.is_empty() {
+            self.start = Some(Instant::now());
+        }
+    }
+
+    /// Makes this event the thread's current one (for an async fn's poll); returns the previous one.
+    pub(crate) fn enter(&self) -> Option<u64> {
+        ids::enter(Some(self.id))
+    }
+
+    /// Finishes the event and delivers it to the listener set captured at start.
+    pub(crate) fn finish(mut self, inner: &Inner, payload: Payload, outcome: Outcome) {
+        let end = self.start.map(|_| Instant::now());
+        let end_wall = self.start_wall.map(|_| SystemTime::now());
+        let cpu_end = self.cpu_start.and_then(|_| thread_cpu_time());
+        let allocations_end = self.allocations_start.and_then(|_| thread_allocations());
+        if let Some(previous) = self.previous {
+            if ids::current_event_id() == Some(self.id) {
+                ids::restore(previous);
+            }
+        }
+        let resolved = &*self.resolved;
+        let name = resolved.name.as_str();
+        let listeners = &resolved.listeners;
+        let transaction_id = ids::transaction_id();
+        let failures = &mut self.failures;
+        if let (Some(start), Some(end)) = (self.start_wall, end_wall) {
+            for l in &listeners.timed {
+                guarded(failures, &l.entry, name, || l.subscriber.call(name, start, end, transaction_id, &payload));
+            }
+        }
+        if let (Some(start), Some(end)) = (self.start, end) {
+            for l in &listeners.monotonic {
+                guarded(failures, &l.entry, name, || l.subscriber.call(name, start, end, transaction_id, &payload));
+            }
+        }
+        for l in &listeners.evented {
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, &payload));
+        }
+        for &i in &self.silenceable {
+            let l = &listeners.silenceable[i as usize];
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, &payload));
+        }
+        if let (Some(start), Some(end)) = (self.start, end) {
+            if !listeners.event.is_empty() || !listeners.owned.is_empty() {
+                let event = Event {
+                    name: resolved.name.clone(),
+                    start,
+                    end,
+                    transaction_id,
+                    id: self.id,
+                    parent_id: self.parent,
+                    payload,
+                    cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
+                    allocations: self.allocations_start.zip(allocations_end).map(|(a, b)| b.saturating_sub(a)),
+                    outcome,
+                };
+                deliver_event(failures, resolved, event);
+            }
+        }
+        if !self.failures.is_empty() {
+            inner.handle_failures(mem::take(&mut self.failures));
+        }
+    }
+}
+
+/// Delivers a built event to the event-object and owned groups of `resolved`.
+pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, event: Event) {
+    let listeners = &resolved.listeners;
+    let name = resolved.name.as_str();
+    for l in &listeners.event {
+        guarded(failures, &l.entry, name, || l.subscriber.call(&event));
+    }
+    if !listeners.owned.is_empty() {
+        let shared = Arc::new(event);
+        for l in &listeners.owned {
+            guarded(failures, &l.entry, name, || l.subscriber.deliver(&shared));
+        }
+    }
+}
+
+/// Runs `body` as one event of `resolved`: the engine of `instrument`.
+#[inline]
+pub(crate) fn run<T>(
+    inner: &Inner,
+    resolved: Arc<Resolved>,
+    payload: impl FnOnce() -> Payload,
+    body: impl FnOnce(&mut Payload) -> T,
+) -> T {
+    let Some(mut active) = Active::prepare(resolved) else {
+        return body(&mut Payload::new());
+    };
+    let payload = payload();
+    active.start(&payload, true);
+    let mut guard = FinishOnDrop { inner, active: Some(active), payload };
+    let value = body(&mut guard.payload);
+    guard.finish(Outcome::Completed);
+    value
+}
+
+/// Finishes the event as panicked if the body unwinds.
+struct FinishOnDrop<'a> {
+    inner: &'a Inner,
+    active: Option<Active>,
+    payload: Payload,
+}
+
+impl FinishOnDrop<'_> {
+    fn finish(&mut self, outcome: Outcome) {
+        if let Some(active) = self.active.take() {
+            active.finish(self.inner, mem::take(&mut self.payload), outcome);
+        }
+    }
+}
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        self.finish(Outcome::Panicked);
+    }
+}

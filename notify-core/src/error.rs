@@ -1,0 +1,98 @@
+//! The errors of the public API. Nothing in notify panics on bad input; it returns one of these.
+
+use std::fmt;
+
+/// A pattern that could not be compiled. Names the pattern and, when known, the byte offset of the
+/// problem. Subscribing never happened.
+///
+/// ```
+/// let err = notify_core::Pattern::regex("a[").unwrap_err();
+/// assert_eq!(err.pattern(), "a[");
+/// assert_eq!(err.position(), Some(1));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatternError {
+    kind: &'static str,
+    pattern: String,
+    position: Option<usize>,
+    message: String,
+}
+
+impl PatternError {
+    pub(crate) fn new(kind: &'static str, pattern: &str, position: Option<usize>, message: &str) -> PatternError {
+        PatternError { kind, pattern: pattern.to_owned(), position, message: message.to_owned() }
+    }
+
+    /// The pattern as given.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Pattern::regex("(").unwrap_err().pattern(), "(");
+    /// ```
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Byte offset in the pattern where the problem starts, when known.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Pattern::regex("ab)").unwrap_err().position(), Some(2));
+    /// ```
+    pub fn position(&self) -> Option<usize> {
+        self.position
+    }
+
+    /// What is wrong, without the pattern.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Pattern::regex("(").unwrap_err().message(), "unclosed group");
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for PatternError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {} pattern `{}`", self.kind, self.pattern)?;
+        if let Some(at) = self.position {
+            write!(f, " at byte {at}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for PatternError {}
+
+/// Misuse of a [`Handle`](crate::Handle) or a [`Subscription`](crate::Subscription).
+///
+/// ```
+/// use notify_core::{Notifier, NotifyError, Payload};
+/// let notifier = Notifier::new();
+/// let mut handle = notifier.build_handle("x", Payload::new());
+/// assert_eq!(handle.finish(), Err(NotifyError::NotStarted));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifyError {
+    /// `start` was called on a handle that was already started.
+    AlreadyStarted,
+    /// `finish` was called on a handle that was already finished.
+    AlreadyFinished,
+    /// `finish` was called on a handle that was never started.
+    NotStarted,
+    /// The subscription was already removed (by an earlier `unsubscribe`, by name, or by the
+    /// detach failure policy), or its notifier is gone.
+    NotFound,
+}
+
+impl fmt::Display for NotifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotifyError::AlreadyStarted => "the handle was already started",
+            NotifyError::AlreadyFinished => "the handle was already finished",
+            NotifyError::NotStarted => "the handle was never started",
+            NotifyError::NotFound => "subscription not found: it was already removed",
+        })
+    }
+}
+
+impl std::error::Error for NotifyError {}

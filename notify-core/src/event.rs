@@ -1,0 +1,350 @@
+//! [`Event`]: one finished (or failed) instrumentation, owned, `Send + Sync`.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use once_cell::sync::Lazy;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+use crate::ids;
+use crate::payload::Payload;
+
+/// How the instrumented block ended.
+///
+/// ```
+/// assert_eq!(notify_core::Outcome::default(), notify_core::Outcome::Completed);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The block returned (an `Err` it returned is in the payload's `exception`, not here).
+    #[default]
+    Completed,
+    /// The block panicked; the event was finished by a drop guard and the panic went on.
+    Panicked,
+    /// The instrumented future was dropped before it completed.
+    Cancelled,
+}
+
+/// The name of an event: a `&'static str` (callsites) or a shared string; cloning never copies text.
+#[derive(Clone)]
+pub(crate) enum Name {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Name {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Name::Static(s) => s,
+            Name::Shared(s) => s,
+        }
+    }
+}
+
+/// The anchor that turns an [`Instant`] into a wall-clock time without a second clock read.
+static ANCHOR: Lazy<(Instant, SystemTime)> = Lazy::new(|| (Instant::now(), SystemTime::now()));
+
+/// The wall-clock time of `at`, derived from the monotonic clock and one anchor pair taken when the
+/// process first asked for it.
+pub(crate) fn wall_clock(at: Instant) -> SystemTime {
+    let (instant, system) = *ANCHOR;
+    match at.checked_duration_since(instant) {
+        Some(after) => system + after,
+        None => system - instant.duration_since(at),
+    }
+}
+
+/// The monotonic time of a wall-clock `at`, through the same anchor as [`wall_clock`].
+pub(crate) fn monotonic_clock(at: SystemTime) -> Instant {
+    let (instant, system) = *ANCHOR;
+    match at.duration_since(system) {
+        Ok(after) => instant + after,
+        Err(before) => instant.checked_sub(before.duration()).unwrap_or(instant),
+    }
+}
+
+/// One event, as event-object subscribers receive it (AS::N's `ActiveSupport::Notifications::Event`).
+///
+/// Owned and `Send + Sync`: asynchronous delivery and exporters share one behind an `Arc`.
+/// `start`/`end` are monotonic; [`Event::start_time`]/[`Event::end_time`] give the wall clock,
+/// derived from the monotonic reading (one clock read per edge, not two), so they do not follow
+/// wall-clock adjustments made while the process runs.
+///
+/// ```
+/// use notify_core::{Notifier, Payload, Subscriber};
+/// use std::sync::{Arc, Mutex};
+///
+/// let notifier = Notifier::new();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// notifier.subscribe("render", Subscriber::event(move |event: &notify_core::Event| {
+///     sink.lock().unwrap().push((event.name().to_owned(), event.duration(), event.payload().len()));
+/// }));
+/// notifier.instrument("render", || Payload::new().with("template", "index"), |_| ());
+/// let seen = seen.lock().unwrap();
+/// assert_eq!(seen[0].0, "render");
+/// assert_eq!(seen[0].2, 1);
+/// ```
+#[derive(Clone)]
+pub struct Event {
+    pub(crate) name: Name,
+    pub(crate) start: Instant,
+    pub(crate) end: Instant,
+    pub(crate) transaction_id: u64,
+    pub(crate) id: u64,
+    pub(crate) parent_id: Option<u64>,
+    pub(crate) payload: Payload,
+    pub(crate) cpu_time: Option<Duration>,
+    pub(crate) allocations: Option<u64>,
+    pub(crate) outcome: Outcome,
+}
+
+impl Event {
+    /// Builds an event from known times, for [`Notifier::publish_event`](crate::Notifier::publish_event)
+    /// and tests. It gets a fresh event id, this thread's transaction id and the current event as parent.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let start = Instant::now();
+    /// let event = notify_core::Event::new("job.done", start, start + Duration::from_millis(2),
+    ///     notify_core::Payload::new());
+    /// assert_eq!(event.duration(), Duration::from_millis(2));
+    /// ```
+    pub fn new(name: impl Into<Cow<'static, str>>, start: Instant, end: Instant, payload: Payload) -> Event {
+        let name = match name.into() {
+            Cow::Borrowed(s) => Name::Static(s),
+            Cow::Owned(s) => Name::Shared(s.into()),
+        };
+        Event {
+            name,
+            start,
+            end,
+            transaction_id: ids::transaction_id(),
+            id: ids::next_event_id(),
+            parent_id: ids::current_event_id(),
+            payload,
+            cpu_time: None,
+            allocations: None,
+            outcome: Outcome::Completed,
+        }
+    }
+
+    /// The event name, e.g. `"sql.query"`.
+    ///
+    /// ```
+    /// # let e = notify_core::Event::new("a.b", std::time::Instant::now(), std::time::Instant::now(), Default::default());
+    /// assert_eq!(e.name(), "a.b");
+    /// ```
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    /// When the block started (monotonic clock).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.start(), now);
+    /// ```
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// When the block finished (monotonic clock).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.end(), now);
+    /// ```
+    pub fn end(&self) -> Instant {
+        self.end
+    }
+
+    /// When the block started, as wall-clock time (derived from [`Event::start`]).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert!(e.start_time() <= std::time::SystemTime::now());
+    /// ```
+    pub fn start_time(&self) -> SystemTime {
+        wall_clock(self.start)
+    }
+
+    /// When the block finished, as wall-clock time (derived from [`Event::end`]).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.end_time(), e.start_time());
+    /// ```
+    pub fn end_time(&self) -> SystemTime {
+        wall_clock(self.end)
+    }
+
+    /// `end - start`.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now + std::time::Duration::from_nanos(5), Default::default());
+    /// assert_eq!(e.duration().as_nanos(), 5);
+    /// ```
+    pub fn duration(&self) -> Duration {
+        self.end.saturating_duration_since(self.start)
+    }
+
+    /// The id of the thread that ran the block (see [`transaction_id`](crate::transaction_id)).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.transaction_id(), notify_core::transaction_id());
+    /// ```
+    pub fn transaction_id(&self) -> u64 {
+        self.transaction_id
+    }
+
+    /// The event id, unique in this process.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let a = notify_core::Event::new("a", now, now, Default::default());
+    /// # let b = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The id of the innermost listened event that was unfinished on this thread when this one
+    /// started (for async code: the event whose future was being polled).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.parent_id(), None);
+    /// ```
+    pub fn parent_id(&self) -> Option<u64> {
+        self.parent_id
+    }
+
+    /// The payload.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let e = notify_core::Event::new("a", now, now, notify_core::Payload::new().with("k", 1_u64));
+    /// assert_eq!(e.payload().len(), 1);
+    /// ```
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// Thread CPU time spent between start and finish; `None` unless an event-object subscriber
+    /// asked for it with [`EventOptions::cpu_time`](crate::EventOptions) (it costs a system call per edge).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.cpu_time(), None);
+    /// ```
+    pub fn cpu_time(&self) -> Option<Duration> {
+        self.cpu_time
+    }
+
+    /// `duration - cpu_time`: time the thread was not running the block (waiting, descheduled),
+    /// as AS::N's `idle_time`. `None` when CPU time was not measured.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.idle_time(), None);
+    /// ```
+    pub fn idle_time(&self) -> Option<Duration> {
+        self.cpu_time.map(|cpu| self.duration().saturating_sub(cpu))
+    }
+
+    /// Heap allocations made by this thread between start and finish; `None` unless
+    /// [`CountingAllocator`](crate::CountingAllocator) is the global allocator and an event-object
+    /// subscriber asked for [`EventOptions::allocations`](crate::EventOptions).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.allocations(), None);
+    /// ```
+    pub fn allocations(&self) -> Option<u64> {
+        self.allocations
+    }
+
+    /// How the block ended.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.outcome(), notify_core::Outcome::Completed);
+    /// ```
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("name", &self.name())
+            .field("duration", &self.duration())
+            .field("transaction_id", &self.transaction_id)
+            .field("id", &self.id)
+            .field("parent_id", &self.parent_id)
+            .field("payload", &self.payload)
+            .field("cpu_time", &self.cpu_time)
+            .field("allocations", &self.allocations)
+            .field("outcome", &self.outcome)
+            .finish()
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let epoch_ns = |t: SystemTime| {
+            t.duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        };
+        let mut st = s.serialize_struct("Event", 10)?;
+        st.serialize_field("name", self.name())?;
+        st.serialize_field("start_unix_ns", &epoch_ns(self.start_time()))?;
+        st.serialize_field("duration_ns", &self.duration().as_nanos())?;
+        st.serialize_field("transaction_id", &self.transaction_id)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("parent_id", &self.parent_id)?;
+        st.serialize_field("payload", &self.payload)?;
+        st.serialize_field("cpu_time_ns", &self.cpu_time.map(|d| d.as_nanos()))?;
+        st.serialize_field("allocations", &self.allocations)?;
+        st.serialize_field("outcome", &self.outcome)?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Event>();
+    }
+
+    #[test]
+    fn wall_and_monotonic_round_trip() {
+        let now = Instant::now();
+        let back = monotonic_clock(wall_clock(now));
+        let diff = if back > now { back - now } else { now - back };
+        assert!(diff < Duration::from_micros(1), "{diff:?}");
+    }
+}

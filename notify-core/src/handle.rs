@@ -1,0 +1,266 @@
+//! [`Handle`]: an event started and finished in different places (AS::N's `Instrumenter#build_handle`).
+
+use std::marker::PhantomData;
+use std::mem;
+use std::sync::Arc;
+
+use crate::dispatch::Active;
+use crate::error::NotifyError;
+use crate::event::{Name, Outcome};
+use crate::ids;
+use crate::notifier::Notifier;
+use crate::payload::Payload;
+use crate::registry::Resolved;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Built,
+    Started,
+    Finished,
+}
+
+/// An event whose start and finish the caller drives: [`Handle::start`], then [`Handle::finish`].
+///
+/// The listener set is captured at `start`: a subscriber added afterwards is not called for this
+/// event, and one removed afterwards still receives its finish (shared/cases R1, R2). A second
+/// `start` or `finish` is an [`Err`], never a panic. A handle dropped after `start` and before
+/// `finish` finishes on drop (marked [`Outcome::Panicked`] when the thread is unwinding), so it
+/// also works as a guard.
+///
+/// ```
+/// use notify_core::{Event, Notifier, NotifyError, Payload, Subscriber};
+/// let notifier = Notifier::new();
+/// notifier.subscribe("upload", Subscriber::event(|e: &Event| assert_eq!(e.payload().get("bytes").unwrap().as_i64(), Some(512))));
+/// let mut handle = notifier.build_handle("upload", Payload::new());
+/// handle.start()?;
+/// handle.payload_mut().insert("bytes", 512_u64);
+/// handle.finish()?;
+/// assert_eq!(handle.finish(), Err(NotifyError::AlreadyFinished));
+/// # Ok::<(), NotifyError>(())
+/// ```
+pub struct Handle {
+    notifier: Notifier,
+    name: Name,
+    payload: Payload,
+    state: State,
+    resolved: Option<Arc<Resolved>>,
+    active: Option<Active>,
+    outcome: Outcome,
+}
+
+impl Handle {
+    pub(crate) fn new(notifier: Notifier, name: Name, payload: Payload) -> Handle {
+        Handle { notifier, name, payload, state: State::Built, resolved: None, active: None, outcome: Outcome::Completed }
+    }
+
+    /// A handle whose listener set is already resolved (callsites).
+    pub(crate) fn resolved(notifier: Notifier, resolved: Arc<Resolved>, payload: Payload) -> Handle {
+        let name = resolved.name.clone();
+        let mut handle = Handle::new(notifier, name, payload);
+        handle.resolved = Some(resolved);
+        handle
+    }
+
+    fn begin(&mut self, enter: bool) -> Result<(), NotifyError> {
+        match self.state {
+            State::Built => {}
+            State::Started | State::Finished => return Err(NotifyError::AlreadyStarted),
+        }
+        self.state = State::Started;
+        let resolved = match self.resolved.take() {
+            Some(resolved) => Some(resolved),
+            None => self.notifier.inner.snapshot.load().resolve(self.name.as_str()),
+        };
+        self.active = resolved.and_then(Active::prepare);
+        if let Some(active) = &mut self.active {
+            active.start(&self.payload, enter);
+        }
+        Ok(())
+    }
+
+    /// Starts the event: captures the listener set, calls evented `start`s, reads the clocks, and
+    /// makes this the thread's current event (the parent of events started before `finish`).
+    ///
+    /// # Errors
+    /// [`NotifyError::AlreadyStarted`] on a second call (also after `finish`).
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// assert!(h.start().is_ok());
+    /// assert_eq!(h.start(), Err(notify_core::NotifyError::AlreadyStarted));
+    /// ```
+    pub fn start(&mut self) -> Result<(), NotifyError> {
+        self.begin(true)
+    }
+
+    /// As [`Handle::start`], without becoming the thread's current event: for work that moves
+    /// between threads (an async fn), which wraps each poll in [`Handle::enter`] instead.
+    ///
+    /// # Errors
+    /// [`NotifyError::AlreadyStarted`] on a second call.
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.start_detached()?;
+    /// assert_eq!(notify_core::current_event_id(), None);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn start_detached(&mut self) -> Result<(), NotifyError> {
+        self.begin(false)
+    }
+
+    /// Makes this (started, listened) event the thread's current event until the guard drops, so
+    /// events started meanwhile get it as parent. Does nothing for an unlistened or unstarted handle.
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
+    /// let mut h = notifier.build_handle("x", Payload::new());
+    /// h.start_detached()?;
+    /// {
+    ///     let _entered = h.enter();
+    ///     assert_eq!(notify_core::current_event_id(), h.id());
+    /// }
+    /// assert_eq!(notify_core::current_event_id(), None);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn enter(&self) -> Entered<'_> {
+        let previous = self.active.as_ref().map(Active::enter);
+        Entered { previous, _handle: PhantomData }
+    }
+
+    /// The event id once started and listened (`None` when nobody listens).
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.start()?;
+    /// assert_eq!(h.id(), None);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn id(&self) -> Option<u64> {
+        self.active.as_ref().map(Active::id)
+    }
+
+    /// True when the started event has listeners (false before `start`).
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.start()?;
+    /// assert!(!h.is_listened());
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn is_listened(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// The payload, to add entries before `finish`.
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.payload_mut().insert("rows", 1_u64);
+    /// assert_eq!(h.payload().len(), 1);
+    /// ```
+    pub fn payload_mut(&mut self) -> &mut Payload {
+        &mut self.payload
+    }
+
+    /// The payload.
+    ///
+    /// ```
+    /// let h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new().with("a", 1_u64));
+    /// assert_eq!(h.payload().len(), 1);
+    /// ```
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// Records `error` in the payload's `exception` ([`Payload::record_error`]).
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.record_error(&"bad input");
+    /// assert!(h.payload().get("exception").is_some());
+    /// ```
+    pub fn record_error<E: std::fmt::Display + ?Sized>(&mut self, error: &E) {
+        self.payload.record_error(error);
+    }
+
+    /// Sets how the event ended (default [`Outcome::Completed`]); a future dropped before completion
+    /// sets [`Outcome::Cancelled`].
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// h.set_outcome(notify_core::Outcome::Cancelled);
+    /// ```
+    pub fn set_outcome(&mut self, outcome: Outcome) {
+        self.outcome = outcome;
+    }
+
+    /// Finishes the event and delivers it to the listener set captured at start. The payload is
+    /// handed to the subscribers (it is empty afterwards).
+    ///
+    /// # Errors
+    /// [`NotifyError::NotStarted`] before `start`; [`NotifyError::AlreadyFinished`] on a second call.
+    ///
+    /// ```
+    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// assert_eq!(h.finish(), Err(notify_core::NotifyError::NotStarted));
+    /// ```
+    pub fn finish(&mut self) -> Result<(), NotifyError> {
+        match self.state {
+            State::Built => return Err(NotifyError::NotStarted),
+            State::Finished => return Err(NotifyError::AlreadyFinished),
+            State::Started => {}
+        }
+        self.state = State::Finished;
+        if let Some(active) = self.active.take() {
+            active.finish(&self.notifier.inner, mem::take(&mut self.payload), self.outcome);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if self.state == State::Started {
+            if std::thread::panicking() {
+                self.outcome = Outcome::Panicked;
+            }
+            let _ = self.finish();
+        }
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("name", &self.name.as_str())
+            .field("state", &self.state)
+            .field("listened", &self.active.is_some())
+            .field("payload", &self.payload)
+            .finish()
+    }
+}
+
+/// The guard of [`Handle::enter`]: restores the previous current event when dropped. Not `Send`:
+/// it must drop on the thread that entered.
+#[must_use = "the event is current only while the guard lives"]
+pub struct Entered<'a> {
+    previous: Option<Option<u64>>,
+    _handle: PhantomData<(&'a Handle, *const ())>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            ids::restore(previous);
+        }
+    }
+}
+
+impl std::fmt::Debug for Entered<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entered").finish()
+    }
+}

@@ -1,0 +1,170 @@
+//! # notify-core
+//!
+//! Instrumentation and notifications in the manner of Rails' `ActiveSupport::Notifications`:
+//! code *publishes named events* (`"sql.query"`), other code *subscribes* to them, and an event
+//! that nobody listens to costs about as much as no instrumentation at all.
+//!
+//! ```
+//! use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
+//!
+//! let notifier = Notifier::new();
+//! // Subscribe an event-object subscriber to every "sql.*" event.
+//! notifier.subscribe(Pattern::glob("sql.*")?, Subscriber::event(|event: &Event| {
+//!     println!("{} took {:?}: {:?}", event.name(), event.duration(), event.payload());
+//! }));
+//! // Instrument a block: the payload closure runs only when someone listens.
+//! let rows = notifier.instrument("sql.query", || Payload::new().with("sql", "SELECT * FROM books"), |payload| {
+//!     payload.insert("rows", 3_u64);
+//!     3
+//! });
+//! assert_eq!(rows, 3);
+//! # Ok::<(), notify_core::PatternError>(())
+//! ```
+//!
+//! ## Vocabulary
+//!
+//! * An **event name** is a string such as `"sql.query"`; a **payload** ([`Payload`]) is a small
+//!   ordered map of facts about the event.
+//! * A **subscriber** ([`Subscriber`]) is one of the kinds below; subscribing it with a
+//!   **pattern** ([`Pattern`]) makes a **subscription** ([`Subscription`]).
+//! * The **notifier** ([`Notifier`], AS::N's fanout) holds the subscriptions, grouped per event
+//!   name into **listener groups**, one per kind, so dispatch never branches per subscriber.
+//! * A **handle** ([`Handle`]) is an event started and finished in different places; a **callsite**
+//!   ([`Callsite`]) is a `static` that caches whether anybody listens to its name.
+//!
+//! ## Subscriber kinds
+//!
+//! | kind | receives | constructor |
+//! |---|---|---|
+//! | timed | name, wall-clock start/finish, transaction id, payload | [`Subscriber::timed`] |
+//! | monotonic | the same with [`std::time::Instant`] | [`Subscriber::monotonic`] |
+//! | event object | `&Event` | [`Subscriber::event`], [`Subscriber::event_with`] |
+//! | evented | `start` before the block, `finish` after | [`Subscriber::evented`] |
+//! | silenceable | evented, asked `silenced(name)` on every event | [`Subscriber::silenceable`] |
+//! | owned | `&Arc<Event>`, for queues and exporters | [`Subscriber::owned`] |
+//!
+//! ## Failures
+//!
+//! A subscriber that panics never unwinds into instrumented code and never keeps the others from
+//! running; see [`FailurePolicy`].
+
+#![warn(missing_docs)]
+
+mod alloc;
+mod callsite;
+mod dispatch;
+mod error;
+mod event;
+mod failure;
+mod handle;
+mod ids;
+mod notifier;
+mod pattern;
+mod payload;
+mod registry;
+mod subscriber;
+mod sync;
+pub mod testing;
+
+pub use crate::alloc::{thread_allocations, CountingAllocator};
+pub use crate::callsite::{Callsite, Interest};
+pub use crate::error::{NotifyError, PatternError};
+pub use crate::event::{Event, Outcome};
+pub use crate::failure::{FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+pub use crate::handle::{Entered, Handle};
+pub use crate::ids::{current_event_id, transaction_id};
+pub use crate::notifier::{Notifier, Subscription};
+pub use crate::pattern::Pattern;
+pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
+pub use crate::subscriber::{
+    EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber,
+    SilenceableSubscriber, Subscriber, TimedSubscriber,
+};
+
+/// [`Notifier::instrument`] on the global notifier.
+///
+/// ```
+/// assert_eq!(notify_core::instrument("doc.free_instrument", notify_core::Payload::new, |_| 1), 1);
+/// ```
+#[inline]
+pub fn instrument<T>(name: &str, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
+    Notifier::global().instrument(name, payload, body)
+}
+
+/// [`Notifier::subscribe`] on the global notifier.
+///
+/// ```
+/// let s = notify_core::subscribe("doc.free_subscribe", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
+/// assert!(notify_core::listening("doc.free_subscribe"));
+/// s.unsubscribe()?;
+/// # Ok::<(), notify_core::NotifyError>(())
+/// ```
+pub fn subscribe(pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>) -> Subscription {
+    Notifier::global().subscribe(pattern, subscriber)
+}
+
+/// [`Notifier::subscribed`] on the global notifier.
+///
+/// ```
+/// let n = notify_core::subscribed("doc.free_subscribed", notify_core::Subscriber::event(|_: &notify_core::Event| {}), || 1);
+/// assert_eq!(n, 1);
+/// ```
+pub fn subscribed<T>(pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>, f: impl FnOnce() -> T) -> T {
+    Notifier::global().subscribed(pattern, subscriber, f)
+}
+
+/// [`Notifier::unsubscribe_name`] on the global notifier.
+///
+/// ```
+/// assert_eq!(notify_core::unsubscribe_name("doc.nobody"), 0);
+/// ```
+pub fn unsubscribe_name(name: &str) -> usize {
+    Notifier::global().unsubscribe_name(name)
+}
+
+/// [`Notifier::listening`] on the global notifier.
+///
+/// ```
+/// assert!(!notify_core::listening("doc.free_listening"));
+/// ```
+pub fn listening(name: &str) -> bool {
+    Notifier::global().listening(name)
+}
+
+/// [`Notifier::publish`] on the global notifier.
+///
+/// ```
+/// let now = std::time::SystemTime::now();
+/// notify_core::publish("doc.free_publish", now, now, notify_core::transaction_id(), notify_core::Payload::new());
+/// ```
+pub fn publish(name: &str, start: std::time::SystemTime, finish: std::time::SystemTime, transaction_id: u64, payload: Payload) {
+    Notifier::global().publish(name, start, finish, transaction_id, payload);
+}
+
+#[cfg(feature = "macros")]
+pub use notify_macros::instrument_event;
+
+/// For code generated by `#[instrument_event]` and for doc examples only; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::callsite::Callsite;
+    pub use crate::handle::Handle;
+    pub use crate::payload::{Payload, Value};
+
+    use crate::failure::{SubscriberErrors, SubscriberFailure};
+    use std::borrow::Cow;
+
+    pub fn failure_for_doc() -> SubscriberFailure {
+        SubscriberFailure {
+            subscription: 1,
+            subscriber: Cow::Borrowed("audit"),
+            kind: "timed",
+            event: "x".to_owned(),
+            message: "boom".to_owned(),
+        }
+    }
+
+    pub fn errors_for_doc() -> SubscriberErrors {
+        SubscriberErrors { failures: vec![failure_for_doc()] }
+    }
+}

@@ -1,0 +1,220 @@
+//! [`Pattern`]: which event names a subscription matches.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::PatternError;
+
+/// Which event names a subscription receives: one exact name, a glob, a regular expression, or all.
+///
+/// * A `&str` or `String` converts to [`Pattern::exact`], as a string does in AS::N's `subscribe`.
+/// * [`Pattern::glob`]: `*` stands for any run of characters, dots included (`"sql.*"`, `"*.world"`).
+/// * [`Pattern::regex`]: a [`regex`] regular expression, unanchored like Ruby's `=~`
+///   (`"^sql\\."` to anchor).
+/// * [`Pattern::all`]: every event, like AS::N's `subscribe(nil)`.
+///
+/// ```
+/// use notify_core::Pattern;
+/// assert!(Pattern::from("sql.query").matches("sql.query"));
+/// assert!(Pattern::glob("sql.*")?.matches("sql.query"));
+/// assert!(!Pattern::glob("sql.*")?.matches("mysql.query"));
+/// assert!(Pattern::regex(r"\.world$")?.matches("hello.world"));
+/// assert!(Pattern::all().matches("anything"));
+/// # Ok::<(), notify_core::PatternError>(())
+/// ```
+#[derive(Clone)]
+pub struct Pattern {
+    pub(crate) repr: Repr,
+}
+
+#[derive(Clone)]
+pub(crate) enum Repr {
+    Exact(Arc<str>),
+    Glob(Glob),
+    Regex(regex::Regex),
+    All,
+}
+
+impl Pattern {
+    /// Exactly `name`.
+    ///
+    /// ```
+    /// assert!(notify_core::Pattern::exact("a.b").matches("a.b"));
+    /// ```
+    pub fn exact(name: impl Into<Arc<str>>) -> Pattern {
+        Pattern { repr: Repr::Exact(name.into()) }
+    }
+
+    /// A glob: `*` matches any run of characters (including none and including dots); everything
+    /// else matches itself.
+    ///
+    /// # Errors
+    /// [`PatternError`] when `glob` is empty, or has no `*` (use [`Pattern::exact`] for that).
+    ///
+    /// ```
+    /// use notify_core::Pattern;
+    /// assert!(Pattern::glob("*.active_record")?.matches("sql.active_record"));
+    /// let err = Pattern::glob("").unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid glob pattern ``: the pattern is empty");
+    /// # Ok::<(), notify_core::PatternError>(())
+    /// ```
+    pub fn glob(glob: &str) -> Result<Pattern, PatternError> {
+        if glob.is_empty() {
+            return Err(PatternError::new("glob", glob, None, "the pattern is empty"));
+        }
+        if !glob.contains('*') {
+            return Err(PatternError::new(
+                "glob",
+                glob,
+                None,
+                "it has no `*`; use Pattern::exact for one name",
+            ));
+        }
+        Ok(Pattern { repr: Repr::Glob(Glob::new(glob)) })
+    }
+
+    /// A regular expression (syntax of the [`regex`] crate), matched anywhere in the name.
+    ///
+    /// # Errors
+    /// [`PatternError`] naming the pattern and the byte offset of the problem; nothing is subscribed.
+    ///
+    /// ```
+    /// let err = notify_core::Pattern::regex("sql.(query").unwrap_err();
+    /// assert_eq!(err.position(), Some(4));
+    /// assert_eq!(err.to_string(), "invalid regex pattern `sql.(query` at byte 4: unclosed group");
+    /// ```
+    pub fn regex(regex: &str) -> Result<Pattern, PatternError> {
+        if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(regex) {
+            return Err(PatternError::new("regex", regex, Some(e.span().start.offset), &e.kind().to_string()));
+        }
+        match regex::Regex::new(regex) {
+            Ok(re) => Ok(Pattern { repr: Repr::Regex(re) }),
+            Err(e) => Err(PatternError::new("regex", regex, None, &e.to_string())),
+        }
+    }
+
+    /// Every event.
+    ///
+    /// ```
+    /// assert!(notify_core::Pattern::all().matches(""));
+    /// ```
+    pub fn all() -> Pattern {
+        Pattern { repr: Repr::All }
+    }
+
+    /// True when `name` matches.
+    ///
+    /// ```
+    /// assert!(!notify_core::Pattern::exact("a").matches("b"));
+    /// ```
+    pub fn matches(&self, name: &str) -> bool {
+        match &self.repr {
+            Repr::Exact(exact) => **exact == *name,
+            Repr::Glob(glob) => glob.matches(name),
+            Repr::Regex(re) => re.is_match(name),
+            Repr::All => true,
+        }
+    }
+
+    /// The pattern's text (`"*"` for [`Pattern::all`]).
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Pattern::glob("sql.*").unwrap().as_str(), "sql.*");
+    /// ```
+    pub fn as_str(&self) -> &str {
+        match &self.repr {
+            Repr::Exact(exact) => exact,
+            Repr::Glob(glob) => &glob.text,
+            Repr::Regex(re) => re.as_str(),
+            Repr::All => "*",
+        }
+    }
+
+    pub(crate) fn exact_name(&self) -> Option<&Arc<str>> {
+        match &self.repr {
+            Repr::Exact(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl From<&str> for Pattern {
+    fn from(name: &str) -> Pattern {
+        Pattern::exact(name)
+    }
+}
+
+impl From<String> for Pattern {
+    fn from(name: String) -> Pattern {
+        Pattern::exact(name)
+    }
+}
+
+impl From<regex::Regex> for Pattern {
+    fn from(re: regex::Regex) -> Pattern {
+        Pattern { repr: Repr::Regex(re) }
+    }
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.repr {
+            Repr::Exact(_) => "Exact",
+            Repr::Glob(_) => "Glob",
+            Repr::Regex(_) => "Regex",
+            Repr::All => "All",
+        };
+        write!(f, "{kind}({:?})", self.as_str())
+    }
+}
+
+/// A `*` glob, split at its stars.
+#[derive(Clone)]
+pub(crate) struct Glob {
+    text: Arc<str>,
+    parts: Arc<[Box<str>]>,
+}
+
+impl Glob {
+    fn new(text: &str) -> Glob {
+        Glob { text: text.into(), parts: text.split('*').map(Box::from).collect() }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        let (first, rest) = self.parts.split_first().expect("split yields one part at least");
+        let Some(mut tail) = name.strip_prefix(&**first) else { return false };
+        let (last, middle) = rest.split_last().expect("a glob has one star at least");
+        for part in middle {
+            match tail.find(&**part) {
+                Some(at) => tail = &tail[at + part.len()..],
+                None => return false,
+            }
+        }
+        tail.len() >= last.len() && tail.ends_with(&**last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matching() {
+        let g = |p: &str, n: &str| Pattern::glob(p).unwrap().matches(n);
+        assert!(g("sql.*", "sql."));
+        assert!(g("*", ""));
+        assert!(g("a*b*c", "abc"));
+        assert!(g("a*b*c", "a-b-b-c"));
+        assert!(!g("a*b*c", "a-c"));
+        assert!(g("*.world", "hello.world"));
+        assert!(!g("*.world", "hello.worlds"));
+        assert!(!g("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn regex_error_without_syntax_position() {
+        let big = r"(\w{1000}){1000}".to_owned();
+        let err = Pattern::regex(&big).unwrap_err();
+        assert_eq!(err.pattern(), big);
+    }
+}

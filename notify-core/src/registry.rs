@@ -1,0 +1,290 @@
+//! The registry snapshot: every subscription, plus the per-name listener sets already grouped by
+//! kind. A snapshot is immutable once published; writers build the next one from the previous
+//! one and swap it in (see `notifier.rs`).
+//!
+//! Names with an exact subscription are resolved when the snapshot is built (`exact`). Other names
+//! matter only when a pattern or catch-all subscription exists (`wide`); they are resolved on first
+//! use into a bounded direct-mapped cache owned by the snapshot. A new snapshot keeps every cached
+//! entry that the change does not touch, so a change invalidates exactly the names it matches.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use once_cell::sync::OnceCell;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use crate::event::Name;
+use crate::pattern::Pattern;
+use crate::subscriber::{
+    EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber,
+    SilenceableSubscriber, Subscriber, TimedSubscriber,
+};
+
+/// Slots of a snapshot's cache of names resolved through patterns (a power of two).
+pub(crate) const CACHE_SLOTS: usize = 1024;
+
+/// One subscription as the registry keeps it.
+pub(crate) struct Entry {
+    pub(crate) id: u64,
+    pub(crate) pattern: Pattern,
+    /// Names removed from this pattern subscription by `unsubscribe_name` (AS::N's exclusions).
+    pub(crate) excluded: Vec<Arc<str>>,
+    pub(crate) subscriber: Subscriber,
+}
+
+impl Entry {
+    pub(crate) fn matches(&self, name: &str) -> bool {
+        self.pattern.matches(name) && !self.excluded.iter().any(|n| **n == *name)
+    }
+
+    pub(crate) fn is_exact(&self) -> bool {
+        self.pattern.exact_name().is_some()
+    }
+}
+
+/// One listener of a group: the typed subscriber and the subscription it came from.
+pub(crate) struct Listener<T: ?Sized> {
+    pub(crate) subscriber: Arc<T>,
+    pub(crate) entry: Arc<Entry>,
+}
+
+/// The listeners of one event name, grouped by kind, in subscription order within each group.
+#[derive(Default)]
+pub(crate) struct Listeners {
+    pub(crate) timed: Vec<Listener<dyn TimedSubscriber>>,
+    pub(crate) monotonic: Vec<Listener<dyn MonotonicSubscriber>>,
+    pub(crate) event: Vec<Listener<dyn EventSubscriber>>,
+    pub(crate) evented: Vec<Listener<dyn EventedSubscriber>>,
+    pub(crate) silenceable: Vec<Listener<dyn SilenceableSubscriber>>,
+    pub(crate) owned: Vec<Listener<dyn OwnedEventSubscriber>>,
+    /// Union of the event-object subscribers' options.
+    pub(crate) options: EventOptions,
+}
+
+impl Listeners {
+    fn push(&mut self, entry: &Arc<Entry>) {
+        let entry = entry.clone();
+        match &entry.subscriber.kind {
+            Kind::Timed(s) => self.timed.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Monotonic(s) => self.monotonic.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Event(s, options) => {
+                self.options.cpu_time |= options.cpu_time;
+                self.options.allocations |= options.allocations;
+                self.event.push(Listener { subscriber: s.clone(), entry });
+            }
+            Kind::Evented(s) => self.evented.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Silenceable(s) => self.silenceable.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Owned(s) => self.owned.push(Listener { subscriber: s.clone(), entry }),
+        }
+    }
+
+    /// Listeners that are never silenced.
+    pub(crate) fn has_unconditional(&self) -> bool {
+        !(self.timed.is_empty()
+            && self.monotonic.is_empty()
+            && self.event.is_empty()
+            && self.evented.is_empty()
+            && self.owned.is_empty())
+    }
+
+    /// Every subscription, in group order (for counts and tests).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &Arc<Entry>> {
+        let t = self.timed.iter().map(|l| &l.entry);
+        let m = self.monotonic.iter().map(|l| &l.entry);
+        let e = self.event.iter().map(|l| &l.entry);
+        let v = self.evented.iter().map(|l| &l.entry);
+        let s = self.silenceable.iter().map(|l| &l.entry);
+        let o = self.owned.iter().map(|l| &l.entry);
+        t.chain(m).chain(e).chain(v).chain(s).chain(o)
+    }
+}
+
+/// An event name with its listeners: what an event captures when it starts.
+pub(crate) struct Resolved {
+    pub(crate) name: Name,
+    pub(crate) listeners: Listeners,
+}
+
+impl Resolved {
+    pub(crate) fn new<'a>(name: Name, entries: impl IntoIterator<Item = &'a Arc<Entry>>) -> Option<Arc<Resolved>> {
+        let mut listeners = Listeners::default();
+        for entry in entries.into_iter().filter(|e| e.matches(name.as_str())) {
+            listeners.push(entry);
+        }
+        let resolved = Arc::new(Resolved { name, listeners });
+        resolved.has_listeners().then_some(resolved)
+    }
+
+    /// True when the name has any listener at all (silenced or not).
+    pub(crate) fn has_listeners(&self) -> bool {
+        self.listeners.has_unconditional() || !self.listeners.silenceable.is_empty()
+    }
+
+    /// True unless every listener is a silenceable one that is silenced now.
+    pub(crate) fn listening(&self) -> bool {
+        self.listeners.has_unconditional()
+            || self
+                .listeners
+                .silenceable
+                .iter()
+                .any(|l| !crate::failure::guarded_silenced(&*l.subscriber, self.name.as_str()))
+    }
+}
+
+/// One immutable state of the registry.
+#[derive(Default)]
+pub(crate) struct Snapshot {
+    /// Every subscription in subscription order.
+    pub(crate) entries: Vec<Arc<Entry>>,
+    /// Pattern and catch-all subscriptions, in subscription order.
+    pub(crate) wide: Vec<Arc<Entry>>,
+    /// Names with at least one exact subscription, resolved against all subscriptions.
+    pub(crate) exact: FxHashMap<Arc<str>, Arc<Resolved>>,
+    /// Names resolved through `wide`, filled on first use; absent until a name needs it.
+    pub(crate) cache: OnceCell<Box<[ArcSwapOption<Resolved>]>>,
+}
+
+/// What a registry change touched, to keep the rest of the cache.
+pub(crate) enum Change<'a> {
+    /// These subscriptions were added or removed: every name they match may change.
+    Entries(&'a [Arc<Entry>]),
+    /// Only this name's listeners change (`unsubscribe_name`).
+    Name(&'a str),
+}
+
+fn slot_of(name: &str) -> usize {
+    let mut hasher = FxBuildHasher.build_hasher();
+    name.hash(&mut hasher);
+    (hasher.finish() as usize) & (CACHE_SLOTS - 1)
+}
+
+impl Snapshot {
+    /// The listeners of `name`, or `None` when nobody at all listens to it.
+    #[inline]
+    pub(crate) fn resolve(&self, name: &str) -> Option<Arc<Resolved>> {
+        if !self.exact.is_empty() {
+            if let Some(found) = self.exact.get(name) {
+                return Some(found.clone());
+            }
+        }
+        if self.wide.is_empty() {
+            return None;
+        }
+        self.resolve_wide(name)
+    }
+
+    /// As [`Snapshot::resolve`], for a name known to be `'static` (no allocation on a cache miss).
+    pub(crate) fn resolve_static(&self, name: &'static str) -> Option<Arc<Resolved>> {
+        if let Some(found) = self.exact.get(name) {
+            return Some(found.clone());
+        }
+        if self.wide.is_empty() {
+            return None;
+        }
+        Resolved::new(Name::Static(name), &self.wide)
+    }
+
+    #[cold]
+    fn resolve_wide(&self, name: &str) -> Option<Arc<Resolved>> {
+        let cache = self
+            .cache
+            .get_or_init(|| (0..CACHE_SLOTS).map(|_| ArcSwapOption::const_empty()).collect());
+        let slot = &cache[slot_of(name)];
+        if let Some(hit) = &*slot.load() {
+            if hit.name.as_str() == name {
+                return Some(hit.clone()).filter(|r| r.has_listeners());
+            }
+        }
+        // Unlistened names are cached too (with no listeners), so a miss is paid once.
+        let mut listeners = Listeners::default();
+        for entry in self.wide.iter().filter(|e| e.matches(name)) {
+            listeners.push(entry);
+        }
+        let resolved = Arc::new(Resolved { name: Name::Shared(name.into()), listeners });
+        slot.store(Some(resolved.clone()));
+        Some(resolved).filter(|r| r.has_listeners())
+    }
+
+    /// True when someone listens to `name` now and is not silenced; never allocates.
+    pub(crate) fn listening(&self, name: &str) -> bool {
+        if let Some(found) = self.exact.get(name) {
+            return found.listening();
+        }
+        if self.wide.is_empty() {
+            return false;
+        }
+        if let Some(cache) = self.cache.get() {
+            if let Some(hit) = &*cache[slot_of(name)].load() {
+                if hit.name.as_str() == name {
+                    return hit.listening();
+                }
+            }
+        }
+        self.wide.iter().filter(|e| e.matches(name)).any(|e| match &e.subscriber.kind {
+            Kind::Silenceable(s) => !crate::failure::guarded_silenced(&**s, name),
+            _ => true,
+        })
+    }
+
+    /// Number of names this snapshot holds resolved (exact names plus cached pattern names).
+    pub(crate) fn resolved_names(&self) -> usize {
+        let cached = self.cache.get().map_or(0, |c| c.iter().filter(|s| s.load().is_some()).count());
+        self.exact.len() + cached
+    }
+
+    /// The snapshot after `change`, given the full new list of subscriptions.
+    pub(crate) fn next(&self, entries: Vec<Arc<Entry>>, change: Change<'_>) -> Snapshot {
+        let wide: Vec<Arc<Entry>> = entries.iter().filter(|e| !e.is_exact()).cloned().collect();
+        let touches = |name: &str| match change {
+            Change::Entries(changed) => changed.iter().any(|e| match e.pattern.exact_name() {
+                Some(exact) => **exact == *name,
+                None => e.pattern.matches(name),
+            }),
+            Change::Name(changed) => changed == name,
+        };
+        let mut exact = self.exact.clone();
+        // Names that gained or lost an exact subscription.
+        match change {
+            Change::Entries(changed) => {
+                for name in changed.iter().filter_map(|e| e.pattern.exact_name()) {
+                    exact.remove(name);
+                }
+            }
+            Change::Name(name) => {
+                exact.remove(name);
+            }
+        }
+        let rebuild: Vec<Arc<str>> = exact.keys().filter(|n| touches(n)).cloned().collect();
+        for name in rebuild {
+            exact.remove(&name);
+        }
+        for entry in &entries {
+            if let Some(name) = entry.pattern.exact_name() {
+                if !exact.contains_key(name) {
+                    let resolved = Resolved::new(Name::Shared(name.clone()), &entries);
+                    if let Some(resolved) = resolved {
+                        exact.insert(name.clone(), resolved);
+                    }
+                }
+            }
+        }
+        let cache = OnceCell::new();
+        if let Some(old) = self.cache.get() {
+            if !wide.is_empty() {
+                let kept: Box<[ArcSwapOption<Resolved>]> = old
+                    .iter()
+                    .map(|slot| {
+                        let keep = slot.load_full().filter(|r| {
+                            let name = r.name.as_str();
+                            !touches(name) && !exact.contains_key(name)
+                        });
+                        ArcSwapOption::new(keep)
+                    })
+                    .collect();
+                let _ = cache.set(kept);
+            }
+        }
+        Snapshot { entries, wide, exact, cache }
+    }
+}

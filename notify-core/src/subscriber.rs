@@ -1,0 +1,369 @@
+//! The subscriber kinds. Each kind is a trait (closures implement the first three) and lands in its
+//! own listener group, so instrumenting never branches per subscriber on its kind.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use crate::event::Event;
+use crate::payload::Payload;
+
+/// A timed subscriber: name, wall-clock start and finish, transaction id, payload — AS::N's
+/// `subscribe { |name, start, finish, id, payload| }`. Implemented by every matching closure.
+///
+/// ```
+/// use notify_core::{Notifier, Payload, Subscriber};
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::timed(|name: &str, start, finish, _txn: u64, _p: &Payload| {
+///     assert!(finish >= start);
+///     assert_eq!(name, "x");
+/// }));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// ```
+pub trait TimedSubscriber: Send + Sync + 'static {
+    /// Receives one finished event.
+    fn call(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: &Payload);
+}
+
+impl<F> TimedSubscriber for F
+where
+    F: Fn(&str, SystemTime, SystemTime, u64, &Payload) + Send + Sync + 'static,
+{
+    fn call(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: &Payload) {
+        self(name, start, finish, transaction_id, payload);
+    }
+}
+
+/// A monotonic subscriber: like [`TimedSubscriber`] with [`Instant`]s — AS::N's `monotonic_subscribe`.
+///
+/// ```
+/// use notify_core::{Notifier, Payload, Subscriber};
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::monotonic(|_: &str, start: std::time::Instant, finish, _: u64, _: &Payload| {
+///     assert!(finish >= start);
+/// }));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// ```
+pub trait MonotonicSubscriber: Send + Sync + 'static {
+    /// Receives one finished event.
+    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: u64, payload: &Payload);
+}
+
+impl<F> MonotonicSubscriber for F
+where
+    F: Fn(&str, Instant, Instant, u64, &Payload) + Send + Sync + 'static,
+{
+    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: u64, payload: &Payload) {
+        self(name, start, finish, transaction_id, payload);
+    }
+}
+
+/// An event-object subscriber: receives `&Event` — AS::N's `subscribe { |event| }`.
+///
+/// ```
+/// use notify_core::{Event, Notifier, Payload, Subscriber};
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::event(|event: &Event| assert_eq!(event.name(), "x")));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// ```
+pub trait EventSubscriber: Send + Sync + 'static {
+    /// Receives one finished event.
+    fn call(&self, event: &Event);
+}
+
+impl<F> EventSubscriber for F
+where
+    F: Fn(&Event) + Send + Sync + 'static,
+{
+    fn call(&self, event: &Event) {
+        self(event);
+    }
+}
+
+/// An evented subscriber: `start` before the block runs, `finish` after, with the event id that
+/// pairs them (AS::N passes the instrumenter id there; an event id also tells nested events apart).
+/// Both calls of one event reach the listener set captured at `start`.
+///
+/// ```
+/// use notify_core::{EventedSubscriber, Notifier, Payload, Subscriber};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+///
+/// struct Depth(AtomicUsize);
+/// impl EventedSubscriber for Depth {
+///     fn start(&self, _: &str, _: u64, _: &Payload) { self.0.fetch_add(1, Ordering::SeqCst); }
+///     fn finish(&self, _: &str, _: u64, _: &Payload) { self.0.fetch_sub(1, Ordering::SeqCst); }
+/// }
+/// let notifier = Notifier::new();
+/// let depth = std::sync::Arc::new(Depth(AtomicUsize::new(0)));
+/// notifier.subscribe("x", Subscriber::evented(depth.clone()));
+/// notifier.instrument("x", Payload::new, |_| assert_eq!(depth.0.load(Ordering::SeqCst), 1));
+/// assert_eq!(depth.0.load(Ordering::SeqCst), 0);
+/// ```
+pub trait EventedSubscriber: Send + Sync + 'static {
+    /// Called before the block runs; `payload` is the payload as built so far.
+    fn start(&self, name: &str, id: u64, payload: &Payload);
+    /// Called after the block; `payload` includes what the block added.
+    fn finish(&self, name: &str, id: u64, payload: &Payload);
+}
+
+/// An evented subscriber that can be silenced at run time (AS::N 7.1's `silenced?`).
+///
+/// `silenced(name)` is asked on every event, before `start`, and never cached: a subscriber that is
+/// silenced gets neither call for that event. When every listener of a name is silenced, the event
+/// costs about what an unlistened one costs: no payload, no clock. Only this group pays the check.
+///
+/// ```
+/// use notify_core::{EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber};
+/// struct Quiet;
+/// impl EventedSubscriber for Quiet {
+///     fn start(&self, _: &str, _: u64, _: &Payload) { unreachable!() }
+///     fn finish(&self, _: &str, _: u64, _: &Payload) { unreachable!() }
+/// }
+/// impl SilenceableSubscriber for Quiet {
+///     fn silenced(&self, _name: &str) -> bool { true }
+/// }
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::silenceable(Quiet));
+/// assert!(!notifier.listening("x"));
+/// ```
+pub trait SilenceableSubscriber: EventedSubscriber {
+    /// True when this subscriber wants nothing of an event named `name` right now.
+    fn silenced(&self, name: &str) -> bool;
+}
+
+/// A subscriber that takes ownership of a shared event (`Arc<Event>`), built once per event however
+/// many such subscribers listen. This is the seam for asynchronous delivery and exporters: the
+/// implementation queues or forwards the `Arc` and returns quickly.
+///
+/// ```
+/// use notify_core::{Event, Notifier, OwnedEventSubscriber, Payload, Subscriber};
+/// use std::sync::{mpsc, Arc, Mutex};
+///
+/// struct Forward(Mutex<mpsc::Sender<Arc<Event>>>);
+/// impl OwnedEventSubscriber for Forward {
+///     fn deliver(&self, event: &Arc<Event>) { let _ = self.0.lock().unwrap().send(event.clone()); }
+/// }
+/// let (tx, rx) = mpsc::channel();
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::owned(Forward(Mutex::new(tx))));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// assert_eq!(rx.recv().unwrap().name(), "x");
+/// ```
+pub trait OwnedEventSubscriber: Send + Sync + 'static {
+    /// Receives one finished event; should return quickly.
+    fn deliver(&self, event: &Arc<Event>);
+}
+
+impl<T: EventedSubscriber + ?Sized> EventedSubscriber for Arc<T> {
+    fn start(&self, name: &str, id: u64, payload: &Payload) {
+        (**self).start(name, id, payload);
+    }
+    fn finish(&self, name: &str, id: u64, payload: &Payload) {
+        (**self).finish(name, id, payload);
+    }
+}
+
+impl<T: SilenceableSubscriber + ?Sized> SilenceableSubscriber for Arc<T> {
+    fn silenced(&self, name: &str) -> bool {
+        (**self).silenced(name)
+    }
+}
+
+impl<T: OwnedEventSubscriber + ?Sized> OwnedEventSubscriber for Arc<T> {
+    fn deliver(&self, event: &Arc<Event>) {
+        (**self).deliver(event);
+    }
+}
+
+/// What an event-object subscriber asks to be measured. Both cost something per event, so both are
+/// off by default: thread CPU time is a system call per edge (~0.5-1 µs on a VM).
+///
+/// ```
+/// use notify_core::{Event, EventOptions, Notifier, Payload, Subscriber};
+/// let notifier = Notifier::new();
+/// let options = EventOptions { cpu_time: true, ..EventOptions::default() };
+/// notifier.subscribe("x", Subscriber::event_with(options, |e: &Event| assert!(e.cpu_time().is_some())));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventOptions {
+    /// Measure thread CPU time (and so idle time).
+    pub cpu_time: bool,
+    /// Count heap allocations (needs [`CountingAllocator`](crate::CountingAllocator) as the global allocator).
+    pub allocations: bool,
+}
+
+#[derive(Clone)]
+pub(crate) enum Kind {
+    Timed(Arc<dyn TimedSubscriber>),
+    Monotonic(Arc<dyn MonotonicSubscriber>),
+    Event(Arc<dyn EventSubscriber>, EventOptions),
+    Evented(Arc<dyn EventedSubscriber>),
+    Silenceable(Arc<dyn SilenceableSubscriber>),
+    Owned(Arc<dyn OwnedEventSubscriber>),
+}
+
+/// A subscriber of one of the kinds, ready for [`Notifier::subscribe`](crate::Notifier::subscribe),
+/// with an optional label that failure reports use.
+///
+/// ```
+/// use notify_core::Subscriber;
+/// let s = Subscriber::event(|_: &notify_core::Event| {}).named("audit");
+/// assert_eq!(s.label(), Some("audit"));
+/// assert_eq!(s.kind_name(), "event");
+/// ```
+#[derive(Clone)]
+pub struct Subscriber {
+    pub(crate) kind: Kind,
+    pub(crate) label: Option<Cow<'static, str>>,
+}
+
+impl Subscriber {
+    fn of(kind: Kind) -> Subscriber {
+        Subscriber { kind, label: None }
+    }
+
+    /// A [`TimedSubscriber`].
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
+    /// assert_eq!(s.kind_name(), "timed");
+    /// ```
+    pub fn timed(subscriber: impl TimedSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Timed(Arc::new(subscriber)))
+    }
+
+    /// A [`MonotonicSubscriber`].
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
+    /// assert_eq!(s.kind_name(), "monotonic");
+    /// ```
+    pub fn monotonic(subscriber: impl MonotonicSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Monotonic(Arc::new(subscriber)))
+    }
+
+    /// An [`EventSubscriber`] with default [`EventOptions`] (no CPU time, no allocation count).
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
+    /// assert_eq!(s.kind_name(), "event");
+    /// ```
+    pub fn event(subscriber: impl EventSubscriber) -> Subscriber {
+        Subscriber::event_with(EventOptions::default(), subscriber)
+    }
+
+    /// An [`EventSubscriber`] that asks for the measurements in `options`.
+    ///
+    /// ```
+    /// use notify_core::{EventOptions, Subscriber};
+    /// let s = Subscriber::event_with(EventOptions { allocations: true, ..Default::default() }, |_: &notify_core::Event| {});
+    /// assert_eq!(s.kind_name(), "event");
+    /// ```
+    pub fn event_with(options: EventOptions, subscriber: impl EventSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Event(Arc::new(subscriber), options))
+    }
+
+    /// An [`EventedSubscriber`].
+    ///
+    /// ```
+    /// use notify_core::{EventedSubscriber, Payload, Subscriber};
+    /// struct S;
+    /// impl EventedSubscriber for S {
+    ///     fn start(&self, _: &str, _: u64, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    /// }
+    /// assert_eq!(Subscriber::evented(S).kind_name(), "evented");
+    /// ```
+    pub fn evented(subscriber: impl EventedSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Evented(Arc::new(subscriber)))
+    }
+
+    /// A [`SilenceableSubscriber`].
+    ///
+    /// ```
+    /// use notify_core::{EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
+    /// struct S;
+    /// impl EventedSubscriber for S {
+    ///     fn start(&self, _: &str, _: u64, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    /// }
+    /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
+    /// assert_eq!(Subscriber::silenceable(S).kind_name(), "silenceable");
+    /// ```
+    pub fn silenceable(subscriber: impl SilenceableSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Silenceable(Arc::new(subscriber)))
+    }
+
+    /// An [`OwnedEventSubscriber`].
+    ///
+    /// ```
+    /// use notify_core::{Event, OwnedEventSubscriber, Subscriber};
+    /// struct S;
+    /// impl OwnedEventSubscriber for S { fn deliver(&self, _: &std::sync::Arc<Event>) {} }
+    /// assert_eq!(Subscriber::owned(S).kind_name(), "owned");
+    /// ```
+    pub fn owned(subscriber: impl OwnedEventSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Owned(Arc::new(subscriber)))
+    }
+
+    /// Gives the subscriber a label, shown in failure reports and in `Debug`.
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {}).named("metrics");
+    /// assert_eq!(s.label(), Some("metrics"));
+    /// ```
+    #[must_use]
+    pub fn named(mut self, label: impl Into<Cow<'static, str>>) -> Subscriber {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The label given with [`Subscriber::named`].
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Subscriber::event(|_: &notify_core::Event| {}).label(), None);
+    /// ```
+    pub fn label(&self) -> Option<&str> {
+        self.label.as_deref()
+    }
+
+    /// The kind: `"timed"`, `"monotonic"`, `"event"`, `"evented"`, `"silenceable"` or `"owned"`.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Subscriber::event(|_: &notify_core::Event| {}).kind_name(), "event");
+    /// ```
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Timed(_) => "timed",
+            Kind::Monotonic(_) => "monotonic",
+            Kind::Event(..) => "event",
+            Kind::Evented(_) => "evented",
+            Kind::Silenceable(_) => "silenceable",
+            Kind::Owned(_) => "owned",
+        }
+    }
+
+    /// The options of an event-object subscriber (`None` for other kinds).
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
+    /// assert_eq!(s.event_options(), Some(notify_core::EventOptions::default()));
+    /// ```
+    pub fn event_options(&self) -> Option<EventOptions> {
+        match self.kind {
+            Kind::Event(_, options) => Some(options),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("kind", &self.kind_name())
+            .field("label", &self.label)
+            .finish()
+    }
+}

@@ -1,0 +1,26 @@
+//! Synchronisation primitives, swapped for `loom`'s under `--cfg loom` so the callsite protocol
+//! can be model-checked.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::AtomicU8;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::AtomicU8;
+
+/// A mutex with `parking_lot`'s interface (`lock()` returns the guard).
+#[cfg(not(loom))]
+pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+
+#[cfg(loom)]
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Mutex<T> {
+        Mutex(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        self.0.lock().unwrap()
+    }
+}

@@ -1,0 +1,1 @@
+//! Code shared by notify's examples and benchmarks (not published).
