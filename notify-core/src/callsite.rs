@@ -81,13 +81,21 @@ impl Callsite {
     /// ```
     #[cfg(not(loom))]
     pub const fn new(name: &'static str) -> Callsite {
-        Callsite { name, interest: AtomicU8::new(UNREGISTERED), resolved: ArcSwapOption::const_empty() }
+        Callsite {
+            name,
+            interest: AtomicU8::new(UNREGISTERED),
+            resolved: ArcSwapOption::const_empty(),
+        }
     }
 
     /// (loom builds: not `const`.)
     #[cfg(loom)]
     pub fn new(name: &'static str) -> Callsite {
-        Callsite { name, interest: AtomicU8::new(UNREGISTERED), resolved: ArcSwapOption::const_empty() }
+        Callsite {
+            name,
+            interest: AtomicU8::new(UNREGISTERED),
+            resolved: ArcSwapOption::const_empty(),
+        }
     }
 
     /// The event name.
@@ -153,7 +161,11 @@ impl Callsite {
     }
 
     #[inline(never)]
-    fn instrument_listened<T>(&'static self, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
+    fn instrument_listened<T>(
+        &'static self,
+        payload: impl FnOnce() -> Payload,
+        body: impl FnOnce(&mut Payload) -> T,
+    ) -> T {
         match self.resolved.load_full() {
             Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, payload, body),
             None => body(&mut Payload::new()),
@@ -209,6 +221,9 @@ impl Callsite {
 
 impl std::fmt::Debug for Callsite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Callsite").field("name", &self.name).field("interest", &self.interest()).finish()
+        f.debug_struct("Callsite")
+            .field("name", &self.name)
+            .field("interest", &self.interest())
+            .finish()
     }
 }

@@ -80,11 +80,15 @@ impl Active {
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
         for l in &listeners.evented {
-            guarded(&mut self.failures, &l.entry, name, || l.subscriber.start(name, self.id, payload));
+            guarded(&mut self.failures, &l.entry, name, || {
+                l.subscriber.start(name, self.id, payload)
+            });
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
-            guarded(&mut self.failures, &l.entry, name, || l.subscriber.start(name, self.id, payload));
+            guarded(&mut self.failures, &l.entry, name, || {
+                l.subscriber.start(name, self.id, payload)
+            });
         }
         let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
         if needs_event && listeners.options.cpu_time {
@@ -124,20 +128,28 @@ impl Active {
         let failures = &mut self.failures;
         if let (Some(start), Some(end)) = (self.start_wall, end_wall) {
             for l in &listeners.timed {
-                guarded(failures, &l.entry, name, || l.subscriber.call(name, start, end, transaction_id, &payload));
+                guarded(failures, &l.entry, name, || {
+                    l.subscriber.call(name, start, end, transaction_id, &payload)
+                });
             }
         }
         if let (Some(start), Some(end)) = (self.start, end) {
             for l in &listeners.monotonic {
-                guarded(failures, &l.entry, name, || l.subscriber.call(name, start, end, transaction_id, &payload));
+                guarded(failures, &l.entry, name, || {
+                    l.subscriber.call(name, start, end, transaction_id, &payload)
+                });
             }
         }
         for l in &listeners.evented {
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, &payload));
+            guarded(failures, &l.entry, name, || {
+                l.subscriber.finish(name, self.id, &payload)
+            });
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, &payload));
+            guarded(failures, &l.entry, name, || {
+                l.subscriber.finish(name, self.id, &payload)
+            });
         }
         if let (Some(start), Some(end)) = (self.start, end) {
             if !listeners.event.is_empty() || !listeners.owned.is_empty() {
@@ -150,7 +162,10 @@ impl Active {
                     parent_id: self.parent,
                     payload,
                     cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
-                    allocations: self.allocations_start.zip(allocations_end).map(|(a, b)| b.saturating_sub(a)),
+                    allocations: self
+                        .allocations_start
+                        .zip(allocations_end)
+                        .map(|(a, b)| b.saturating_sub(a)),
                     outcome,
                 };
                 deliver_event(failures, resolved, event);
@@ -190,7 +205,11 @@ pub(crate) fn run<T>(
     };
     let payload = payload();
     active.start(&payload, true);
-    let mut guard = FinishOnDrop { inner, active: Some(active), payload };
+    let mut guard = FinishOnDrop {
+        inner,
+        active: Some(active),
+        payload,
+    };
     let value = body(&mut guard.payload);
     guard.finish(Outcome::Completed);
     value

@@ -20,7 +20,12 @@ pub struct PatternError {
 
 impl PatternError {
     pub(crate) fn new(kind: &'static str, pattern: &str, position: Option<usize>, message: &str) -> PatternError {
-        PatternError { kind, pattern: pattern.to_owned(), position, message: message.to_owned() }
+        PatternError {
+            kind,
+            pattern: pattern.to_owned(),
+            position,
+            message: message.to_owned(),
+        }
     }
 
     /// The pattern as given.

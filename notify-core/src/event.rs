@@ -311,10 +311,7 @@ impl fmt::Debug for Event {
 
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let epoch_ns = |t: SystemTime| {
-            t.duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        };
+        let epoch_ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let mut st = s.serialize_struct("Event", 10)?;
         st.serialize_field("name", self.name())?;
         st.serialize_field("start_unix_ns", &epoch_ns(self.start_time()))?;

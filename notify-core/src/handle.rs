@@ -50,7 +50,15 @@ pub struct Handle {
 
 impl Handle {
     pub(crate) fn new(notifier: Notifier, name: Name, payload: Payload) -> Handle {
-        Handle { notifier, name, payload, state: State::Built, resolved: None, active: None, outcome: Outcome::Completed }
+        Handle {
+            notifier,
+            name,
+            payload,
+            state: State::Built,
+            resolved: None,
+            active: None,
+            outcome: Outcome::Completed,
+        }
     }
 
     /// A handle whose listener set is already resolved (callsites).
@@ -127,7 +135,10 @@ impl Handle {
     /// ```
     pub fn enter(&self) -> Entered<'_> {
         let previous = self.active.as_ref().map(Active::enter);
-        Entered { previous, _handle: PhantomData }
+        Entered {
+            previous,
+            _handle: PhantomData,
+        }
     }
 
     /// The event id once started and listened (`None` when nobody listens).

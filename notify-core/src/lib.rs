@@ -77,8 +77,8 @@ pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
 pub use crate::subscriber::{
-    EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber,
-    SilenceableSubscriber, Subscriber, TimedSubscriber,
+    EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber, SilenceableSubscriber,
+    Subscriber, TimedSubscriber,
 };
 
 /// [`Notifier::instrument`] on the global notifier.
@@ -137,7 +137,13 @@ pub fn listening(name: &str) -> bool {
 /// let now = std::time::SystemTime::now();
 /// notify_core::publish("doc.free_publish", now, now, notify_core::transaction_id(), notify_core::Payload::new());
 /// ```
-pub fn publish(name: &str, start: std::time::SystemTime, finish: std::time::SystemTime, transaction_id: u64, payload: Payload) {
+pub fn publish(
+    name: &str,
+    start: std::time::SystemTime,
+    finish: std::time::SystemTime,
+    transaction_id: u64,
+    payload: Payload,
+) {
     Notifier::global().publish(name, start, finish, transaction_id, payload);
 }
 
@@ -165,6 +171,8 @@ pub mod __private {
     }
 
     pub fn errors_for_doc() -> SubscriberErrors {
-        SubscriberErrors { failures: vec![failure_for_doc()] }
+        SubscriberErrors {
+            failures: vec![failure_for_doc()],
+        }
     }
 }

@@ -21,7 +21,9 @@ use crate::callsite::Callsite;
 use crate::dispatch::{self, deliver_event};
 use crate::error::NotifyError;
 use crate::event::{monotonic_clock, Event, Name};
-use crate::failure::{default_hook, guarded, FailurePolicy, Hook, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+use crate::failure::{
+    default_hook, guarded, FailurePolicy, Hook, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED,
+};
 use crate::handle::Handle;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
@@ -129,13 +131,21 @@ impl Notifier {
     /// ```
     pub fn subscribe(&self, pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>) -> Subscription {
         let id = self.inner.next_subscription.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(Entry { id, pattern: pattern.into(), excluded: Vec::new(), subscriber: subscriber.into() });
+        let entry = Arc::new(Entry {
+            id,
+            pattern: pattern.into(),
+            excluded: Vec::new(),
+            subscriber: subscriber.into(),
+        });
         self.inner.write(|snapshot| {
             let mut entries = snapshot.entries.clone();
             entries.push(entry.clone());
             Some(snapshot.next(entries, Change::Entries(&[entry])))
         });
-        Subscription { id, notifier: Arc::downgrade(&self.inner) }
+        Subscription {
+            id,
+            notifier: Arc::downgrade(&self.inner),
+        }
     }
 
     /// Runs `f` with `subscriber` subscribed, and unsubscribes it afterwards, even if `f` panics
@@ -148,7 +158,12 @@ impl Notifier {
     /// assert!(listened);
     /// assert!(!notifier.listening("x"));
     /// ```
-    pub fn subscribed<T>(&self, pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>, f: impl FnOnce() -> T) -> T {
+    pub fn subscribed<T>(
+        &self,
+        pattern: impl Into<Pattern>,
+        subscriber: impl Into<Subscriber>,
+        f: impl FnOnce() -> T,
+    ) -> T {
         struct Unsubscribe(Subscription);
         impl Drop for Unsubscribe {
             fn drop(&mut self) {
@@ -234,7 +249,12 @@ impl Notifier {
     /// assert_eq!(sum, 3);
     /// ```
     #[inline]
-    pub fn instrument<T>(&self, name: &str, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
+    pub fn instrument<T>(
+        &self,
+        name: &str,
+        payload: impl FnOnce() -> Payload,
+        body: impl FnOnce(&mut Payload) -> T,
+    ) -> T {
         let resolved = {
             let snapshot = self.inner.snapshot.load();
             match snapshot.resolve(name) {
@@ -308,8 +328,15 @@ impl Notifier {
     /// notifier.publish("cache.hit", start, start + Duration::from_millis(5), 42, Payload::new());
     /// ```
     pub fn publish(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: Payload) {
-        let Some(resolved) = self.inner.snapshot.load().resolve(name) else { return };
-        let mut event = Event::new(Cow::Owned(String::new()), monotonic_clock(start), monotonic_clock(finish), payload);
+        let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
+            return;
+        };
+        let mut event = Event::new(
+            Cow::Owned(String::new()),
+            monotonic_clock(start),
+            monotonic_clock(finish),
+            payload,
+        );
         event.name = resolved.name.clone();
         event.transaction_id = transaction_id;
         self.inner.deliver_published(&resolved, start, finish, event);
@@ -327,7 +354,9 @@ impl Notifier {
     /// notifier.publish_event(Event::new("job.done", now, now, Payload::new()));
     /// ```
     pub fn publish_event(&self, event: Event) {
-        let Some(resolved) = self.inner.snapshot.load().resolve(event.name()) else { return };
+        let Some(resolved) = self.inner.snapshot.load().resolve(event.name()) else {
+            return;
+        };
         let (start, finish) = (event.start_time(), event.end_time());
         self.inner.deliver_published(&resolved, start, finish, event);
     }
@@ -409,7 +438,10 @@ impl Notifier {
             None => Resolved::new(Name::Shared(name.into()), &snapshot.wide),
         };
         resolved.map_or_else(Vec::new, |r| {
-            r.listeners.entries().map(|e| (e.id, e.subscriber.kind_name())).collect()
+            r.listeners
+                .entries()
+                .map(|e| (e.id, e.subscriber.kind_name()))
+                .collect()
         })
     }
 }
@@ -483,10 +515,14 @@ impl Inner {
         let listeners = &resolved.listeners;
         let (payload, txn) = (&event.payload, event.transaction_id);
         for l in &listeners.timed {
-            guarded(&mut failures, &l.entry, name, || l.subscriber.call(name, start, finish, txn, payload));
+            guarded(&mut failures, &l.entry, name, || {
+                l.subscriber.call(name, start, finish, txn, payload)
+            });
         }
         for l in &listeners.monotonic {
-            guarded(&mut failures, &l.entry, name, || l.subscriber.call(name, event.start, event.end, txn, payload));
+            guarded(&mut failures, &l.entry, name, || {
+                l.subscriber.call(name, event.start, event.end, txn, payload)
+            });
         }
         deliver_event(&mut failures, resolved, event);
         if !failures.is_empty() {

@@ -42,7 +42,9 @@ impl Pattern {
     /// assert!(notify_core::Pattern::exact("a.b").matches("a.b"));
     /// ```
     pub fn exact(name: impl Into<Arc<str>>) -> Pattern {
-        Pattern { repr: Repr::Exact(name.into()) }
+        Pattern {
+            repr: Repr::Exact(name.into()),
+        }
     }
 
     /// A glob: `*` matches any run of characters (including none and including dots); everything
@@ -70,7 +72,9 @@ impl Pattern {
                 "it has no `*`; use Pattern::exact for one name",
             ));
         }
-        Ok(Pattern { repr: Repr::Glob(Glob::new(glob)) })
+        Ok(Pattern {
+            repr: Repr::Glob(Glob::new(glob)),
+        })
     }
 
     /// A regular expression (syntax of the [`regex`] crate), matched anywhere in the name.
@@ -85,7 +89,12 @@ impl Pattern {
     /// ```
     pub fn regex(regex: &str) -> Result<Pattern, PatternError> {
         if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(regex) {
-            return Err(PatternError::new("regex", regex, Some(e.span().start.offset), &e.kind().to_string()));
+            return Err(PatternError::new(
+                "regex",
+                regex,
+                Some(e.span().start.offset),
+                &e.kind().to_string(),
+            ));
         }
         match regex::Regex::new(regex) {
             Ok(re) => Ok(Pattern { repr: Repr::Regex(re) }),
@@ -177,12 +186,17 @@ pub(crate) struct Glob {
 
 impl Glob {
     fn new(text: &str) -> Glob {
-        Glob { text: text.into(), parts: text.split('*').map(Box::from).collect() }
+        Glob {
+            text: text.into(),
+            parts: text.split('*').map(Box::from).collect(),
+        }
     }
 
     fn matches(&self, name: &str) -> bool {
         let (first, rest) = self.parts.split_first().expect("split yields one part at least");
-        let Some(mut tail) = name.strip_prefix(&**first) else { return false };
+        let Some(mut tail) = name.strip_prefix(&**first) else {
+            return false;
+        };
         let (last, middle) = rest.split_last().expect("a glob has one star at least");
         for part in middle {
             match tail.find(&**part) {

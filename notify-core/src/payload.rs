@@ -187,7 +187,9 @@ impl Payload {
     /// assert!(notify_core::Payload::new().is_empty());
     /// ```
     pub const fn new() -> Payload {
-        Payload { entries: SmallVec::new_const() }
+        Payload {
+            entries: SmallVec::new_const(),
+        }
     }
 
     /// Builder form of [`Payload::insert`].

@@ -66,16 +66,34 @@ impl Listeners {
     fn push(&mut self, entry: &Arc<Entry>) {
         let entry = entry.clone();
         match &entry.subscriber.kind {
-            Kind::Timed(s) => self.timed.push(Listener { subscriber: s.clone(), entry }),
-            Kind::Monotonic(s) => self.monotonic.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Timed(s) => self.timed.push(Listener {
+                subscriber: s.clone(),
+                entry,
+            }),
+            Kind::Monotonic(s) => self.monotonic.push(Listener {
+                subscriber: s.clone(),
+                entry,
+            }),
             Kind::Event(s, options) => {
                 self.options.cpu_time |= options.cpu_time;
                 self.options.allocations |= options.allocations;
-                self.event.push(Listener { subscriber: s.clone(), entry });
+                self.event.push(Listener {
+                    subscriber: s.clone(),
+                    entry,
+                });
             }
-            Kind::Evented(s) => self.evented.push(Listener { subscriber: s.clone(), entry }),
-            Kind::Silenceable(s) => self.silenceable.push(Listener { subscriber: s.clone(), entry }),
-            Kind::Owned(s) => self.owned.push(Listener { subscriber: s.clone(), entry }),
+            Kind::Evented(s) => self.evented.push(Listener {
+                subscriber: s.clone(),
+                entry,
+            }),
+            Kind::Silenceable(s) => self.silenceable.push(Listener {
+                subscriber: s.clone(),
+                entry,
+            }),
+            Kind::Owned(s) => self.owned.push(Listener {
+                subscriber: s.clone(),
+                entry,
+            }),
         }
     }
 
@@ -201,7 +219,10 @@ impl Snapshot {
         for entry in self.wide.iter().filter(|e| e.matches(name)) {
             listeners.push(entry);
         }
-        let resolved = Arc::new(Resolved { name: Name::Shared(name.into()), listeners });
+        let resolved = Arc::new(Resolved {
+            name: Name::Shared(name.into()),
+            listeners,
+        });
         slot.store(Some(resolved.clone()));
         Some(resolved).filter(|r| r.has_listeners())
     }
@@ -221,15 +242,21 @@ impl Snapshot {
                 }
             }
         }
-        self.wide.iter().filter(|e| e.matches(name)).any(|e| match &e.subscriber.kind {
-            Kind::Silenceable(s) => !crate::failure::guarded_silenced(&**s, name),
-            _ => true,
-        })
+        self.wide
+            .iter()
+            .filter(|e| e.matches(name))
+            .any(|e| match &e.subscriber.kind {
+                Kind::Silenceable(s) => !crate::failure::guarded_silenced(&**s, name),
+                _ => true,
+            })
     }
 
     /// Number of names this snapshot holds resolved (exact names plus cached pattern names).
     pub(crate) fn resolved_names(&self) -> usize {
-        let cached = self.cache.get().map_or(0, |c| c.iter().filter(|s| s.load().is_some()).count());
+        let cached = self
+            .cache
+            .get()
+            .map_or(0, |c| c.iter().filter(|s| s.load().is_some()).count());
         self.exact.len() + cached
     }
 
@@ -285,6 +312,11 @@ impl Snapshot {
                 let _ = cache.set(kept);
             }
         }
-        Snapshot { entries, wide, exact, cache }
+        Snapshot {
+            entries,
+            wide,
+            exact,
+            cache,
+        }
     }
 }

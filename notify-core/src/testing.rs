@@ -28,7 +28,11 @@ use crate::subscriber::Subscriber;
 /// assert_eq!(events.len(), 1);
 /// assert_eq!(events[0].payload().get("id").unwrap().as_i64(), Some(7));
 /// ```
-pub fn capture_notifications<T>(notifier: &Notifier, pattern: impl Into<Pattern>, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
+pub fn capture_notifications<T>(
+    notifier: &Notifier,
+    pattern: impl Into<Pattern>,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<Event>) {
     let captured = Arc::new(Mutex::new(Vec::new()));
     let sink = captured.clone();
     let subscriber = Subscriber::event(move |event: &Event| {
@@ -54,11 +58,20 @@ pub fn capture_notifications<T>(notifier: &Notifier, pattern: impl Into<Pattern>
 /// });
 /// assert_eq!(event.name(), "cache.read");
 /// ```
-pub fn assert_notification(notifier: &Notifier, pattern: impl Into<Pattern>, expected: &Payload, f: impl FnOnce()) -> Event {
+pub fn assert_notification(
+    notifier: &Notifier,
+    pattern: impl Into<Pattern>,
+    expected: &Payload,
+    f: impl FnOnce(),
+) -> Event {
     let pattern = pattern.into();
     let text = pattern.as_str().to_owned();
     let ((), events) = capture_notifications(notifier, pattern, f);
-    let mut matching: Vec<Event> = events.iter().filter(|e| contains(e.payload(), expected)).cloned().collect();
+    let mut matching: Vec<Event> = events
+        .iter()
+        .filter(|e| contains(e.payload(), expected))
+        .cloned()
+        .collect();
     assert!(
         matching.len() == 1,
         "expected exactly one `{text}` event with payload {expected:?}, found {}; captured: {events:?}",
@@ -87,7 +100,11 @@ pub fn assert_notifications_count(notifier: &Notifier, pattern: impl Into<Patter
     let pattern = pattern.into();
     let text = pattern.as_str().to_owned();
     let ((), events) = capture_notifications(notifier, pattern, f);
-    assert!(events.len() == count, "expected {count} `{text}` event(s), found {}: {events:?}", events.len());
+    assert!(
+        events.len() == count,
+        "expected {count} `{text}` event(s), found {}: {events:?}",
+        events.len()
+    );
 }
 
 /// Asserts that `f` caused no event matching `pattern`.
