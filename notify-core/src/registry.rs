@@ -7,7 +7,7 @@
 //! use into a bounded direct-mapped cache owned by the snapshot. A new snapshot keeps every cached
 //! entry that the change does not touch, so a change invalidates exactly the names it matches.
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
@@ -172,9 +172,7 @@ pub(crate) enum Change<'a> {
 }
 
 fn slot_of(name: &str) -> usize {
-    let mut hasher = FxBuildHasher.build_hasher();
-    name.hash(&mut hasher);
-    (hasher.finish() as usize) & (CACHE_SLOTS - 1)
+    (FxBuildHasher.hash_one(name) as usize) & (CACHE_SLOTS - 1)
 }
 
 impl Snapshot {
