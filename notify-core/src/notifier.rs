@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
+use rustc_hash::FxHashSet;
 
 use crate::sync::Mutex;
 
@@ -130,22 +131,75 @@ impl Notifier {
     /// # Ok::<(), notify_core::PatternError>(())
     /// ```
     pub fn subscribe(&self, pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>) -> Subscription {
-        let id = self.inner.next_subscription.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(Entry {
-            id,
-            pattern: pattern.into(),
-            excluded: Vec::new(),
-            subscriber: subscriber.into(),
-        });
+        let mut subscriptions = self.subscribe_all([(pattern.into(), subscriber.into())]);
+        subscriptions.pop().expect("one subscription per pair")
+    }
+
+    /// Subscribes every `(pattern, subscriber)` pair in one registry change: one snapshot is built
+    /// for all of them, so subscribing n subscribers costs O(n) rather than O(n²). Returns the
+    /// subscriptions in the same order.
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Pattern, Subscriber};
+    /// let notifier = Notifier::new();
+    /// let subscriptions = notifier.subscribe_all(
+    ///     (0..1000).map(|i| (Pattern::exact(format!("job.{i}")), Subscriber::event(|_: &notify_core::Event| {}))),
+    /// );
+    /// assert_eq!(subscriptions.len(), 1000);
+    /// assert!(notifier.listening("job.999"));
+    /// assert_eq!(notifier.unsubscribe_all(&subscriptions), 1000);
+    /// assert_eq!(notifier.subscriber_count(), 0);
+    /// ```
+    pub fn subscribe_all(&self, pairs: impl IntoIterator<Item = (Pattern, Subscriber)>) -> Vec<Subscription> {
+        let pairs: Vec<(Pattern, Subscriber)> = pairs.into_iter().collect();
+        let mut added = Vec::with_capacity(pairs.len());
         self.inner.write(|snapshot| {
-            let mut entries = snapshot.entries.clone();
-            entries.push(entry.clone());
-            Some(snapshot.next(entries, Change::Entries(&[entry])))
+            for (pattern, subscriber) in pairs {
+                let id = self.inner.next_subscription.fetch_add(1, Ordering::Relaxed);
+                added.push(Arc::new(Entry {
+                    id,
+                    pattern,
+                    excluded: Vec::new(),
+                    subscriber,
+                }));
+            }
+            let mut entries = Vec::with_capacity(snapshot.entries.len() + added.len());
+            entries.extend(snapshot.entries.iter().cloned());
+            entries.extend(added.iter().cloned());
+            Some(snapshot.next(entries, Change::Entries(&added)))
         });
-        Subscription {
-            id,
-            notifier: Arc::downgrade(&self.inner),
-        }
+        let notifier = Arc::downgrade(&self.inner);
+        added
+            .iter()
+            .map(|e| Subscription {
+                id: e.id,
+                notifier: notifier.clone(),
+            })
+            .collect()
+    }
+
+    /// Removes every subscription of `subscriptions` that still exists, in one registry change;
+    /// returns how many were removed (the others were already gone, or belong to another notifier).
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Subscriber};
+    /// let notifier = Notifier::new();
+    /// let a = notifier.subscribe("a", Subscriber::event(|_: &notify_core::Event| {}));
+    /// assert_eq!(notifier.unsubscribe_all(&[a.clone(), a]), 1);
+    /// ```
+    pub fn unsubscribe_all(&self, subscriptions: &[Subscription]) -> usize {
+        let ids: FxHashSet<u64> = subscriptions
+            .iter()
+            .filter(|s| std::ptr::eq(s.notifier.as_ptr(), Arc::as_ptr(&self.inner)))
+            .map(|s| s.id)
+            .collect();
+        let mut removed = Vec::new();
+        self.inner.write(|snapshot| {
+            let (gone, kept): (Vec<_>, Vec<_>) = snapshot.entries.iter().cloned().partition(|e| ids.contains(&e.id));
+            removed = gone;
+            (!removed.is_empty()).then(|| snapshot.next(kept, Change::Entries(&removed)))
+        });
+        removed.len()
     }
 
     /// Runs `f` with `subscriber` subscribed, and unsubscribes it afterwards, even if `f` panics

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 use once_cell::sync::OnceCell;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::event::Name;
 use crate::pattern::Pattern;
@@ -258,40 +258,51 @@ impl Snapshot {
         self.exact.len() + cached
     }
 
-    /// The snapshot after `change`, given the full new list of subscriptions.
+    /// The snapshot after `change`, given the full new list of subscriptions (in subscription
+    /// order, which is also id order). Names the change does not touch keep their resolved
+    /// listeners; the others are resolved again. Linear in the number of subscriptions and names.
     pub(crate) fn next(&self, entries: Vec<Arc<Entry>>, change: Change<'_>) -> Snapshot {
         let wide: Vec<Arc<Entry>> = entries.iter().filter(|e| !e.is_exact()).cloned().collect();
-        let touches = |name: &str| match change {
-            Change::Entries(changed) => changed.iter().any(|e| match e.pattern.exact_name() {
-                Some(exact) => **exact == *name,
-                None => e.pattern.matches(name),
-            }),
-            Change::Name(changed) => changed == name,
-        };
-        let mut exact = self.exact.clone();
-        // Names that gained or lost an exact subscription.
+        let mut changed_names: FxHashSet<&str> = FxHashSet::default();
+        let mut changed_wide: Vec<&Entry> = Vec::new();
         match change {
             Change::Entries(changed) => {
-                for name in changed.iter().filter_map(|e| e.pattern.exact_name()) {
-                    exact.remove(name);
+                for entry in changed {
+                    match entry.pattern.exact_name() {
+                        Some(name) => {
+                            changed_names.insert(name);
+                        }
+                        None => changed_wide.push(entry),
+                    }
                 }
             }
             Change::Name(name) => {
-                exact.remove(name);
+                changed_names.insert(name);
             }
         }
-        let rebuild: Vec<Arc<str>> = exact.keys().filter(|n| touches(n)).cloned().collect();
-        for name in rebuild {
-            exact.remove(&name);
+        let touches = |name: &str| changed_names.contains(name) || changed_wide.iter().any(|e| e.pattern.matches(name));
+        let mut exact = self.exact.clone();
+        if changed_wide.is_empty() {
+            for name in &changed_names {
+                exact.remove(*name);
+            }
+        } else {
+            exact.retain(|name, _| !touches(name));
         }
+        // Exact names left unresolved: group their subscriptions, add the wide ones that match.
+        let mut missing: FxHashMap<Arc<str>, Vec<&Arc<Entry>>> = FxHashMap::default();
         for entry in &entries {
             if let Some(name) = entry.pattern.exact_name() {
                 if !exact.contains_key(name) {
-                    let resolved = Resolved::new(Name::Shared(name.clone()), &entries);
-                    if let Some(resolved) = resolved {
-                        exact.insert(name.clone(), resolved);
-                    }
+                    missing.entry(name.clone()).or_default().push(entry);
                 }
+            }
+        }
+        for (name, mut group) in missing {
+            group.extend(wide.iter().filter(|w| w.matches(&name)));
+            group.sort_by_key(|e| e.id);
+            if let Some(resolved) = Resolved::new(Name::Shared(name.clone()), group) {
+                exact.insert(name, resolved);
             }
         }
         let cache = OnceCell::new();
