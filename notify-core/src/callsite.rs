@@ -227,3 +227,68 @@ impl std::fmt::Debug for Callsite {
             .finish()
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model {
+    //! The callsite protocol under every interleaving loom finds: registration racing a
+    //! subscription change never leaves a callsite with a stale interest.
+    use super::*;
+    use crate::subscriber::Subscriber;
+    use loom::sync::atomic::AtomicBool;
+    use loom::sync::Arc as LoomArc;
+
+    fn site() -> &'static Callsite {
+        Box::leak(Box::new(Callsite::new("loom.site")))
+    }
+
+    #[test]
+    fn loom_registration_races_subscribe() {
+        loom::model(|| {
+            let notifier = Notifier::tracking_callsites();
+            let site = site();
+            let writer = notifier.clone();
+            let t = loom::thread::spawn(move || {
+                writer.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+            });
+            notifier.inner.register_callsite(site);
+            t.join().unwrap();
+            assert_eq!(site.interest(), Interest::Sometimes);
+        });
+    }
+
+    #[test]
+    fn loom_registration_races_unsubscribe() {
+        loom::model(|| {
+            let notifier = Notifier::tracking_callsites();
+            let subscription = notifier.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+            let site = site();
+            let t = loom::thread::spawn(move || {
+                subscription.unsubscribe().unwrap();
+            });
+            notifier.inner.register_callsite(site);
+            t.join().unwrap();
+            assert_eq!(site.interest(), Interest::Never);
+        });
+    }
+
+    #[test]
+    fn loom_reader_after_subscribe_sees_interest() {
+        loom::model(|| {
+            let notifier = Notifier::tracking_callsites();
+            let site = site();
+            notifier.inner.register_callsite(site);
+            assert_eq!(site.interest(), Interest::Never);
+            let done = LoomArc::new(AtomicBool::new(false));
+            let (writer, flag) = (notifier.clone(), done.clone());
+            let t = loom::thread::spawn(move || {
+                writer.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+                flag.store(true, std::sync::atomic::Ordering::Release);
+            });
+            if done.load(std::sync::atomic::Ordering::Acquire) {
+                // subscribe returned before this read: the fast path must not say "never".
+                assert_eq!(site.interest(), Interest::Sometimes);
+            }
+            t.join().unwrap();
+        });
+    }
+}

@@ -96,6 +96,12 @@ impl Notifier {
         Notifier::with_global(false)
     }
 
+    /// A notifier that refreshes registered callsites (as the global one does), for the loom model.
+    #[cfg(all(test, loom))]
+    pub(crate) fn tracking_callsites() -> Notifier {
+        Notifier::with_global(true)
+    }
+
     fn with_global(is_global: bool) -> Notifier {
         Notifier {
             inner: Arc::new(Inner {
