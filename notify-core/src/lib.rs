@@ -58,6 +58,7 @@ mod event;
 mod failure;
 mod handle;
 mod ids;
+pub mod log_subscriber;
 mod notifier;
 mod pattern;
 mod payload;
