@@ -1,0 +1,247 @@
+//! Expansion: the instrumented function.
+//!
+//! The user's body appears once, spliced as written (its spans kept, so type errors point at the
+//! user's code); the return type is never written into a `let` or a closure signature. Names the
+//! expansion introduces as locals use `Span::mixed_site()`, so the body cannot see them.
+
+use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Attribute, FnArg, Pat, Signature, Token, Visibility};
+
+use crate::attr::{Args, Errors, Format};
+
+/// A function with a body: a free fn, an inherent or trait-impl method, or a trait's default method.
+pub(crate) struct Function {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    sig: Signature,
+    inner_attrs: Vec<Attribute>,
+    body: TokenStream,
+    brace: Span,
+}
+
+impl Parse for Function {
+    fn parse(input: ParseStream) -> syn::Result<Function> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        let sig: Signature = input.parse()?;
+        if input.peek(Token![;]) {
+            return Err(syn::Error::new(
+                sig.ident.span(),
+                "#[instrument_event] needs a function body: put it on the impl's method, not the trait's declaration",
+            ));
+        }
+        let group: Group = input.parse()?;
+        if group.delimiter() != Delimiter::Brace {
+            return Err(syn::Error::new(group.span(), "expected the function body `{ ... }`"));
+        }
+        let brace = group.span();
+        let (inner_attrs, body) = syn::parse::Parser::parse2(
+            |content: ParseStream| Ok((content.call(Attribute::parse_inner)?, content.parse::<TokenStream>()?)),
+            group.stream(),
+        )?;
+        Ok(Function {
+            attrs,
+            vis,
+            sig,
+            inner_attrs,
+            body,
+            brace,
+        })
+    }
+}
+
+/// The names the arguments bind (identifier patterns, nested ones included).
+fn bound_idents(pat: &Pat, out: &mut Vec<Ident>) {
+    match pat {
+        Pat::Ident(p) => {
+            out.push(p.ident.clone());
+            if let Some((_, sub)) = &p.subpat {
+                bound_idents(sub, out);
+            }
+        }
+        Pat::Tuple(p) => p.elems.iter().for_each(|p| bound_idents(p, out)),
+        Pat::TupleStruct(p) => p.elems.iter().for_each(|p| bound_idents(p, out)),
+        Pat::Struct(p) => p.fields.iter().for_each(|f| bound_idents(&f.pat, out)),
+        Pat::Slice(p) => p.elems.iter().for_each(|p| bound_idents(p, out)),
+        Pat::Reference(p) => bound_idents(&p.pat, out),
+        Pat::Paren(p) => bound_idents(&p.pat, out),
+        Pat::Type(p) => bound_idents(&p.pat, out),
+        Pat::Or(p) => {
+            if let Some(first) = p.cases.first() {
+                bound_idents(first, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// For async fns: the by-value identifier arguments, which the body's future rebinds as its own
+/// locals (as rustc's own `async fn` lowering does), taking over their `mut`. This keeps
+/// `x = &local` (shared/cases M4) and `&mut *x` returned from the body compiling, and keeps
+/// `unused_variables` / `unused_mut` pointing at the user's argument.
+fn take_rebindings(pat: &mut Pat, out: &mut Vec<(Option<Token![mut]>, Ident)>) {
+    match pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+            out.push((p.mutability.take(), p.ident.clone()));
+        }
+        Pat::Tuple(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
+        Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
+        Pat::Struct(p) => p.fields.iter_mut().for_each(|f| take_rebindings(&mut f.pat, out)),
+        Pat::Slice(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
+        Pat::Reference(p) => take_rebindings(&mut p.pat, out),
+        Pat::Paren(p) => take_rebindings(&mut p.pat, out),
+        Pat::Type(p) => take_rebindings(&mut p.pat, out),
+        _ => {}
+    }
+}
+
+/// The `static` callsite, named by the attribute or by the convention `"{fn}.{module}"`.
+fn callsite(args: &Args, function: &Ident, callsite: &Ident) -> TokenStream {
+    let name = match &args.name {
+        Some(name) => name.to_token_stream(),
+        None => {
+            let text = function.to_string();
+            let text = text.strip_prefix("r#").unwrap_or(&text);
+            quote! {{
+                const LEN: usize = ::notify_core::__private::default_name_len(#text, ::core::module_path!());
+                const NAME: [u8; LEN] = ::notify_core::__private::default_name::<LEN>(#text, ::core::module_path!());
+                ::notify_core::__private::name_str(&NAME)
+            }}
+        }
+    };
+    quote! {
+        static #callsite: ::notify_core::__private::Callsite = ::notify_core::__private::Callsite::new(#name);
+    }
+}
+
+/// The payload closure (or `Payload::new` when there are no fields).
+fn payload(args: &Args) -> TokenStream {
+    if args.fields.is_empty() {
+        return quote!(::notify_core::__private::Payload::new);
+    }
+    let entries = args.fields.iter().map(|field| {
+        let key = &field.key;
+        let value = &field.value;
+        let span = value.span();
+        let convert = match field.format {
+            Format::Value => quote_spanned!(span=> ::notify_core::__private::value),
+            Format::Display => quote_spanned!(span=> ::notify_core::__private::display),
+            Format::Debug => quote_spanned!(span=> ::notify_core::__private::debug),
+        };
+        quote_spanned!(span=> .with(#key, #convert(&(#value))))
+    });
+    quote!(|| ::notify_core::__private::Payload::new() #(#entries)*)
+}
+
+/// Which `record_*` function records the result, or `None`.
+fn record(args: &Args) -> Option<TokenStream> {
+    match (args.err, args.ret) {
+        (Some(err), Some(_)) => Some(quote_spanned!(err=> ::notify_core::__private::record_err_ret)),
+        (Some(err), None) => Some(quote_spanned!(err=> ::notify_core::__private::record_err)),
+        (None, Some(ret)) => Some(quote_spanned!(ret=> ::notify_core::__private::record_ret)),
+        (None, None) => None,
+    }
+}
+
+/// Checks the shorthand fields against the arguments.
+fn check_fields(args: &Args, sig: &Signature, errors: &mut Errors) {
+    let mut names = Vec::new();
+    let mut receiver = false;
+    for input in &sig.inputs {
+        match input {
+            FnArg::Receiver(_) => receiver = true,
+            FnArg::Typed(arg) => bound_idents(&arg.pat, &mut names),
+        }
+    }
+    for field in &args.fields {
+        let Some(ident) = &field.shorthand else { continue };
+        let known = names.iter().any(|name| name == ident) || (receiver && ident == "self");
+        if !known {
+            errors.at(
+                ident.span(),
+                format_args!(
+                    "`fields`: `{ident}` is not an argument of `{}`; write `{ident} = expr` to record a value",
+                    sig.ident
+                ),
+            );
+        }
+    }
+}
+
+/// The whole expansion.
+pub(crate) fn expand(args: &Args, function: Function) -> syn::Result<TokenStream> {
+    let mut errors = Errors::default();
+    if let Some(constness) = &function.sig.constness {
+        errors.at(constness.span, "#[instrument_event] cannot instrument a `const fn`");
+    }
+    check_fields(args, &function.sig, &mut errors);
+    errors.finish()?;
+
+    let site = Ident::new("__NOTIFY_CALLSITE", Span::call_site());
+    let static_item = callsite(args, &function.sig.ident, &site);
+    let payload = payload(args);
+    let record = record(args);
+    let Function {
+        attrs,
+        vis,
+        mut sig,
+        inner_attrs,
+        body,
+        brace,
+    } = function;
+    let user_block = {
+        let mut group = Group::new(Delimiter::Brace, body.clone());
+        group.set_span(brace);
+        group
+    };
+
+    let instrumented = if sig.asyncness.is_some() {
+        let mut rebind = Vec::new();
+        for input in &mut sig.inputs {
+            if let FnArg::Typed(arg) = input {
+                take_rebindings(&mut arg.pat, &mut rebind);
+            }
+        }
+        let rebind = rebind.iter().map(|(mutability, ident)| quote!(let #mutability #ident = #ident;));
+        let handle = format_ident!("notify_handle", span = Span::mixed_site());
+        let record = record.unwrap_or_else(|| quote!(::notify_core::__private::record_nothing));
+        quote! {
+            let #handle = ::notify_core::__private::start_detached(&#site, #payload);
+            ::notify_core::__private::Instrumented::new(#handle, async move { #(#rebind)* #body }, #record).await
+        }
+    } else if let Some(record) = record {
+        let guard = format_ident!("notify_guard", span = Span::mixed_site());
+        let value = format_ident!("notify_value", span = Span::mixed_site());
+        quote! {
+            let mut #guard = ::notify_core::__private::Guard::start(&#site, #payload);
+            let #value = ::notify_core::__private::call_once(move || #user_block);
+            #guard.record(&#value, #record);
+            #value
+        }
+    } else {
+        let guard = format_ident!("_notify_guard", span = Span::mixed_site());
+        quote! {
+            let #guard = ::notify_core::__private::Guard::start(&#site, #payload);
+            #body
+        }
+    };
+
+    let mut out = quote! {
+        #(#attrs)*
+        #vis #sig
+    };
+    let mut block = Group::new(
+        Delimiter::Brace,
+        quote! {
+            #(#inner_attrs)*
+            #static_item
+            #instrumented
+        },
+    );
+    block.set_span(brace);
+    out.extend(block.into_token_stream());
+    Ok(out)
+}
