@@ -42,6 +42,7 @@
 //! | evented | `start` before the block, `finish` after | [`Subscriber::evented`] |
 //! | silenceable | evented, asked `silenced(name)` on every event | [`Subscriber::silenceable`] |
 //! | owned | `&Arc<Event>`, for queues and exporters | [`Subscriber::owned`] |
+//! | async | `&Event` later, on a shared worker pool ([`pool`]) | [`WorkerPool::subscribe`] |
 //!
 //! ## Failures
 //!
@@ -62,6 +63,7 @@ pub mod log_subscriber;
 mod notifier;
 mod pattern;
 mod payload;
+pub mod pool;
 mod registry;
 mod subscriber;
 mod sync;
@@ -76,6 +78,7 @@ pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
+pub use crate::pool::{AsyncOptions, AsyncSubscriber, Overflow, WorkerPool};
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
 pub use crate::subscriber::{
     EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber, SilenceableSubscriber,

@@ -1,0 +1,340 @@
+//! What a subscription asks of its mailbox ([`AsyncOptions`]), and what the pool reports
+//! ([`AsyncFailure`], [`SlowSubscriber`], [`ShutdownReport`]).
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What a mailbox does with an event that arrives when it already holds `capacity` events.
+///
+/// ```
+/// assert_eq!(notify_core::pool::Overflow::default(), notify_core::pool::Overflow::DropNewest);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Overflow {
+    /// Refuse the new event and count it as dropped: the publisher never blocks (default).
+    #[default]
+    DropNewest,
+    /// Evict the oldest queued event (counted as dropped) and queue the new one.
+    DropOldest,
+    /// Block the publishing thread until the mailbox has room. On a pool worker thread (a callback
+    /// that publishes into a full mailbox of its own pool) and after shutdown began, blocking could
+    /// never end, so the event is dropped as with [`Overflow::DropNewest`] instead.
+    Block,
+}
+
+/// What happens to an async subscriber whose callback panicked. Either way the worker survives, and
+/// the panic is reported once through the pool's failure hook (default: `log::error!`, target
+/// `notify::pool`).
+///
+/// ```
+/// assert_eq!(notify_core::pool::PanicPolicy::default(), notify_core::pool::PanicPolicy::Keep);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PanicPolicy {
+    /// Keep delivering the subscriber's next events (default).
+    #[default]
+    Keep,
+    /// Detach the subscriber: the events still queued are discarded (and counted as dropped), later
+    /// events are refused, and [`AsyncHandle::is_detached`](crate::pool::AsyncHandle::is_detached)
+    /// becomes true. Its registry entry stays until you unsubscribe it.
+    Detach,
+}
+
+/// Per-subscription options of an async subscriber.
+///
+/// ```
+/// use notify_core::pool::{AsyncOptions, Overflow};
+/// let options = AsyncOptions::new().capacity(16).overflow(Overflow::DropOldest).named("exporter");
+/// assert_eq!(options.capacity, 16);
+/// assert_eq!(AsyncOptions::default().capacity, 1024);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsyncOptions {
+    /// The most events the mailbox holds (a count, at least 1; default 1,024). The mailbox is a
+    /// growable queue, not a preallocated ring: an idle mailbox holds no event buffer.
+    pub capacity: usize,
+    /// What happens when the mailbox is full (default [`Overflow::DropNewest`]).
+    pub overflow: Overflow,
+    /// What happens when the callback panics (default [`PanicPolicy::Keep`]).
+    pub on_panic: PanicPolicy,
+    /// Serve this subscriber from a thread of its own instead of the shared pool, for callbacks that
+    /// block on I/O (default `false`). The thread ends when the pool shuts down.
+    pub dedicated_thread: bool,
+    /// A label shown in failure and slow-subscriber reports.
+    pub label: Option<Cow<'static, str>>,
+}
+
+impl Default for AsyncOptions {
+    fn default() -> AsyncOptions {
+        AsyncOptions {
+            capacity: 1024,
+            overflow: Overflow::DropNewest,
+            on_panic: PanicPolicy::Keep,
+            dedicated_thread: false,
+            label: None,
+        }
+    }
+}
+
+impl AsyncOptions {
+    /// The defaults: 1,024 events, drop newest, keep on panic, shared pool, no label.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::pool::AsyncOptions::new(), Default::default());
+    /// ```
+    pub fn new() -> AsyncOptions {
+        AsyncOptions::default()
+    }
+
+    /// Sets [`AsyncOptions::capacity`] (values below 1 become 1).
+    ///
+    /// ```
+    /// assert_eq!(notify_core::pool::AsyncOptions::new().capacity(0).capacity, 1);
+    /// ```
+    #[must_use]
+    pub fn capacity(mut self, events: usize) -> AsyncOptions {
+        self.capacity = events.max(1);
+        self
+    }
+
+    /// Sets [`AsyncOptions::overflow`].
+    ///
+    /// ```
+    /// use notify_core::pool::{AsyncOptions, Overflow};
+    /// assert_eq!(AsyncOptions::new().overflow(Overflow::Block).overflow, Overflow::Block);
+    /// ```
+    #[must_use]
+    pub fn overflow(mut self, overflow: Overflow) -> AsyncOptions {
+        self.overflow = overflow;
+        self
+    }
+
+    /// Sets [`AsyncOptions::on_panic`].
+    ///
+    /// ```
+    /// use notify_core::pool::{AsyncOptions, PanicPolicy};
+    /// assert_eq!(AsyncOptions::new().on_panic(PanicPolicy::Detach).on_panic, PanicPolicy::Detach);
+    /// ```
+    #[must_use]
+    pub fn on_panic(mut self, policy: PanicPolicy) -> AsyncOptions {
+        self.on_panic = policy;
+        self
+    }
+
+    /// Asks for a dedicated thread ([`AsyncOptions::dedicated_thread`]).
+    ///
+    /// ```
+    /// assert!(notify_core::pool::AsyncOptions::new().dedicated().dedicated_thread);
+    /// ```
+    #[must_use]
+    pub fn dedicated(mut self) -> AsyncOptions {
+        self.dedicated_thread = true;
+        self
+    }
+
+    /// Sets [`AsyncOptions::label`].
+    ///
+    /// ```
+    /// assert_eq!(notify_core::pool::AsyncOptions::new().named("audit").label.as_deref(), Some("audit"));
+    /// ```
+    #[must_use]
+    pub fn named(mut self, label: impl Into<Cow<'static, str>>) -> AsyncOptions {
+        self.label = Some(label.into());
+        self
+    }
+}
+
+/// One panic of one async subscriber's callback, as the pool's failure hook receives it.
+///
+/// ```
+/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_core::{Event, Notifier, Payload};
+/// use std::sync::{Arc, Mutex};
+///
+/// let reports = Arc::new(Mutex::new(Vec::new()));
+/// let sink = reports.clone();
+/// let pool = WorkerPool::builder().threads(1)
+///     .failure_hook(move |f: &notify_core::pool::AsyncFailure| sink.lock().unwrap().push(f.to_string()))
+///     .build();
+/// let notifier = Notifier::new();
+/// pool.subscribe(&notifier, "x", AsyncOptions::new().named("audit"), |_: &Event| panic!("boom"));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// pool.flush();
+/// assert_eq!(reports.lock().unwrap()[0], "async subscriber `audit` (mailbox #1) panicked on `x`: boom");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsyncFailure {
+    pub(crate) mailbox: u64,
+    pub(crate) subscriber: Cow<'static, str>,
+    pub(crate) event: String,
+    pub(crate) message: String,
+    pub(crate) detached: bool,
+}
+
+impl AsyncFailure {
+    /// The mailbox id ([`AsyncHandle::id`](crate::pool::AsyncHandle::id)).
+    ///
+    /// ```
+    /// # let f = notify_core::pool::__doc::failure();
+    /// assert_eq!(f.mailbox(), 7);
+    /// ```
+    pub fn mailbox(&self) -> u64 {
+        self.mailbox
+    }
+
+    /// The subscriber's label, or `"async"` when it has none.
+    ///
+    /// ```
+    /// # let f = notify_core::pool::__doc::failure();
+    /// assert_eq!(f.subscriber(), "audit");
+    /// ```
+    pub fn subscriber(&self) -> &str {
+        &self.subscriber
+    }
+
+    /// The name of the event being delivered.
+    ///
+    /// ```
+    /// # let f = notify_core::pool::__doc::failure();
+    /// assert_eq!(f.event(), "x");
+    /// ```
+    pub fn event(&self) -> &str {
+        &self.event
+    }
+
+    /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
+    ///
+    /// ```
+    /// # let f = notify_core::pool::__doc::failure();
+    /// assert_eq!(f.message(), "boom");
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// True when the subscriber was detached because of this panic ([`PanicPolicy::Detach`]).
+    ///
+    /// ```
+    /// # let f = notify_core::pool::__doc::failure();
+    /// assert!(!f.detached());
+    /// ```
+    pub fn detached(&self) -> bool {
+        self.detached
+    }
+}
+
+impl fmt::Display for AsyncFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "async subscriber `{}` (mailbox #{}) panicked on `{}`: {}{}",
+            self.subscriber,
+            self.mailbox,
+            self.event,
+            self.message,
+            if self.detached { " (detached)" } else { "" }
+        )
+    }
+}
+
+/// A subscriber that falls behind: its mailbox overflowed. Sent to the pool's slow-subscriber hook
+/// (default: `log::warn!`, target `notify::pool`) at most once per report interval per mailbox
+/// (default 1 s); the interval is checked only when an event overflows, so the publishing fast path
+/// reads no clock.
+///
+/// ```
+/// # let s = notify_core::pool::__doc::slow();
+/// assert_eq!(s.to_string(), "async subscriber `audit` (mailbox #7) is slow: mailbox full at 16 events, 3 dropped so far (drop newest)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowSubscriber {
+    pub(crate) mailbox: u64,
+    pub(crate) subscriber: Cow<'static, str>,
+    pub(crate) capacity: usize,
+    pub(crate) dropped: u64,
+    pub(crate) overflow: Overflow,
+}
+
+impl SlowSubscriber {
+    /// The mailbox id.
+    ///
+    /// ```
+    /// # let s = notify_core::pool::__doc::slow();
+    /// assert_eq!(s.mailbox(), 7);
+    /// ```
+    pub fn mailbox(&self) -> u64 {
+        self.mailbox
+    }
+
+    /// The subscriber's label, or `"async"`.
+    ///
+    /// ```
+    /// # let s = notify_core::pool::__doc::slow();
+    /// assert_eq!(s.subscriber(), "audit");
+    /// ```
+    pub fn subscriber(&self) -> &str {
+        &self.subscriber
+    }
+
+    /// The mailbox capacity (events).
+    ///
+    /// ```
+    /// # let s = notify_core::pool::__doc::slow();
+    /// assert_eq!(s.capacity(), 16);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Events dropped by this mailbox so far (a count; 0 for [`Overflow::Block`] that blocked).
+    ///
+    /// ```
+    /// # let s = notify_core::pool::__doc::slow();
+    /// assert_eq!(s.dropped(), 3);
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The mailbox's overflow policy.
+    ///
+    /// ```
+    /// # let s = notify_core::pool::__doc::slow();
+    /// assert_eq!(s.overflow(), notify_core::pool::Overflow::DropNewest);
+    /// ```
+    pub fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+}
+
+impl fmt::Display for SlowSubscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let policy = match self.overflow {
+            Overflow::DropNewest => "drop newest",
+            Overflow::DropOldest => "drop oldest",
+            Overflow::Block => "block publisher",
+        };
+        write!(
+            f,
+            "async subscriber `{}` (mailbox #{}) is slow: mailbox full at {} events, {} dropped so far ({policy})",
+            self.subscriber, self.mailbox, self.capacity, self.dropped
+        )
+    }
+}
+
+/// What [`WorkerPool::shutdown`](crate::pool::WorkerPool::shutdown) did.
+///
+/// ```
+/// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+/// let report = pool.shutdown(std::time::Duration::from_secs(1));
+/// assert_eq!(report.abandoned, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Callbacks that returned (or panicked) over the pool's whole life, dedicated threads included.
+    pub delivered: u64,
+    /// Events accepted into mailboxes but never delivered because the deadline passed: exact.
+    pub abandoned: u64,
+    /// True when every accepted event was delivered before the deadline.
+    pub drained: bool,
+}

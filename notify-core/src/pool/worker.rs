@@ -1,0 +1,481 @@
+//! The pool's shared state, its run queue of scheduled mailboxes, and the worker loop.
+//!
+//! Scheduling: a mailbox that becomes scheduled is pushed onto one FIFO run queue (a short critical
+//! section under one lock); a worker pops one mailbox, runs one bounded batch of it, and re-queues it
+//! at the tail if events remain — or, when the run queue is empty, runs its next batch right away.
+//!
+//! Parking: a worker that finds nothing spins briefly on the queue length, then registers itself on
+//! the idle stack (under the run-queue lock) and parks with `std::thread::park`, which blocks on a
+//! futex with no timeout. Whoever queues a mailbox pops one idle worker, if any, and unparks it:
+//! each idle worker is woken at most once per registration, and nothing wakes an idle pool.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::pool::delivery::{Mailbox, Slot};
+use crate::pool::options::{AsyncFailure, SlowSubscriber};
+
+pub(crate) const RUNNING: u8 = 0;
+/// Shutdown began: publishing is refused, workers drain.
+pub(crate) const CLOSING: u8 = 1;
+/// Workers stop after the callback in progress.
+pub(crate) const STOPPED: u8 = 2;
+
+/// How many times an idle worker re-reads the queue length before it parks.
+const SPINS: u32 = 64;
+
+pub(crate) type FailureHook = Arc<dyn Fn(&AsyncFailure) + Send + Sync>;
+pub(crate) type SlowHook = Arc<dyn Fn(&SlowSubscriber) + Send + Sync>;
+
+/// A value alone on its cache line(s), so counters written by different threads do not share one.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+/// One worker's parking spot and counters.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerSlot {
+    thread: OnceLock<Thread>,
+    /// Set by whoever popped this worker off the idle stack, before it unparks it.
+    notified: AtomicBool,
+    /// Returns from `park` (a count): what an idle pool must keep at zero.
+    pub(crate) wakeups: AtomicU64,
+    /// Callbacks this worker ran to completion or panic (a count).
+    pub(crate) delivered: AtomicU64,
+}
+
+#[derive(Default)]
+struct RunQueue {
+    queue: VecDeque<Arc<Mailbox>>,
+    /// Parked workers, by index, each at most once.
+    idle: Vec<usize>,
+}
+
+thread_local! {
+    /// The family id of the pool whose worker this thread is (0: not a worker).
+    static WORKER_OF: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+static NEXT_FAMILY: AtomicU64 = AtomicU64::new(1);
+
+/// True when this thread is a worker (or dedicated thread) of the pool family `family`.
+pub(crate) fn on_worker_of(family: u64) -> bool {
+    WORKER_OF.with(|w| w.get() == family)
+}
+
+/// Settings shared by a pool and the dedicated threads it starts.
+pub(crate) struct Shared {
+    pub(crate) family: u64,
+    pub(crate) name: String,
+    pub(crate) batch: usize,
+    pub(crate) failure_hook: FailureHook,
+    pub(crate) slow_hook: SlowHook,
+    pub(crate) report_interval_ns: u64,
+    pub(crate) clock: Instant,
+    pub(crate) next_mailbox: AtomicU64,
+    pub(crate) rejected: AtomicU64,
+    rejected_reported: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        name: String,
+        batch: usize,
+        failure_hook: FailureHook,
+        slow_hook: SlowHook,
+        interval: Duration,
+    ) -> Shared {
+        Shared {
+            family: NEXT_FAMILY.fetch_add(1, Ordering::Relaxed),
+            name,
+            batch: batch.max(1),
+            failure_hook,
+            slow_hook,
+            report_interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
+            clock: Instant::now(),
+            next_mailbox: AtomicU64::new(1),
+            rejected: AtomicU64::new(0),
+            rejected_reported: AtomicBool::new(false),
+        }
+    }
+
+    /// Nanoseconds since the pool started (read only on slow paths).
+    pub(crate) fn now_ns(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Counts `n` events refused because the pool was shut down; the first is reported.
+    #[cold]
+    pub(crate) fn reject(&self, n: u64) {
+        self.rejected.fetch_add(n, Ordering::Relaxed);
+        if !self.rejected_reported.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                target: "notify::pool",
+                "worker pool `{}` is shut down: async events are refused and counted (WorkerPool::rejected)",
+                self.name
+            );
+        }
+    }
+}
+
+/// The state of one pool (the shared pool, or one dedicated thread).
+pub(crate) struct PoolInner {
+    pub(crate) shared: Arc<Shared>,
+    state: AtomicU8,
+    run: Mutex<RunQueue>,
+    /// `run.queue.len()`, readable without the lock (idle workers spin on it).
+    queued: AtomicUsize,
+    pub(crate) slots: Box<[Padded<WorkerSlot>]>,
+    /// Events accepted and not yet delivered, by flush generation (see `flush`).
+    pending: [Padded<AtomicU64>; 2],
+    generation: AtomicU64,
+    flushing: Mutex<()>,
+    quiet_waiters: AtomicUsize,
+    quiet: Mutex<()>,
+    quiet_cv: Condvar,
+    /// Publishers blocked on a full mailbox wait here; workers notify when they make room.
+    pub(crate) space: Mutex<()>,
+    pub(crate) space_cv: Condvar,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl PoolInner {
+    /// Starts a pool of `threads` workers (at least 1).
+    pub(crate) fn start(shared: Arc<Shared>, threads: usize, thread_name: &str) -> std::io::Result<Arc<PoolInner>> {
+        let threads = threads.max(1);
+        let inner = Arc::new(PoolInner {
+            shared,
+            state: AtomicU8::new(RUNNING),
+            run: Mutex::new(RunQueue::default()),
+            queued: AtomicUsize::new(0),
+            slots: (0..threads).map(|_| Padded(WorkerSlot::default())).collect(),
+            pending: Default::default(),
+            generation: AtomicU64::new(0),
+            flushing: Mutex::new(()),
+            quiet_waiters: AtomicUsize::new(0),
+            quiet: Mutex::new(()),
+            quiet_cv: Condvar::new(),
+            space: Mutex::new(()),
+            space_cv: Condvar::new(),
+            handles: Mutex::new(Vec::with_capacity(threads)),
+        });
+        for index in 0..threads {
+            let worker = inner.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("{thread_name}-{index}"))
+                .spawn(move || worker.work(index));
+            match spawned {
+                Ok(handle) => inner.handles.lock().push(handle),
+                Err(e) => {
+                    inner.stop();
+                    inner.join();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(inner)
+    }
+
+    #[inline]
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// The flush generation a publisher stamps on an event (0 or 1).
+    #[inline]
+    pub(crate) fn generation(&self) -> usize {
+        (self.generation.load(Ordering::Relaxed) & 1) as usize
+    }
+
+    /// Counts `n` events of generation `gen` as accepted (before they are queued).
+    #[inline]
+    pub(crate) fn accept(&self, gen: usize, n: u64) {
+        self.pending[gen].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` events of generation `gen` as finished (delivered, dropped or discarded), and wakes
+    /// a flush or shutdown that waits for that generation to reach zero.
+    #[inline]
+    pub(crate) fn complete(&self, gen: usize, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let before = self.pending[gen].0.fetch_sub(n, Ordering::SeqCst);
+        if before == n && self.quiet_waiters.load(Ordering::SeqCst) > 0 {
+            let _quiet = self.quiet.lock();
+            self.quiet_cv.notify_all();
+        }
+    }
+
+    /// Events accepted and not yet finished (a count).
+    pub(crate) fn pending(&self) -> u64 {
+        self.pending[0].0.load(Ordering::SeqCst) + self.pending[1].0.load(Ordering::SeqCst)
+    }
+
+    /// Hands a newly scheduled mailbox to the workers.
+    pub(crate) fn schedule(&self, mailbox: Arc<Mailbox>) {
+        let wake = {
+            let mut run = self.run.lock();
+            if self.state() == STOPPED {
+                drop(run);
+                self.discard_stopped(&mailbox);
+                return;
+            }
+            run.queue.push_back(mailbox);
+            self.queued.store(run.queue.len(), Ordering::Release);
+            run.idle.pop()
+        };
+        if let Some(index) = wake {
+            self.wake(index);
+        }
+    }
+
+    /// Hands many newly scheduled mailboxes to the workers under one lock, waking as many idle
+    /// workers as there are mailboxes (at most all of them).
+    pub(crate) fn schedule_many(&self, mailboxes: &mut Vec<Arc<Mailbox>>) {
+        if mailboxes.is_empty() {
+            return;
+        }
+        let mut wake = Vec::new();
+        {
+            let mut run = self.run.lock();
+            if self.state() == STOPPED {
+                drop(run);
+                for mailbox in mailboxes.drain(..) {
+                    self.discard_stopped(&mailbox);
+                }
+                return;
+            }
+            let n = mailboxes.len();
+            run.queue.extend(mailboxes.drain(..));
+            self.queued.store(run.queue.len(), Ordering::Release);
+            let keep = run.idle.len().saturating_sub(n);
+            wake.extend(run.idle.drain(keep..));
+        }
+        for index in wake {
+            self.wake(index);
+        }
+    }
+
+    fn discard_stopped(&self, mailbox: &Mailbox) {
+        let left = mailbox.core.clear();
+        self.shared.reject(left.len() as u64);
+        for slot in left {
+            self.complete(slot.gen, 1);
+        }
+    }
+
+    fn wake(&self, index: usize) {
+        let slot = &self.slots[index].0;
+        slot.notified.store(true, Ordering::Release);
+        if let Some(thread) = slot.thread.get() {
+            thread.unpark();
+        }
+    }
+
+    /// The next scheduled mailbox, parking while there is none; `None` once the pool stopped.
+    fn next(&self, index: usize) -> Option<Arc<Mailbox>> {
+        let slot = &self.slots[index].0;
+        let mut spins = 0;
+        loop {
+            if self.state() == STOPPED {
+                return None;
+            }
+            if self.queued.load(Ordering::Acquire) > 0 || spins >= SPINS {
+                let mut run = self.run.lock();
+                if let Some(mailbox) = run.queue.pop_front() {
+                    self.queued.store(run.queue.len(), Ordering::Release);
+                    return Some(mailbox);
+                }
+                if spins >= SPINS {
+                    if self.state() == STOPPED {
+                        return None;
+                    }
+                    run.idle.push(index);
+                    drop(run);
+                    while !slot.notified.swap(false, Ordering::Acquire) {
+                        thread::park();
+                        slot.wakeups.fetch_add(1, Ordering::Relaxed);
+                    }
+                    spins = 0;
+                    continue;
+                }
+            }
+            spins += 1;
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A worker thread's life.
+    fn work(self: Arc<PoolInner>, index: usize) {
+        let slot = &self.slots[index].0;
+        let _ = slot.thread.set(thread::current());
+        WORKER_OF.with(|w| w.set(self.shared.family));
+        let mut batch: Vec<Slot> = Vec::with_capacity(self.shared.batch);
+        while let Some(mut mailbox) = self.next(index) {
+            loop {
+                let more = self.turn(slot, &mailbox, &mut batch);
+                if !more {
+                    break;
+                }
+                // Events remain: run the next batch now if nobody else waits, else go to the tail.
+                if self.queued.load(Ordering::Acquire) == 0 {
+                    continue;
+                }
+                let next = {
+                    let mut run = self.run.lock();
+                    run.queue.push_back(mailbox);
+                    let next = run.queue.pop_front().expect("just pushed");
+                    self.queued.store(run.queue.len(), Ordering::Release);
+                    next
+                };
+                mailbox = next;
+            }
+        }
+    }
+
+    /// Runs one batch of `mailbox`; true when it stays scheduled with events left.
+    fn turn(&self, slot: &WorkerSlot, mailbox: &Arc<Mailbox>, batch: &mut Vec<Slot>) -> bool {
+        if mailbox.core.take_batch(batch, self.shared.batch) {
+            let _space = self.space.lock();
+            self.space_cv.notify_all();
+        }
+        let mut done = [0_u64; 2];
+        let mut ran = 0;
+        let mut detached = false;
+        for item in batch.iter() {
+            if self.state() == STOPPED {
+                break;
+            }
+            ran += 1;
+            let call = catch_unwind(AssertUnwindSafe(|| mailbox.subscriber.call(&item.event)));
+            done[item.gen] += 1;
+            if let Err(payload) = call {
+                detached = mailbox.failed(&item.event, &*payload);
+                if detached {
+                    break;
+                }
+            }
+        }
+        // Events of the batch that did not run: discarded on detach (counted as dropped), or
+        // abandoned because the pool stopped (left pending, so shutdown counts them).
+        if detached {
+            let mut discarded = [0_u64; 2];
+            for item in &batch[ran..] {
+                discarded[item.gen] += 1;
+            }
+            mailbox.add_dropped((batch.len() - ran) as u64);
+            self.complete(0, discarded[0]);
+            self.complete(1, discarded[1]);
+        }
+        batch.clear();
+        slot.delivered.fetch_add(ran as u64, Ordering::Relaxed);
+        self.complete(0, done[0]);
+        self.complete(1, done[1]);
+        if self.state() == STOPPED {
+            mailbox.core.clear();
+            return false;
+        }
+        mailbox.core.finish_turn()
+    }
+
+    /// Waits until no event of the current generation is pending: everything accepted before the
+    /// call was delivered, dropped or discarded.
+    pub(crate) fn flush(&self) {
+        let _one_at_a_time = self.flushing.lock();
+        let gen = (self.generation.fetch_add(1, Ordering::SeqCst) & 1) as usize;
+        self.wait_quiet(|| self.pending[gen].0.load(Ordering::SeqCst) == 0, None);
+    }
+
+    /// Waits until `done()` or `deadline`; true when `done()`.
+    fn wait_quiet(&self, done: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+        self.quiet_waiters.fetch_add(1, Ordering::SeqCst);
+        let mut quiet = self.quiet.lock();
+        let reached = loop {
+            if done() {
+                break true;
+            }
+            match deadline {
+                Some(at) => {
+                    if self.quiet_cv.wait_until(&mut quiet, at).timed_out() && !done() {
+                        break false;
+                    }
+                }
+                None => self.quiet_cv.wait(&mut quiet),
+            }
+        };
+        drop(quiet);
+        self.quiet_waiters.fetch_sub(1, Ordering::SeqCst);
+        reached
+    }
+
+    /// Refuses new events and wakes blocked publishers (first step of shutdown).
+    pub(crate) fn close(&self) {
+        let _ = self
+            .state
+            .compare_exchange(RUNNING, CLOSING, Ordering::AcqRel, Ordering::Acquire);
+        let _space = self.space.lock();
+        self.space_cv.notify_all();
+    }
+
+    /// Waits for every accepted event until `deadline` (`None`: no deadline); true when drained.
+    pub(crate) fn drain(&self, deadline: Option<Instant>) -> bool {
+        self.wait_quiet(|| self.pending() == 0, deadline)
+    }
+
+    /// Stops the workers after their callbacks in progress; discards what is still queued.
+    pub(crate) fn stop(&self) {
+        let (idle, queued) = {
+            let mut run = self.run.lock();
+            self.state.store(STOPPED, Ordering::Release);
+            self.queued.store(0, Ordering::Release);
+            (mem_take(&mut run.idle), mem_take(&mut run.queue))
+        };
+        for index in idle {
+            self.wake(index);
+        }
+        for mailbox in queued {
+            mailbox.core.clear();
+        }
+        let _space = self.space.lock();
+        self.space_cv.notify_all();
+    }
+
+    /// Joins the worker threads (after `stop`).
+    pub(crate) fn join(&self) {
+        let handles = mem_take(&mut *self.handles.lock());
+        let me = thread::current().id();
+        for handle in handles {
+            if handle.thread().id() == me {
+                continue;
+            }
+            let _ = handle.join();
+        }
+    }
+
+    /// Callbacks delivered by all workers (a count).
+    pub(crate) fn delivered(&self) -> u64 {
+        self.slots.iter().map(|s| s.0.delivered.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Each worker's wake-up count.
+    pub(crate) fn wakeups(&self) -> Vec<u64> {
+        self.slots.iter().map(|s| s.0.wakeups.load(Ordering::Relaxed)).collect()
+    }
+
+    /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed).
+    pub(crate) fn report_failure(&self, failure: &AsyncFailure) {
+        let hook = &self.shared.failure_hook;
+        let _ = catch_unwind(AssertUnwindSafe(|| hook(failure)));
+    }
+}
+
+fn mem_take<T: Default>(value: &mut T) -> T {
+    std::mem::take(value)
+}
