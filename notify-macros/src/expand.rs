@@ -78,24 +78,36 @@ fn bound_idents(pat: &Pat, out: &mut Vec<Ident>) {
     }
 }
 
-/// For async fns: the by-value identifier arguments, which the body's future rebinds as its own
-/// locals (as rustc's own `async fn` lowering does), taking over their `mut`. This keeps
-/// `x = &local` (shared/cases M4) and `&mut *x` returned from the body compiling, and keeps
-/// `unused_variables` / `unused_mut` pointing at the user's argument.
-fn take_rebindings(pat: &mut Pat, out: &mut Vec<(Option<Token![mut]>, Ident)>) {
+/// For async fns: the arguments the body's future rebinds as its own locals (as rustc's own
+/// `async fn` lowering does): the `mut` bindings, which take their `mut` along (so `x = &local`
+/// compiles, shared/cases M4, and `unused_mut` still points at the user's `mut`), and the
+/// `&mut` references (so the body can return a reborrow of one). Other arguments are captured as
+/// they are, so the future does not hold them twice.
+fn take_rebindings(pat: &mut Pat, mut_ref: bool, out: &mut Vec<(Option<Token![mut]>, Ident)>) {
     match pat {
-        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() && (p.mutability.is_some() || mut_ref) => {
             out.push((p.mutability.take(), p.ident.clone()));
         }
-        Pat::Tuple(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
-        Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
-        Pat::Struct(p) => p.fields.iter_mut().for_each(|f| take_rebindings(&mut f.pat, out)),
-        Pat::Slice(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, out)),
-        Pat::Reference(p) => take_rebindings(&mut p.pat, out),
-        Pat::Paren(p) => take_rebindings(&mut p.pat, out),
-        Pat::Type(p) => take_rebindings(&mut p.pat, out),
+        Pat::Tuple(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
+        Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
+        Pat::Struct(p) => p.fields.iter_mut().for_each(|f| take_rebindings(&mut f.pat, false, out)),
+        Pat::Slice(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
+        Pat::Reference(p) => take_rebindings(&mut p.pat, false, out),
+        Pat::Paren(p) => take_rebindings(&mut p.pat, mut_ref, out),
         _ => {}
     }
+}
+
+/// True when `ident` appears in the tokens of some field's value (the payload uses it).
+fn used_by_fields(args: &Args, ident: &Ident) -> bool {
+    fn scan(tokens: TokenStream, ident: &Ident) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(i) => i == *ident,
+            proc_macro2::TokenTree::Group(g) => scan(g.stream(), ident),
+            _ => false,
+        })
+    }
+    args.fields.iter().any(|field| scan(field.value.to_token_stream(), ident))
 }
 
 /// The `static` callsite, named by the attribute or by the convention `"{fn}.{module}"`.
@@ -202,10 +214,15 @@ pub(crate) fn expand(args: &Args, function: Function) -> syn::Result<TokenStream
         let mut rebind = Vec::new();
         for input in &mut sig.inputs {
             if let FnArg::Typed(arg) = input {
-                take_rebindings(&mut arg.pat, &mut rebind);
+                let mut_ref = matches!(&*arg.ty, syn::Type::Reference(r) if r.mutability.is_some());
+                take_rebindings(&mut arg.pat, mut_ref, &mut rebind);
             }
         }
-        let rebind = rebind.iter().map(|(mutability, ident)| quote!(let #mutability #ident = #ident;));
+        let rebind = rebind.iter().map(|(mutability, ident)| {
+            // The payload's use of an argument is a use: no `unused_variables` for the rebinding.
+            let allow = used_by_fields(args, ident).then(|| quote!(#[allow(unused_variables)]));
+            quote!(#allow let #mutability #ident = #ident;)
+        });
         let handle = format_ident!("notify_handle", span = Span::mixed_site());
         let record = record.unwrap_or_else(|| quote!(::notify_core::__private::record_nothing));
         quote! {
