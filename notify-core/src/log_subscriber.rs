@@ -115,6 +115,24 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// into each other.
     fn config() -> LogConfig<Self>;
 
+    /// This value's colour choice, which overrides the configuration's [`LogConfig::color`] when
+    /// `Some` (default `None`), so one type can colour in a terminal program and not in another.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
+    /// struct Plain(Option<ColorChoice>);
+    /// impl LogSubscriber for Plain {
+    ///     fn config() -> LogConfig<Plain> {
+    ///         LogConfig::new("plain").color(ColorChoice::Always).method("x", Level::Info, |_: &Plain, _: &LogEvent<'_>| None)
+    ///     }
+    ///     fn color(&self) -> Option<ColorChoice> { self.0 }
+    /// }
+    /// assert_eq!(Plain(Some(ColorChoice::Never)).color(), Some(ColorChoice::Never));
+    /// ```
+    fn color(&self) -> Option<ColorChoice> {
+        None
+    }
+
     /// Subscribes `self` to `notifier`: one silenceable subscription per method, on the exact name
     /// `"<method>.<namespace>"` (AS::N's `attach_to`, which subscribes each public method the same way).
     ///
@@ -544,11 +562,12 @@ impl<T: LogSubscriber> LogMethod<T> {
         let config = T::config();
         config.validate()?;
         let target = config.target_name().to_owned();
+        let color = subscriber.color().unwrap_or(config.color).resolve();
         let shared = Arc::new(Shared {
             subscriber,
             namespace: config.namespace,
             target,
-            color: config.color.resolve(),
+            color,
             methods: config.methods,
         });
         Ok((0..shared.methods.len())

@@ -1,0 +1,145 @@
+//! The bookstore's log subscribers: SQL statements at debug, requests and the import at info.
+
+use notify_core::log_subscriber::{Color, ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
+use notify_core::Value;
+
+/// Logs every `"query.sql"` event at debug, to target `sql`, as Rails' `ActiveRecord::LogSubscriber`
+/// does: `  Book Load (0.4ms)  SELECT … WHERE author = ?1  ["Ada Abbott"]`.
+///
+/// ```
+/// use notify_app::bookstore::SqlLog;
+/// use notify_core::Payload;
+/// use notify_core::log_subscriber::LogEvent;
+/// let payload = Payload::new().with("name", "Book Load").with("sql", "SELECT ?1").with("binds", "[7]");
+/// let event = LogEvent::new("query.sql", &payload, Some(std::time::Duration::from_micros(400)));
+/// assert_eq!(SqlLog::default().query(&event).unwrap(), "  Book Load (0.4ms)  SELECT ?1  [7]");
+/// ```
+#[derive(Debug, Default)]
+pub struct SqlLog {
+    /// When to colour (resolved at attach).
+    pub color: ColorChoice,
+}
+
+impl SqlLog {
+    /// Formats one statement: its name in bold, the duration, the statement coloured by its verb
+    /// (as Rails' `sql_color`), the binds, and `failed: …` when it returned an error. A multi-row
+    /// `INSERT` is shown with its first row of placeholders only.
+    pub fn query(&self, event: &LogEvent<'_>) -> Option<String> {
+        let payload = event.payload();
+        let name = payload.get("name").and_then(Value::as_str).unwrap_or("SQL");
+        let sql = payload.get("sql").and_then(Value::as_str)?;
+        let mut line = format!(
+            "  {} ({})  {}",
+            event.color(name, Some(Color::Cyan), true),
+            event.elapsed(),
+            event.color(abbreviate(sql), Some(sql_color(sql)), false),
+        );
+        if let Some(binds) = payload.get("binds") {
+            line.push_str(&format!("  {binds}"));
+        }
+        if let Some(exception) = payload.get(notify_core::EXCEPTION_KEY) {
+            line.push_str(&format!(
+                "  {}",
+                event.color(format!("failed: {exception}"), Some(Color::Red), true)
+            ));
+        }
+        Some(line)
+    }
+}
+
+impl LogSubscriber for SqlLog {
+    fn config() -> LogConfig<SqlLog> {
+        LogConfig::new("sql").method("query", Level::Debug, SqlLog::query)
+    }
+
+    fn color(&self) -> Option<ColorChoice> {
+        Some(self.color)
+    }
+}
+
+/// A multi-row insert shown as its first row: `INSERT INTO t (a, b) VALUES (?, ?), …`.
+fn abbreviate(sql: &str) -> String {
+    match sql.find("), (") {
+        Some(end) => format!("{}), …", &sql[..end]),
+        None => sql.to_owned(),
+    }
+}
+
+/// Rails' colour per kind of statement.
+fn sql_color(sql: &str) -> Color {
+    let verb = sql.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+    match verb.as_str() {
+        "SELECT" => Color::Blue,
+        "INSERT" => Color::Green,
+        "UPDATE" => Color::Yellow,
+        "DELETE" | "ROLLBACK" | "DROP" => Color::Red,
+        "BEGIN" | "COMMIT" => Color::Cyan,
+        _ => Color::Magenta,
+    }
+}
+
+/// Logs the bookstore's own events at info, to target `bookstore`: `"request.bookstore"`
+/// (`Completed 200 OK in 1.2ms (GET /books?author=Ada+Abbott, 5 rows)`) and `"import.bookstore"`
+/// (`Imported 1200 books from books.csv in 35.0ms`).
+///
+/// ```
+/// use notify_app::bookstore::AppLog;
+/// use notify_core::Payload;
+/// use notify_core::log_subscriber::LogEvent;
+/// let payload = Payload::new().with("method", "GET").with("path", "/stats").with("status", 200_u64).with("rows", 8_u64);
+/// let event = LogEvent::new("request.bookstore", &payload, Some(std::time::Duration::from_micros(1250)));
+/// assert_eq!(AppLog::default().request(&event).unwrap(), "Completed 200 OK in 1.2ms (GET /stats, 8 rows)");
+/// ```
+#[derive(Debug, Default)]
+pub struct AppLog {
+    /// When to colour (resolved at attach).
+    pub color: ColorChoice,
+}
+
+impl AppLog {
+    /// Formats a finished request.
+    pub fn request(&self, event: &LogEvent<'_>) -> Option<String> {
+        let payload = event.payload();
+        let status = payload.get("status").and_then(Value::as_i64).unwrap_or(500);
+        let reason = match status {
+            200 => "OK",
+            201 => "Created",
+            404 => "Not Found",
+            409 => "Conflict",
+            _ => "Internal Server Error",
+        };
+        let status_color = if status < 400 { Color::Green } else { Color::Red };
+        let rows = payload.get("rows").and_then(Value::as_i64).unwrap_or(0);
+        Some(format!(
+            "Completed {} in {} ({} {}, {rows} {})",
+            event.color(format!("{status} {reason}"), Some(status_color), true),
+            event.elapsed(),
+            payload.get("method")?,
+            payload.get("path")?,
+            if rows == 1 { "row" } else { "rows" },
+        ))
+    }
+
+    /// Formats the import of the data file.
+    pub fn import(&self, event: &LogEvent<'_>) -> Option<String> {
+        let payload = event.payload();
+        Some(format!(
+            "Imported {} books from {} in {}",
+            payload.get("rows")?,
+            payload.get("file")?,
+            event.elapsed()
+        ))
+    }
+}
+
+impl LogSubscriber for AppLog {
+    fn config() -> LogConfig<AppLog> {
+        LogConfig::new("bookstore")
+            .method("request", Level::Info, AppLog::request)
+            .method("import", Level::Info, AppLog::import)
+    }
+
+    fn color(&self) -> Option<ColorChoice> {
+        Some(self.color)
+    }
+}
