@@ -158,7 +158,7 @@ impl Summary {
 /// use std::time::Duration;
 /// let row = SummaryRow { event: "x.y".into(), name: None, count: 2, total: Duration::from_micros(1500), p50: Duration::from_micros(700), p99: Duration::from_micros(800) };
 /// let table = render_summary(&[row]);
-/// assert_eq!(table.lines().nth(1), Some("x.y                             2       1.500       0.700       0.800"));
+/// assert_eq!(table.lines().nth(1), Some("x.y                              2       1.500       0.700       0.800"));
 /// ```
 pub fn render_summary(rows: &[SummaryRow]) -> String {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;

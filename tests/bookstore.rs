@@ -1,0 +1,246 @@
+//! Runs the main example's library code (src/bookstore) on temporary SQLite files and checks the
+//! exact shape of its log lines, its summary counts, and its errors for bad data files.
+//!
+//! One capturing `log` logger serves the whole test binary; the tests take a lock so the max level
+//! and the captured lines of one test are not mixed with another's.
+
+use std::path::Path;
+use std::sync::{LazyLock, Mutex, MutexGuard, Once};
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+use notify_app::bookstore::{self, Options, SummaryRow};
+use notify_core::log_subscriber::ColorChoice;
+use notify_core::Notifier;
+use regex::Regex;
+
+struct Capture(Mutex<Vec<(Level, String, String)>>);
+
+impl Log for Capture {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &Record<'_>) {
+        let line = (record.level(), record.target().to_owned(), record.args().to_string());
+        self.0.lock().unwrap().push(line);
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: LazyLock<Capture> = LazyLock::new(|| Capture(Mutex::new(Vec::new())));
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn setup(max: LevelFilter) -> MutexGuard<'static, ()> {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| log::set_logger(&*LOGGER).expect("the only logger of this test binary"));
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    LOGGER.0.lock().unwrap().clear();
+    log::set_max_level(max);
+    guard
+}
+
+fn captured() -> Vec<(Level, String, String)> {
+    LOGGER.0.lock().unwrap().clone()
+}
+
+/// Runs the example on the committed data file and a fresh database in `dir`, without colour.
+fn run_example(dir: &Path) -> bookstore::Report {
+    let mut options = Options::new(bookstore::default_data_file(), dir.join("bookstore.sqlite"));
+    options.color = ColorChoice::Never;
+    bookstore::run(&options, &Notifier::new()).expect("the example runs")
+}
+
+/// `(label, count)` of every summary row.
+fn counts(summary: &[SummaryRow]) -> Vec<(String, u64)> {
+    summary.iter().map(|r| (r.label(), r.count)).collect()
+}
+
+fn expected_counts() -> Vec<(String, u64)> {
+    [
+        ("import.bookstore", 1),
+        ("query.sql", 52),
+        ("  Book Bulk Insert", 12),
+        ("  Book Count", 2),
+        ("  Book Load", 14),
+        ("  Book Search", 1),
+        ("  Book Stats", 1),
+        ("  Book Update", 3),
+        ("  Order Create", 3),
+        ("  Order Load", 1),
+        ("  Schema", 5),
+        ("  TRANSACTION", 10),
+        ("request.bookstore", 17),
+    ]
+    .into_iter()
+    .map(|(label, count)| (label.to_owned(), count))
+    .collect()
+}
+
+#[test]
+fn debug_logs_every_statement_as_rails_does_and_summarises_every_event() {
+    let _serial = setup(LevelFilter::Debug);
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_example(dir.path());
+    assert_eq!((report.books, report.requests), (1200, 17));
+
+    let sql = Regex::new(
+        r"^  (Schema|TRANSACTION|Book Bulk Insert|Book Load|Book Count|Book Search|Book Stats|Book Update|Order Create|Order Load) \(\d+\.\dms\)  (SELECT|INSERT|UPDATE|BEGIN|COMMIT|ROLLBACK|CREATE|DROP)\b[^\n]*$",
+    )
+    .unwrap();
+    let completed =
+        Regex::new(r"^Completed (200 OK|201 Created|409 Conflict) in \d+\.\dms \((GET|POST) /\S+, \d+ rows?\)$")
+            .unwrap();
+    let imported = Regex::new(r"^Imported 1200 books from \S+/examples/data/books\.csv in \d+\.\dms$").unwrap();
+
+    let lines = captured();
+    let (sql_lines, app_lines): (Vec<_>, Vec<_>) = lines.iter().partition(|(_, target, _)| target == "sql");
+    assert_eq!(sql_lines.len(), 52);
+    assert_eq!(app_lines.len(), 18);
+    for (level, _, message) in &sql_lines {
+        assert_eq!(*level, Level::Debug);
+        assert!(sql.is_match(message), "SQL line of unexpected shape: {message:?}");
+    }
+    for (level, target, message) in &app_lines {
+        assert_eq!((*level, target.as_str()), (Level::Info, "bookstore"));
+        assert!(
+            completed.is_match(message) || imported.is_match(message),
+            "app line of unexpected shape: {message:?}"
+        );
+    }
+
+    // The exact text of some lines, with the durations masked.
+    let masked: Vec<String> = lines
+        .iter()
+        .map(|(_, _, m)| Regex::new(r"\d+\.\dms").unwrap().replace_all(m, "N.Nms").into_owned())
+        .collect();
+    let position = |line: &str| {
+        masked
+            .iter()
+            .position(|m| m == line)
+            .unwrap_or_else(|| panic!("no line {line:?}"))
+    };
+    let load =
+        position(r#"  Book Load (N.Nms)  SELECT title FROM books WHERE author = ?1 ORDER BY year  ["Rosa Eriksen"]"#);
+    assert_eq!(
+        masked[load + 1],
+        "Completed 200 OK in N.Nms (GET /books?author=Rosa+Eriksen, 25 rows)"
+    );
+    let bulk = position(
+        "  Book Bulk Insert (N.Nms)  INSERT INTO books (isbn, title, author, year, price_cents, genre, stock) VALUES (?, ?, ?, ?, ?, ?, ?), …",
+    );
+    assert_eq!(masked[bulk - 1], "  TRANSACTION (N.Nms)  BEGIN");
+    let rollback = position("  TRANSACTION (N.Nms)  ROLLBACK");
+    assert_eq!(
+        masked[rollback + 1],
+        "Completed 409 Conflict in N.Nms (POST /orders?isbn=9780001001480, 0 rows)"
+    );
+    assert_eq!(masked.iter().filter(|m| m.ends_with("  COMMIT")).count(), 4);
+
+    assert_eq!(counts(&report.summary), expected_counts());
+    for row in &report.summary {
+        assert!(row.p50 <= row.p99, "{row:?}");
+    }
+
+    // The database is a real file with the data in it.
+    let conn = rusqlite::Connection::open(dir.path().join("bookstore.sqlite")).unwrap();
+    let books: i64 = conn.query_row("SELECT COUNT(*) FROM books", (), |r| r.get(0)).unwrap();
+    let orders: i64 = conn.query_row("SELECT COUNT(*) FROM orders", (), |r| r.get(0)).unwrap();
+    assert_eq!((books, orders), (1200, 3));
+}
+
+#[test]
+fn rust_log_info_silences_the_sql_lines_but_not_the_requests_or_the_summary() {
+    let _serial = setup(LevelFilter::Info);
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_example(dir.path());
+
+    let lines = captured();
+    assert!(lines.iter().all(|(_, target, _)| target == "bookstore"), "{lines:?}");
+    assert_eq!(lines.len(), 18);
+    assert_eq!(lines.iter().filter(|(_, _, m)| m.starts_with("Completed ")).count(), 17);
+    // The summary's event-object subscriber still sees every statement.
+    assert_eq!(counts(&report.summary), expected_counts());
+}
+
+#[test]
+fn the_command_line_prints_the_summary_and_exits_zero() {
+    let _serial = setup(LevelFilter::Info);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.sqlite");
+    let args = ["--db".to_owned(), db.display().to_string()];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = bookstore::run_cli(&args, &Notifier::new(), &mut out, &mut err);
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert!(err.is_empty());
+    assert!(out.contains(&format!(
+        "1200 books imported, 17 requests; database {}\n",
+        db.display()
+    )));
+    let row = Regex::new(r"(?m)^query\.sql +52 +\d+\.\d{3} +\d+\.\d{3} +\d+\.\d{3}$").unwrap();
+    assert!(row.is_match(&out), "{out}");
+    let header = Regex::new(r"(?m)^event +count +total ms +p50 ms +p99 ms$").unwrap();
+    assert!(header.is_match(&out), "{out}");
+}
+
+#[test]
+fn a_missing_data_file_names_the_file_and_exits_non_zero() {
+    let _serial = setup(LevelFilter::Info);
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.csv");
+    let db = dir.path().join("never.sqlite");
+    let args = [
+        missing.display().to_string(),
+        "--db".to_owned(),
+        db.display().to_string(),
+    ];
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = bookstore::run_cli(&args, &Notifier::new(), &mut out, &mut err);
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert_eq!(
+        String::from_utf8(err).unwrap(),
+        format!(
+            "error: {}: cannot read the data file: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+    assert!(!db.exists(), "nothing touches the database when the data file is bad");
+}
+
+#[test]
+fn a_malformed_data_file_names_the_file_and_line_and_exits_non_zero() {
+    let _serial = setup(LevelFilter::Info);
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "isbn,title,author,year,price_cents,genre,stock\n9780001000001,T,A,2000,100,poetry,1\n9780001000002,T,A,2000,100,poetry\n",
+            "3: expected 7 comma-separated fields (isbn,title,author,year,price_cents,genre,stock), found 6",
+        ),
+        (
+            "isbn,title,author,year,price_cents,genre,stock\n9780001000001,T,A,two thousand,100,poetry,1\n",
+            "2: field `year` is not a whole number: `two thousand` (invalid digit found in string)",
+        ),
+        (
+            "isbn,title\n",
+            "1: expected the header `isbn,title,author,year,price_cents,genre,stock`, found `isbn,title`",
+        ),
+        (
+            "isbn,title,author,year,price_cents,genre,stock\n9780001000001,T,A,2000,100,poetry,1\n\n9780001000001,U,B,2001,200,poetry,2\n",
+            "4: duplicate isbn 9780001000001 (first on line 2)",
+        ),
+    ];
+    for (text, expected) in cases {
+        let data = dir.path().join("books.csv");
+        std::fs::write(&data, text).unwrap();
+        let db = dir.path().join("never.sqlite");
+        let args = ["--db".to_owned(), db.display().to_string(), data.display().to_string()];
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = bookstore::run_cli(&args, &Notifier::new(), &mut out, &mut err);
+        assert_eq!(code, 1);
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            format!("error: {}:{expected}\n", data.display())
+        );
+        assert!(!db.exists());
+    }
+}
