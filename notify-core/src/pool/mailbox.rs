@@ -312,29 +312,50 @@ mod loom_model {
             }
         }
 
-        fn publish(&self, item: (u8, u8)) {
+        /// The bug the protocol avoids: marking the mailbox idle when its batch is *taken*, before
+        /// the callbacks ran. Only for `pool_loom_catches_early_unschedule`.
+        fn run_unscheduling_early(&self) {
+            let mut batch = Vec::new();
+            {
+                let mut state = self.mailbox.state.lock();
+                batch.extend(state.queue.drain(..));
+                state.scheduled = false;
+            }
+            for item in batch.drain(..) {
+                assert!(!self.inside.swap(true, Ordering::SeqCst), "two invocations at once");
+                self.seen.lock().unwrap().push(item);
+                thread::yield_now();
+                self.inside.store(false, Ordering::SeqCst);
+            }
+        }
+
+        fn publish_with(&self, item: (u8, u8), run: fn(&Model)) {
             match self.mailbox.push(item, 8, Overflow::DropNewest, || ()) {
-                Admit::Queued { schedule: true } => self.run(),
+                Admit::Queued { schedule: true } => run(self),
                 Admit::Queued { schedule: false } => {}
                 _ => unreachable!("capacity 8 is never reached"),
             }
         }
     }
 
+    fn model() -> Arc<Model> {
+        Arc::new(Model {
+            mailbox: MailboxCore::new(),
+            inside: AtomicBool::new(false),
+            seen: LoomMutex::new(Vec::new()),
+        })
+    }
+
     #[test]
     fn pool_loom_scheduling_flag() {
         loom::model(|| {
-            let model = Arc::new(Model {
-                mailbox: MailboxCore::new(),
-                inside: AtomicBool::new(false),
-                seen: LoomMutex::new(Vec::new()),
-            });
+            let model = model();
             let other = model.clone();
             let producer = thread::spawn(move || {
-                other.publish((1, 0));
-                other.publish((1, 1));
+                other.publish_with((1, 0), Model::run);
+                other.publish_with((1, 1), Model::run);
             });
-            model.publish((0, 0));
+            model.publish_with((0, 0), Model::run);
             producer.join().unwrap();
             let seen = model.seen.lock().unwrap().clone();
             assert_eq!(seen.len(), 3, "every item delivered: {seen:?}");
@@ -342,6 +363,20 @@ mod loom_model {
             assert_eq!(ones, [0, 1], "publisher order kept");
             assert!(!model.mailbox.is_scheduled(), "ends idle");
             assert_eq!(model.mailbox.len(), 0);
+        });
+    }
+
+    /// The model is not vacuous: with the flag cleared before the callbacks ran, loom finds the
+    /// interleaving where two threads run the subscriber at once.
+    #[test]
+    #[should_panic(expected = "two invocations at once")]
+    fn pool_loom_catches_early_unschedule() {
+        loom::model(|| {
+            let model = model();
+            let other = model.clone();
+            let producer = thread::spawn(move || other.publish_with((1, 0), Model::run_unscheduling_early));
+            model.publish_with((0, 0), Model::run_unscheduling_early);
+            producer.join().unwrap();
         });
     }
 }

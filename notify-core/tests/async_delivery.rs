@@ -1,0 +1,328 @@
+//! Async delivery cases A1, A2, A5 and A6 (shared/cases/async.md). A3 and A4 measure the whole
+//! process (CPU ticks, thread count) and live in files of their own, so no other test runs beside
+//! them.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
+use notify_core::{Event, Notifier, Pattern, Payload};
+
+fn field(event: &Event, key: &str) -> i64 {
+    event
+        .payload()
+        .get(key)
+        .and_then(|v| v.as_i64())
+        .expect("numbered event")
+}
+
+fn publish(notifier: &Notifier, name: &str, producer: u64, n: u64) {
+    notifier.instrument(name, || Payload::new().with("p", producer).with("n", n), |_| ());
+}
+
+/// What one subscriber saw: (producer, sequence number) in delivery order.
+type Seen = Arc<Mutex<Vec<(i64, i64)>>>;
+
+fn recorder(seen: &Seen) -> impl Fn(&Event) + Send + Sync + 'static {
+    let seen = seen.clone();
+    move |e: &Event| seen.lock().unwrap().push((field(e, "p"), field(e, "n")))
+}
+
+/// Checks one subscriber's record against `per_producer` events from each of `producers`: each
+/// producer's sequence strictly increasing, and the events missing equal to `dropped` exactly.
+fn check_order(seen: &[(i64, i64)], producers: i64, per_producer: i64, dropped: u64) {
+    let mut missing = 0;
+    for p in 0..producers {
+        let sequence: Vec<i64> = seen.iter().filter(|s| s.0 == p).map(|s| s.1).collect();
+        assert!(
+            sequence.windows(2).all(|w| w[0] < w[1]),
+            "producer {p}: not strictly increasing: {sequence:?}"
+        );
+        assert!(sequence.iter().all(|n| (0..per_producer).contains(n)));
+        missing += per_producer - sequence.len() as i64;
+    }
+    assert_eq!(missing as u64, dropped, "gaps must equal the dropped counter exactly");
+}
+
+/// A1, one producer. The case asks for 1,000,000 events x 1,000 subscribers (10^9 deliveries);
+/// this runs 1,000 x 1,000 (10^6 deliveries) so it finishes in seconds in a debug build. A third
+/// of the subscribers have 4-event mailboxes dropping the newest, a third 4-event mailboxes
+/// dropping the oldest, so gaps really happen.
+#[test]
+fn a1_one_producer_order_with_exact_drop_counts() {
+    const SUBSCRIBERS: usize = 1_000;
+    const EVENTS: u64 = 1_000;
+    let pool = WorkerPool::builder().threads(2).build();
+    let notifier = Notifier::new();
+    let seen: Vec<Seen> = (0..SUBSCRIBERS).map(|_| Seen::default()).collect();
+    let subs = pool.subscribe_all(
+        &notifier,
+        seen.iter().enumerate().map(|(i, s)| {
+            let options = match i % 3 {
+                0 => AsyncOptions::new().capacity(4).overflow(Overflow::DropNewest),
+                1 => AsyncOptions::new().capacity(4).overflow(Overflow::DropOldest),
+                _ => AsyncOptions::new().capacity(EVENTS as usize),
+            };
+            (Pattern::exact("a1.one"), options, recorder(s))
+        }),
+    );
+    for n in 0..EVENTS {
+        publish(&notifier, "a1.one", 0, n);
+    }
+    pool.flush();
+    let mut total_dropped = 0;
+    for (sub, seen) in subs.iter().zip(&seen) {
+        check_order(&seen.lock().unwrap(), 1, EVENTS as i64, sub.dropped());
+        total_dropped += sub.dropped();
+    }
+    // Subscribers with room for every event lose none.
+    assert!(subs.iter().skip(2).step_by(3).all(|s| s.dropped() == 0));
+    assert_eq!(pool.delivered() + total_dropped, SUBSCRIBERS as u64 * EVENTS);
+    assert_eq!(pool.pending(), 0);
+}
+
+/// A1, two producers on two threads publishing interleaved sequences into the same subscribers.
+#[test]
+fn a1_two_producers_each_sequence_in_order() {
+    const SUBSCRIBERS: usize = 300;
+    const EVENTS: u64 = 1_000;
+    let pool = WorkerPool::builder().threads(2).build();
+    let notifier = Notifier::new();
+    let seen: Vec<Seen> = (0..SUBSCRIBERS).map(|_| Seen::default()).collect();
+    let subs = pool.subscribe_all(
+        &notifier,
+        seen.iter().enumerate().map(|(i, s)| {
+            let options = match i % 3 {
+                0 => AsyncOptions::new().capacity(8).overflow(Overflow::DropNewest),
+                1 => AsyncOptions::new().capacity(8).overflow(Overflow::DropOldest),
+                _ => AsyncOptions::new().capacity(2 * EVENTS as usize),
+            };
+            (Pattern::exact("a1.two"), options, recorder(s))
+        }),
+    );
+    std::thread::scope(|scope| {
+        for producer in 0..2 {
+            let notifier = &notifier;
+            scope.spawn(move || {
+                for n in 0..EVENTS {
+                    publish(notifier, "a1.two", producer, n);
+                }
+            });
+        }
+    });
+    pool.flush();
+    for (sub, seen) in subs.iter().zip(&seen) {
+        check_order(&seen.lock().unwrap(), 2, EVENTS as i64, sub.dropped());
+    }
+    assert!(subs.iter().skip(2).step_by(3).all(|s| s.dropped() == 0));
+}
+
+/// A2: a subscriber is never invoked concurrently with itself, under 4 producers and 4 workers.
+#[test]
+fn a2_never_two_at_once() {
+    const PRODUCERS: u64 = 4;
+    const EVENTS: u64 = 200;
+    let pool = WorkerPool::builder().threads(4).batch(2).build();
+    let notifier = Notifier::new();
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let mut counters = Vec::new();
+    for _ in 0..4 {
+        let inside = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let (o, c) = (overlaps.clone(), count.clone());
+        pool.subscribe(
+            &notifier,
+            "a2",
+            AsyncOptions::new().capacity(1 << 20),
+            move |_: &Event| {
+                if inside.swap(true, Ordering::SeqCst) {
+                    o.fetch_add(1, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_micros(50));
+                c.fetch_add(1, Ordering::SeqCst);
+                inside.store(false, Ordering::SeqCst);
+            },
+        );
+        counters.push(count);
+    }
+    std::thread::scope(|scope| {
+        for producer in 0..PRODUCERS {
+            let notifier = &notifier;
+            scope.spawn(move || {
+                for n in 0..EVENTS {
+                    publish(notifier, "a2", producer, n);
+                }
+            });
+        }
+    });
+    pool.flush();
+    assert_eq!(
+        overlaps.load(Ordering::SeqCst),
+        0,
+        "a callback ran while another was inside"
+    );
+    for count in &counters {
+        assert_eq!(count.load(Ordering::SeqCst), PRODUCERS * EVENTS);
+    }
+}
+
+fn quiet_panics() {
+    // The workers' panics are expected here; keep the test output readable.
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let expected = info
+            .payload()
+            .downcast_ref::<&str>()
+            .is_some_and(|s| s.starts_with("a5:"));
+        if !expected {
+            default(info);
+        }
+    }));
+}
+
+/// A5: a panicking subscriber does not kill a worker: everyone else, and (policy `Keep`) that
+/// subscriber's next events, are still delivered; each panic is reported exactly once. Policy
+/// `Detach` stops delivering to it after its first panic.
+#[test]
+fn a5_panicking_subscriber_keeps_workers_alive() {
+    quiet_panics();
+    const EVENTS: u64 = 300;
+    let failures = Arc::new(Mutex::new(Vec::<AsyncFailure>::new()));
+    let sink = failures.clone();
+    // One worker: if a panic killed it, nothing after the first panic would be delivered.
+    let pool = WorkerPool::builder()
+        .threads(1)
+        .failure_hook(move |f: &AsyncFailure| sink.lock().unwrap().push(f.clone()))
+        .build();
+    let notifier = Notifier::new();
+    let kept_seen = Arc::new(AtomicU64::new(0));
+    let k = kept_seen.clone();
+    let kept = pool.subscribe(
+        &notifier,
+        "a5",
+        AsyncOptions::new().capacity(1 << 20).named("kept"),
+        move |e: &Event| {
+            k.fetch_add(1, Ordering::SeqCst);
+            if field(e, "n") % 3 == 0 {
+                panic!("a5: every third event");
+            }
+        },
+    );
+    let detached_seen = Arc::new(AtomicU64::new(0));
+    let d = detached_seen.clone();
+    let detached = pool.subscribe(
+        &notifier,
+        "a5",
+        AsyncOptions::new()
+            .capacity(1 << 20)
+            .on_panic(PanicPolicy::Detach)
+            .named("detached"),
+        move |e: &Event| {
+            d.fetch_add(1, Ordering::SeqCst);
+            if field(e, "n") == 10 {
+                panic!("a5: once");
+            }
+        },
+    );
+    let healthy_seen = Arc::new(AtomicU64::new(0));
+    let h = healthy_seen.clone();
+    pool.subscribe(
+        &notifier,
+        "a5",
+        AsyncOptions::new().capacity(1 << 20),
+        move |_: &Event| {
+            h.fetch_add(1, Ordering::SeqCst);
+        },
+    );
+    for n in 0..EVENTS {
+        publish(&notifier, "a5", 0, n);
+    }
+    pool.flush();
+    assert_eq!(healthy_seen.load(Ordering::SeqCst), EVENTS);
+    assert_eq!(
+        kept_seen.load(Ordering::SeqCst),
+        EVENTS,
+        "kept: every event, panics included"
+    );
+    assert!(!kept.is_closed());
+    assert_eq!(
+        detached_seen.load(Ordering::SeqCst),
+        11,
+        "detached after its panic on event 10"
+    );
+    assert!(detached.is_closed());
+    assert_eq!(detached.dropped(), EVENTS - 11);
+    let failures = failures.lock().unwrap();
+    let kept_reports = failures.iter().filter(|f| f.subscriber() == "kept").count() as u64;
+    assert_eq!(kept_reports, EVENTS.div_ceil(3), "one report per panic");
+    let detach_reports: Vec<_> = failures.iter().filter(|f| f.subscriber() == "detached").collect();
+    assert_eq!(detach_reports.len(), 1);
+    assert!(detach_reports[0].detached());
+    assert_eq!(detach_reports[0].message(), "a5: once");
+    assert_eq!(detach_reports[0].event(), "a5");
+    assert_eq!(pool.pending(), 0);
+}
+
+/// Subscribes `n` counting subscribers to `name`; the last of `expected` deliveries signals `done`.
+fn counting_subscribers(
+    pool: &WorkerPool,
+    notifier: &Notifier,
+    name: &'static str,
+    n: usize,
+    expected: u64,
+) -> mpsc::Receiver<()> {
+    let (done, finished) = mpsc::channel();
+    let done = Mutex::new(done);
+    let count = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(done);
+    for _ in 0..n {
+        let (count, done) = (count.clone(), done.clone());
+        pool.subscribe(notifier, name, AsyncOptions::new(), move |_: &Event| {
+            if count.fetch_add(1, Ordering::SeqCst) + 1 == expected {
+                let _ = done.lock().unwrap().send(());
+            }
+        });
+    }
+    finished
+}
+
+/// A6: a subscriber that blocks holds one worker, not the pool: with 2 workers, 100 other
+/// subscribers get all their events while it is blocked. On a 1-worker pool, the same blocking
+/// subscriber on a dedicated thread leaves the worker free. (The blocker waits on a gate rather
+/// than sleeping 1 s, so the test does not depend on timing; the 60 s bound only turns a hang
+/// into a failure.)
+#[test]
+fn a6_blocking_subscriber_stalls_at_most_one_worker() {
+    for (threads, options) in [(2, AsyncOptions::new()), (1, AsyncOptions::new().dedicated())] {
+        let pool = WorkerPool::builder().threads(threads).build();
+        let notifier = Notifier::new();
+        let (release, gate) = mpsc::channel::<()>();
+        let gate = Mutex::new(gate);
+        let blocked_calls = Arc::new(AtomicU64::new(0));
+        let b = blocked_calls.clone();
+        pool.subscribe(&notifier, "a6", options.clone(), move |_: &Event| {
+            b.fetch_add(1, Ordering::SeqCst);
+            gate.lock().unwrap().recv().expect("released");
+        });
+        let finished = counting_subscribers(&pool, &notifier, "a6", 100, 100 * 10);
+        for n in 0..10 {
+            publish(&notifier, "a6", 0, n);
+        }
+        finished
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("others stalled behind the blocker ({threads} workers, {options:?})"));
+        assert_eq!(
+            blocked_calls.load(Ordering::SeqCst),
+            1,
+            "the blocker is still inside its first event"
+        );
+        for _ in 0..10 {
+            release.send(()).unwrap();
+        }
+        pool.flush();
+        assert_eq!(blocked_calls.load(Ordering::SeqCst), 10);
+        let report = pool.shutdown(Duration::from_secs(10));
+        assert_eq!((report.delivered, report.abandoned), (1010, 0));
+    }
+}
