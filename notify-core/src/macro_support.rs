@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -170,10 +171,38 @@ pub fn debug<T: fmt::Debug + ?Sized>(value: &T) -> Value {
 // Recording the outcome (`err`, `ret`)
 // ---------------------------------------------------------------------------------------------
 
+/// What `err` records from: a `Result`.
+#[diagnostic::on_unimplemented(
+    message = "`err` records an `Err`, but the function returns `{Self}`, not a `Result`",
+    label = "this function does not return a `Result`"
+)]
+pub trait IsResult {
+    /// The `Ok` type.
+    type Ok;
+    /// The `Err` type.
+    type Err;
+    /// The value as a `Result` of references.
+    fn as_result(&self) -> Result<&Self::Ok, &Self::Err>;
+}
+
+impl<T, E> IsResult for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+
+    #[inline]
+    fn as_result(&self) -> Result<&T, &E> {
+        self.as_ref()
+    }
+}
+
 /// `err`: records an `Err` under `exception`.
 #[inline]
-pub fn record_err<T, E: fmt::Display>(handle: &mut Handle, result: &Result<T, E>) {
-    if let Err(error) = result {
+pub fn record_err<R>(handle: &mut Handle, result: &R)
+where
+    R: IsResult,
+    R::Err: fmt::Display,
+{
+    if let Err(error) = result.as_result() {
         handle.record_error(error);
     }
 }
@@ -186,8 +215,13 @@ pub fn record_ret<T: fmt::Debug>(handle: &mut Handle, value: &T) {
 
 /// `err` and `ret` together: `exception` for an `Err`, `return` (the `Ok` value) otherwise.
 #[inline]
-pub fn record_err_ret<T: fmt::Debug, E: fmt::Display>(handle: &mut Handle, result: &Result<T, E>) {
-    match result {
+pub fn record_err_ret<R>(handle: &mut Handle, result: &R)
+where
+    R: IsResult,
+    R::Ok: fmt::Debug,
+    R::Err: fmt::Display,
+{
+    match result.as_result() {
         Ok(value) => record_ret(handle, value),
         Err(error) => handle.record_error(error),
     }
@@ -197,10 +231,37 @@ pub fn record_err_ret<T: fmt::Debug, E: fmt::Display>(handle: &mut Handle, resul
 #[inline(always)]
 pub fn record_nothing<T>(_: &mut Handle, _: &T) {}
 
+/// The function's return type, as a type parameter: `if false { return hint.unreachable() }`
+/// unifies `R` with the return type without spelling it, so the body's closure or async block is
+/// checked against the return type and a mistyped tail is reported at the user's expression.
+pub struct Hint<R>(PhantomData<fn() -> R>);
+
+impl<R> Clone for Hint<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Hint<R> {}
+
+impl<R> Hint<R> {
+    /// A hint whose `R` is inferred.
+    #[inline(always)]
+    pub fn new() -> Hint<R> {
+        Hint(PhantomData)
+    }
+
+    /// Never called: it only appears in an `if false` branch.
+    #[inline(always)]
+    pub fn unreachable(self) -> R {
+        unreachable!("the return type hint of #[instrument_event] is never evaluated")
+    }
+}
+
 /// Calls `f` (it is a closure only so that `return` and `?` in the user's body leave the body,
 /// not the function). Taking `FnOnce` lets the body return borrows of its arguments.
 #[inline(always)]
-pub fn call_once<R>(f: impl FnOnce() -> R) -> R {
+pub fn call_once<R>(_: Hint<R>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
@@ -276,15 +337,19 @@ pub struct Instrumented<F: Future, R: Fn(&mut Handle, &F::Output)> {
     record: R,
 }
 
-impl<F: Future, R: Fn(&mut Handle, &F::Output)> Instrumented<F, R> {
-    /// Wraps `inner`; `record` is one of the `record_*` functions (a zero-sized fn item).
-    #[inline(always)]
-    pub fn new(handle: Option<Box<Handle>>, inner: F, record: R) -> Instrumented<F, R> {
-        Instrumented {
-            inner: ManuallyDrop::new(inner),
-            handle,
-            record,
-        }
+/// Wraps `inner`, the body of an instrumented async fn; `record` is one of the `record_*`
+/// functions (a zero-sized fn item); `hint` gives `inner` the function's return type as its
+/// expected output.
+#[inline(always)]
+pub fn instrumented<F, O, R>(handle: Option<Box<Handle>>, _hint: Hint<O>, inner: F, record: R) -> Instrumented<F, R>
+where
+    F: Future<Output = O>,
+    R: Fn(&mut Handle, &O),
+{
+    Instrumented {
+        inner: ManuallyDrop::new(inner),
+        handle,
+        record,
     }
 }
 

@@ -67,30 +67,32 @@ impl Errors {
     pub(crate) fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)
     }
-}
 
-impl Args {
-    /// Parses the attribute's tokens.
-    pub(crate) fn parse(tokens: proc_macro2::TokenStream) -> syn::Result<Args> {
-        let mut errors = Errors::default();
-        let parsed = (|input: ParseStream| parse_args(input, &mut errors)).parse2(tokens);
-        match parsed {
-            Ok(args) => errors.finish().map(|()| args),
-            Err(fatal) => {
-                errors.push(fatal);
-                Err(errors.0.expect("an error was pushed"))
-            }
-        }
+    /// All the errors, with `error` last.
+    pub(crate) fn with(mut self, error: syn::Error) -> syn::Error {
+        self.push(error);
+        self.0.expect("an error was pushed")
     }
 }
 
-fn parse_args(input: ParseStream, errors: &mut Errors) -> syn::Result<Args> {
-    let mut args = Args::default();
+impl Args {
+    /// Parses the attribute's tokens, adding every problem to `errors`; where the tokens cannot be
+    /// read any further, what was read so far is returned.
+    pub(crate) fn parse(tokens: proc_macro2::TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        if let Err(fatal) = (|input: ParseStream| parse_args(input, &mut args, errors)).parse2(tokens) {
+            errors.push(fatal);
+        }
+        args
+    }
+}
+
+fn parse_args(input: ParseStream, args: &mut Args, errors: &mut Errors) -> syn::Result<()> {
     let mut fields_seen: Option<Span> = None;
     while !input.is_empty() {
         if input.peek(LitStr) {
             let name: LitStr = input.parse()?;
-            set_name(&mut args, name, errors);
+            set_name(args, name, errors);
         } else {
             let key = Ident::parse_any(input)?;
             let span = key.span();
@@ -99,7 +101,7 @@ fn parse_args(input: ParseStream, errors: &mut Errors) -> syn::Result<Args> {
                     if expect_eq(input, &key, errors)? {
                         if input.peek(LitStr) {
                             let name: LitStr = input.parse()?;
-                            set_name(&mut args, name, errors);
+                            set_name(args, name, errors);
                         } else {
                             let value: Expr = input.parse()?;
                             errors.push(syn::Error::new_spanned(
@@ -145,7 +147,7 @@ fn parse_args(input: ParseStream, errors: &mut Errors) -> syn::Result<Args> {
         }
         input.parse::<Token![,]>()?;
     }
-    Ok(args)
+    Ok(())
 }
 
 /// Sets the event name; a second one (by `name =` or a bare literal) is reported at the literal.

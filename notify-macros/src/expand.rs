@@ -26,6 +26,16 @@ impl Parse for Function {
     fn parse(input: ParseStream) -> syn::Result<Function> {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
+        let function_ahead = input.fork();
+        function_ahead.parse::<Option<Token![const]>>()?;
+        function_ahead.parse::<Option<Token![async]>>()?;
+        function_ahead.parse::<Option<Token![unsafe]>>()?;
+        function_ahead.parse::<Option<syn::Abi>>()?;
+        if !function_ahead.peek(Token![fn]) {
+            return Err(input.error(
+                "#[instrument_event] instruments functions: free fns, methods and async fns",
+            ));
+        }
         let sig: Signature = input.parse()?;
         if input.peek(Token![;]) {
             return Err(syn::Error::new(
@@ -184,8 +194,7 @@ fn check_fields(args: &Args, sig: &Signature, errors: &mut Errors) {
 }
 
 /// The whole expansion.
-pub(crate) fn expand(args: &Args, function: Function) -> syn::Result<TokenStream> {
-    let mut errors = Errors::default();
+pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn::Result<TokenStream> {
     if let Some(constness) = &function.sig.constness {
         errors.at(constness.span, "#[instrument_event] cannot instrument a `const fn`");
     }
@@ -210,6 +219,19 @@ pub(crate) fn expand(args: &Args, function: Function) -> syn::Result<TokenStream
         group
     };
 
+    let hint = format_ident!("notify_hint", span = Span::mixed_site());
+    let hint_let = quote! {
+        let #hint = ::notify_core::__private::Hint::new();
+        if false {
+            return #hint.unreachable();
+        }
+    };
+    // Type errors about the return type then mention the user's `-> T`.
+    let output_span = match &sig.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => Span::call_site(),
+    };
+    let inner_return = quote_spanned!(output_span=> return #hint.unreachable(););
     let instrumented = if sig.asyncness.is_some() {
         let mut rebind = Vec::new();
         for input in &mut sig.inputs {
@@ -226,16 +248,31 @@ pub(crate) fn expand(args: &Args, function: Function) -> syn::Result<TokenStream
         let handle = format_ident!("notify_handle", span = Span::mixed_site());
         let record = record.unwrap_or_else(|| quote!(::notify_core::__private::record_nothing));
         quote! {
+            #hint_let
             let #handle = ::notify_core::__private::start_detached(&#site, #payload);
-            ::notify_core::__private::Instrumented::new(#handle, async move { #(#rebind)* #body }, #record).await
+            ::notify_core::__private::instrumented(
+                #handle,
+                #hint,
+                async move {
+                    if false {
+                        #inner_return
+                    }
+                    #(#rebind)*
+                    #body
+                },
+                #record,
+            )
+            .await
         }
     } else if let Some(record) = record {
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
         let value = format_ident!("notify_value", span = Span::mixed_site());
+        let record_call = quote_spanned!(record.span()=> ::notify_core::__private::Guard::record(&mut #guard, &#value, #record););
         quote! {
+            #hint_let
             let mut #guard = ::notify_core::__private::Guard::start(&#site, #payload);
-            let #value = ::notify_core::__private::call_once(move || #user_block);
-            #guard.record(&#value, #record);
+            let #value = ::notify_core::__private::call_once(#hint, move || #user_block);
+            #record_call
             #value
         }
     } else {

@@ -21,15 +21,11 @@ use proc_macro::TokenStream;
 /// ```
 #[proc_macro_attribute]
 pub fn instrument_event(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let args = attr::Args::parse(attr.into());
-    let function = syn::parse::<expand::Function>(item);
-    let result = match (args, function) {
-        (Ok(args), Ok(function)) => expand::expand(&args, function),
-        (Err(mut e), Err(e2)) => {
-            e.combine(e2);
-            Err(e)
-        }
-        (Err(e), _) | (_, Err(e)) => Err(e),
+    let mut errors = attr::Errors::default();
+    let args = attr::Args::parse(attr.into(), &mut errors);
+    let result = match syn::parse::<expand::Function>(item) {
+        Ok(function) => expand::expand(&args, function, errors),
+        Err(error) => Err(errors.with(error)),
     };
     result.unwrap_or_else(syn::Error::into_compile_error).into()
 }
