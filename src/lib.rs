@@ -1,3 +1,5 @@
 //! Code shared by notify's examples and benchmarks (not published).
 
+#![warn(missing_docs)]
+
 pub mod bookstore;

@@ -24,6 +24,14 @@ impl SqlLog {
     /// Formats one statement: its name in bold, the duration, the statement coloured by its verb
     /// (as Rails' `sql_color`), the binds, and `failed: …` when it returned an error. A multi-row
     /// `INSERT` is shown with its first row of placeholders only.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::LogEvent;
+    /// let sql = "INSERT INTO t (a) VALUES (?), (?)";
+    /// let payload = notify_core::Payload::new().with("name", "T Bulk Insert").with("sql", sql).with("rows", 2_u64);
+    /// let event = LogEvent::new("query.sql", &payload, None);
+    /// assert_eq!(notify_app::bookstore::SqlLog::default().query(&event).unwrap(), "  T Bulk Insert (?ms)  INSERT INTO t (a) VALUES (?), …");
+    /// ```
     pub fn query(&self, event: &LogEvent<'_>) -> Option<String> {
         let payload = event.payload();
         let name = payload.get("name").and_then(Value::as_str).unwrap_or("SQL");
@@ -97,7 +105,14 @@ pub struct AppLog {
 }
 
 impl AppLog {
-    /// Formats a finished request.
+    /// Formats a finished request: status, duration, method, path and rows.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::LogEvent;
+    /// let payload = notify_core::Payload::new().with("method", "POST").with("path", "/orders").with("status", 409_u64).with("rows", 0_u64);
+    /// let event = LogEvent::new("request.bookstore", &payload, None);
+    /// assert_eq!(notify_app::bookstore::AppLog::default().request(&event).unwrap(), "Completed 409 Conflict in ?ms (POST /orders, 0 rows)");
+    /// ```
     pub fn request(&self, event: &LogEvent<'_>) -> Option<String> {
         let payload = event.payload();
         let status = payload.get("status").and_then(Value::as_i64).unwrap_or(500);
@@ -121,6 +136,13 @@ impl AppLog {
     }
 
     /// Formats the import of the data file.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::LogEvent;
+    /// let payload = notify_core::Payload::new().with("file", "books.csv").with("rows", 1200_u64);
+    /// let event = LogEvent::new("import.bookstore", &payload, Some(std::time::Duration::from_millis(35)));
+    /// assert_eq!(notify_app::bookstore::AppLog::default().import(&event).unwrap(), "Imported 1200 books from books.csv in 35.0ms");
+    /// ```
     pub fn import(&self, event: &LogEvent<'_>) -> Option<String> {
         let payload = event.payload();
         Some(format!(

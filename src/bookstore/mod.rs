@@ -103,6 +103,11 @@ pub struct Options {
 
 impl Options {
     /// Options with [`ColorChoice::Auto`].
+    ///
+    /// ```
+    /// let options = notify_app::bookstore::Options::new("a.csv", "b.sqlite");
+    /// assert_eq!(options.data, std::path::PathBuf::from("a.csv"));
+    /// ```
     pub fn new(data: impl Into<PathBuf>, database: impl Into<PathBuf>) -> Options {
         Options {
             data: data.into(),
@@ -113,6 +118,14 @@ impl Options {
 }
 
 /// What a run did.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let options = notify_app::bookstore::Options::new(notify_app::bookstore::default_data_file(), dir.path().join("b.sqlite"));
+/// let report = notify_app::bookstore::run(&options, &notify_core::Notifier::new())?;
+/// assert_eq!((report.books, report.requests), (1200, 17));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Report {
     /// Books imported.
@@ -131,11 +144,10 @@ pub struct Report {
 /// [`AppError::Data`] for a missing or malformed data file (nothing else happens then),
 /// [`AppError::Sql`] for a database failure.
 ///
-/// ```no_run
-/// let options = notify_app::bookstore::Options::new(notify_app::bookstore::default_data_file(), "/tmp/bookstore.sqlite");
-/// let report = notify_app::bookstore::run(&options, &notify_core::Notifier::new())?;
-/// assert_eq!(report.books, 1200);
-/// # Ok::<(), notify_app::bookstore::AppError>(())
+/// ```
+/// let err = notify_app::bookstore::run(&notify_app::bookstore::Options::new("missing.csv", "unused.sqlite"), &notify_core::Notifier::new()).unwrap_err();
+/// assert_eq!(err.to_string(), "missing.csv: cannot read the data file: No such file or directory (os error 2)");
+/// assert!(!std::path::Path::new("unused.sqlite").exists());
 /// ```
 pub fn run(options: &Options, notifier: &Notifier) -> Result<Report, AppError> {
     let books = load_books(&options.data)?;

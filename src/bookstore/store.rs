@@ -16,6 +16,13 @@ pub const IMPORT_BATCH: usize = 100;
 ///
 /// # Errors
 /// The `rusqlite` error of the first statement that failed.
+///
+/// ```
+/// let db = notify_app::bookstore::Db::open_in_memory(notify_core::Notifier::new())?;
+/// notify_app::bookstore::create_schema(&db)?;
+/// assert_eq!(db.query("Count", "SELECT COUNT(*) FROM books", (), |r| r.get::<_, i64>(0))?, [0]);
+/// # Ok::<(), rusqlite::Error>(())
+/// ```
 pub fn create_schema(db: &Db) -> rusqlite::Result<()> {
     db.execute("Schema", "DROP TABLE IF EXISTS orders", ())?;
     db.execute("Schema", "DROP TABLE IF EXISTS books", ())?;
@@ -41,6 +48,15 @@ pub fn create_schema(db: &Db) -> rusqlite::Result<()> {
 ///
 /// # Errors
 /// The `rusqlite` error; the transaction is rolled back.
+///
+/// ```
+/// use notify_app::bookstore::{create_schema, import, Book, Db};
+/// let db = Db::open_in_memory(notify_core::Notifier::new())?;
+/// create_schema(&db)?;
+/// let book = Book::parse("9780001000001,The Paper Forest,Rosa Eriksen,2020,2528,history,9").unwrap();
+/// assert_eq!(import(&db, "inline", &[book])?, 1);
+/// # Ok::<(), notify_app::bookstore::AppError>(())
+/// ```
 pub fn import(db: &Db, file: &str, books: &[Book]) -> Result<usize, AppError> {
     db.notifier().instrument_result(
         "import.bookstore",
@@ -129,6 +145,16 @@ impl From<rusqlite::Error> for Checkout {
 ///
 /// # Errors
 /// The first database error.
+///
+/// ```
+/// use notify_app::bookstore::{create_schema, import, load_books, run_requests, default_data_file, Db};
+/// let db = Db::open_in_memory(notify_core::Notifier::new())?;
+/// create_schema(&db)?;
+/// let books = load_books(&default_data_file())?;
+/// import(&db, "books.csv", &books)?;
+/// assert_eq!(run_requests(&db, &books)?, 17);
+/// # Ok::<(), notify_app::bookstore::AppError>(())
+/// ```
 pub fn run_requests(db: &Db, books: &[Book]) -> Result<usize, AppError> {
     let notifier = db.notifier();
     let mut count = 0;

@@ -97,6 +97,12 @@ pub struct Summary {
 
 impl Summary {
     /// Subscribes an event-object subscriber to every event of `notifier`.
+    ///
+    /// ```
+    /// let notifier = notify_core::Notifier::new();
+    /// let _summary = notify_app::bookstore::Summary::subscribe(&notifier);
+    /// assert!(notifier.listening("anything.at_all"));
+    /// ```
     pub fn subscribe(notifier: &Notifier) -> Summary {
         let stats: Arc<Mutex<Stats>> = Arc::default();
         let sink = stats.clone();
@@ -123,6 +129,15 @@ impl Summary {
     }
 
     /// The rows, sorted by event name, each followed by its per-statement rows sorted by name.
+    ///
+    /// ```
+    /// let notifier = notify_core::Notifier::new();
+    /// let summary = notify_app::bookstore::Summary::subscribe(&notifier);
+    /// notifier.instrument("b.x", notify_core::Payload::new, |_| ());
+    /// notifier.instrument("a.x", notify_core::Payload::new, |_| ());
+    /// let names: Vec<String> = summary.rows().into_iter().map(|r| r.event).collect();
+    /// assert_eq!(names, ["a.x", "b.x"]);
+    /// ```
     pub fn rows(&self) -> Vec<SummaryRow> {
         let stats = self.stats.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         stats
@@ -139,6 +154,14 @@ impl Summary {
     }
 
     /// Stops collecting; returns the rows collected.
+    ///
+    /// ```
+    /// let notifier = notify_core::Notifier::new();
+    /// let summary = notify_app::bookstore::Summary::subscribe(&notifier);
+    /// notifier.instrument("a.x", notify_core::Payload::new, |_| ());
+    /// assert_eq!(summary.finish()[0].count, 1);
+    /// assert!(!notifier.listening("a.x"));
+    /// ```
     pub fn finish(self) -> Vec<SummaryRow> {
         let _ = self.subscription.unsubscribe();
         self.rows()
