@@ -152,6 +152,7 @@ pub fn publish(
 }
 
 #[cfg(feature = "macros")]
+#[doc = include_str!("instrument_event.md")]
 pub use notify_macros::instrument_event;
 
 mod macro_support;

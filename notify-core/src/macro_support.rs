@@ -244,9 +244,16 @@ impl<R> Clone for Hint<R> {
 
 impl<R> Copy for Hint<R> {}
 
+impl<R> Default for Hint<R> {
+    fn default() -> Self {
+        Hint::new()
+    }
+}
+
 impl<R> Hint<R> {
     /// A hint whose `R` is inferred.
     #[inline(always)]
+    #[must_use]
     pub fn new() -> Hint<R> {
         Hint(PhantomData)
     }

@@ -9,9 +9,8 @@ mod expand;
 
 use proc_macro::TokenStream;
 
-/// Instruments a function: every call publishes one event, on the global notifier, through a
-/// `static` callsite of its own. The full documentation, with examples that run, is on
-/// `notify_core::instrument_event`.
+/// (`#[instrument_event]` is defined in the notify-macros crate; use it through notify-core, whose
+/// documentation of `notify_core::instrument_event` has the details and examples that run.)
 ///
 /// ```ignore
 /// #[notify_core::instrument_event("sql.query", fields(sql), err)]
