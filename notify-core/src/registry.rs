@@ -159,8 +159,10 @@ pub(crate) struct Snapshot {
     pub(crate) wide: Vec<Arc<Entry>>,
     /// Names with at least one exact subscription, resolved against all subscriptions.
     pub(crate) exact: FxHashMap<Arc<str>, Arc<Resolved>>,
-    /// Names resolved through `wide`, filled on first use; absent until a name needs it.
-    pub(crate) cache: OnceCell<Box<[ArcSwapOption<Resolved>]>>,
+    /// Names resolved through `wide`, filled on first use; absent until a name needs it. Shared
+    /// with the next snapshot when a change touches no pattern subscription: entries hold only
+    /// what `wide` contributes, and exact names are looked up before the cache.
+    pub(crate) cache: Arc<OnceCell<Box<[ArcSwapOption<Resolved>]>>>,
 }
 
 /// What a registry change touched, to keep the rest of the cache.
@@ -251,10 +253,15 @@ impl Snapshot {
 
     /// Number of names this snapshot holds resolved (exact names plus cached pattern names).
     pub(crate) fn resolved_names(&self) -> usize {
-        let cached = self
-            .cache
-            .get()
-            .map_or(0, |c| c.iter().filter(|s| s.load().is_some()).count());
+        let cached = self.cache.get().map_or(0, |c| {
+            c.iter()
+                .filter(|s| {
+                    s.load()
+                        .as_ref()
+                        .is_some_and(|r| !self.exact.contains_key(r.name.as_str()))
+                })
+                .count()
+        });
         self.exact.len() + cached
     }
 
@@ -305,22 +312,19 @@ impl Snapshot {
                 exact.insert(name, resolved);
             }
         }
-        let cache = OnceCell::new();
-        if let Some(old) = self.cache.get() {
-            if !wide.is_empty() {
+        let only_exact_changed = changed_wide.is_empty() && matches!(change, Change::Entries(_));
+        let cache = match self.cache.get() {
+            _ if wide.is_empty() => Arc::default(),
+            _ if only_exact_changed => self.cache.clone(),
+            None => Arc::default(),
+            Some(old) => {
                 let kept: Box<[ArcSwapOption<Resolved>]> = old
                     .iter()
-                    .map(|slot| {
-                        let keep = slot.load_full().filter(|r| {
-                            let name = r.name.as_str();
-                            !touches(name) && !exact.contains_key(name)
-                        });
-                        ArcSwapOption::new(keep)
-                    })
+                    .map(|slot| ArcSwapOption::new(slot.load_full().filter(|r| !touches(r.name.as_str()))))
                     .collect();
-                let _ = cache.set(kept);
+                Arc::new(OnceCell::with_value(kept))
             }
-        }
+        };
         Snapshot {
             entries,
             wide,

@@ -1,0 +1,853 @@
+//! shared/cases/registry.md, one test per case (named after its id), with exact outcomes.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use notify_core::{
+    Callsite, Event, EventOptions, EventedSubscriber, FailurePolicy, Interest, Notifier, NotifyError, Outcome, Pattern,
+    Payload, SilenceableSubscriber, Subscriber, SubscriberErrors, SubscriberFailure,
+};
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+fn log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn entries(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+/// An event-object subscriber that appends "<tag>:<event name>" to `log`.
+fn recorder(log: &Log, tag: &'static str) -> Subscriber {
+    let log = log.clone();
+    Subscriber::event(move |e: &Event| log.lock().unwrap().push(format!("{tag}:{}", e.name())))
+}
+
+/// An evented subscriber that appends "<tag>.start:<name>" / "<tag>.finish:<name>".
+struct Evented(Log, &'static str);
+
+impl EventedSubscriber for Evented {
+    fn start(&self, name: &str, _: u64, _: &Payload) {
+        self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
+    }
+    fn finish(&self, name: &str, _: u64, _: &Payload) {
+        self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
+    }
+}
+
+/// A silenceable subscriber silenced while its flag is set.
+struct Switch(Log, &'static str, Arc<AtomicBool>);
+
+impl EventedSubscriber for Switch {
+    fn start(&self, name: &str, _: u64, _: &Payload) {
+        self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
+    }
+    fn finish(&self, name: &str, _: u64, _: &Payload) {
+        self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
+    }
+}
+
+impl SilenceableSubscriber for Switch {
+    fn silenced(&self, _: &str) -> bool {
+        self.2.load(Ordering::SeqCst)
+    }
+}
+
+fn collect_failures(notifier: &Notifier) -> Arc<Mutex<Vec<SubscriberFailure>>> {
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let sink = failures.clone();
+    notifier.set_failure_hook(move |f: &SubscriberFailure| sink.lock().unwrap().push(f.clone()));
+    failures
+}
+
+#[test]
+fn r1_subscribe_while_in_flight_waits_for_the_next_event() {
+    let notifier = Notifier::new();
+    let seen = log();
+    notifier.subscribe("x", recorder(&seen, "early"));
+
+    // With a handle.
+    let mut handle = notifier.build_handle("x", Payload::new());
+    handle.start().unwrap();
+    let late = log();
+    let late_sub = notifier.subscribe("x", recorder(&late, "late"));
+    handle.finish().unwrap();
+    assert_eq!(entries(&late), Vec::<String>::new());
+    assert_eq!(entries(&seen), ["early:x"]);
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(entries(&late), ["late:x"]);
+    late_sub.unsubscribe().unwrap();
+
+    // Inside instrument's block.
+    let late2 = log();
+    let notifier2 = notifier.clone();
+    let late2_clone = late2.clone();
+    let value = notifier.instrument("x", Payload::new, move |_| {
+        notifier2.subscribe("x", recorder(&late2_clone, "late2"));
+        7
+    });
+    assert_eq!(value, 7);
+    assert_eq!(entries(&late2), Vec::<String>::new());
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(entries(&late2), ["late2:x"]);
+}
+
+#[test]
+fn r2_unsubscribe_while_in_flight_still_gets_the_finish() {
+    let notifier = Notifier::new();
+    let seen = log();
+    let subscription = notifier.subscribe("x", Subscriber::evented(Evented(seen.clone(), "e")));
+    let mut handle = notifier.build_handle("x", Payload::new());
+    handle.start().unwrap();
+    subscription.unsubscribe().unwrap();
+    handle.finish().unwrap();
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["e.start:x", "e.finish:x"]);
+}
+
+/// Four subscribers of four kinds on "x"; `failing` says which ones panic.
+fn four_kinds(notifier: &Notifier, calls: &Log, timed_panics: bool, event_panics: bool) {
+    let c = calls.clone();
+    notifier.subscribe(
+        "x",
+        Subscriber::timed(move |_: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload| {
+            c.lock().unwrap().push("timed".into());
+            if timed_panics {
+                panic!("timed failed");
+            }
+        })
+        .named("timed-one"),
+    );
+    let c = calls.clone();
+    notifier.subscribe(
+        "x",
+        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, _: &Payload| {
+            c.lock().unwrap().push("monotonic".into());
+        }),
+    );
+    let c = calls.clone();
+    notifier.subscribe(
+        "x",
+        Subscriber::event(move |_: &Event| {
+            c.lock().unwrap().push("event".into());
+            if event_panics {
+                panic!("event failed");
+            }
+        })
+        .named("event-one"),
+    );
+    notifier.subscribe("x", Subscriber::evented(Evented(calls.clone(), "evented")));
+}
+
+#[test]
+fn r3_one_failing_subscriber_among_kinds() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    let calls = log();
+    four_kinds(&notifier, &calls, true, false);
+    let runs = AtomicUsize::new(0);
+    let value = notifier.instrument("x", Payload::new, |_| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        42
+    });
+    assert_eq!(value, 42);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let mut got = entries(&calls);
+    got.sort();
+    assert_eq!(
+        got,
+        ["event", "evented.finish:x", "evented.start:x", "monotonic", "timed"]
+    );
+    let failures = failures.lock().unwrap().clone();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].subscriber(), "timed-one");
+    assert_eq!(failures[0].kind(), "timed");
+    assert_eq!(failures[0].subscription(), 1);
+    assert_eq!(failures[0].event(), "x");
+    assert_eq!(failures[0].message(), "timed failed");
+}
+
+#[test]
+fn r3_two_failures_are_reported_in_run_order() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    let calls = log();
+    four_kinds(&notifier, &calls, true, true);
+    assert_eq!(notifier.instrument("x", Payload::new, |_| 1), 1);
+    assert_eq!(entries(&calls).len(), 5);
+    let messages: Vec<String> = failures
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|f| f.message().to_owned())
+        .collect();
+    assert_eq!(messages, ["timed failed", "event failed"]);
+}
+
+#[test]
+fn r3_strict_mode_raises_one_aggregate_after_all_ran() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    notifier.set_failure_policy(FailurePolicy::Strict);
+    let calls = log();
+    four_kinds(&notifier, &calls, true, true);
+    let runs = AtomicUsize::new(0);
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument("x", Payload::new, |_| runs.fetch_add(1, Ordering::SeqCst))
+    }))
+    .unwrap_err();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        entries(&calls).len(),
+        5,
+        "every subscriber ran before the aggregate failure"
+    );
+    let errors = panic.downcast::<SubscriberErrors>().unwrap();
+    let messages: Vec<&str> = errors.failures().iter().map(SubscriberFailure::message).collect();
+    assert_eq!(messages, ["timed failed", "event failed"]);
+    assert_eq!(
+        errors.to_string(),
+        "2 subscriber(s) failed:\n  subscriber `timed-one` (timed, subscription #1) panicked on `x`: timed failed\n  \
+         subscriber `event-one` (event, subscription #3) panicked on `x`: event failed"
+    );
+    assert_eq!(failures.lock().unwrap().len(), 2);
+}
+
+#[test]
+fn r3_detach_policy_removes_the_subscriber_and_publishes_subscriber_failed() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    notifier.set_failure_policy(FailurePolicy::Detach);
+    let calls = log();
+    four_kinds(&notifier, &calls, true, false);
+    let failed = log();
+    notifier.subscribe(notify_core::SUBSCRIBER_FAILED, {
+        let failed = failed.clone();
+        Subscriber::event(move |e: &Event| {
+            let p = e.payload();
+            failed.lock().unwrap().push(format!(
+                "{} {} {} {}",
+                p.get("subscription").unwrap(),
+                p.get("subscriber").unwrap(),
+                p.get("event").unwrap(),
+                p.get("message").unwrap()
+            ));
+        })
+    });
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(entries(&failed), ["1 timed-one x timed failed"]);
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    assert_eq!(
+        notifier.listeners_for("x").iter().map(|l| l.1).collect::<Vec<_>>(),
+        ["monotonic", "event", "evented"]
+    );
+    calls.lock().unwrap().clear();
+    notifier.instrument("x", Payload::new, |_| ());
+    assert!(!entries(&calls).contains(&"timed".to_owned()));
+    assert_eq!(entries(&failed).len(), 1);
+}
+
+#[test]
+fn r4_slow_first_subscriber_does_not_shift_the_timestamps() {
+    let notifier = Notifier::new();
+    let times: Arc<Mutex<Vec<(SystemTime, SystemTime)>>> = Arc::new(Mutex::new(Vec::new()));
+    for sleep in [true, false] {
+        let times = times.clone();
+        notifier.subscribe(
+            "x",
+            Subscriber::timed(
+                move |_: &str, start: SystemTime, finish: SystemTime, _: u64, _: &Payload| {
+                    if sleep {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    times.lock().unwrap().push((start, finish));
+                },
+            ),
+        );
+    }
+    notifier.instrument("x", Payload::new, |_| ());
+    let times = times.lock().unwrap();
+    assert_eq!(times.len(), 2);
+    assert_eq!(times[0], times[1]);
+}
+
+#[test]
+fn r5_unsubscribe_by_name_is_narrow() {
+    let notifier = Notifier::new();
+    let seen = log();
+    notifier.subscribe(Pattern::glob("*.world").unwrap(), recorder(&seen, "a"));
+    let b = notifier.subscribe("hi.world", recorder(&seen, "b"));
+    notifier.subscribe("hi.world", recorder(&seen, "c"));
+    notifier.subscribe(Pattern::all(), recorder(&seen, "d"));
+    assert_eq!(notifier.unsubscribe_name("hi.world"), 2);
+    notifier.instrument("hi.world", Payload::new, |_| ());
+    notifier.instrument("hello.world", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["d:hi.world", "a:hello.world", "d:hello.world"]);
+    assert_eq!(b.unsubscribe(), Err(NotifyError::NotFound));
+    assert_eq!(b.unsubscribe(), Err(NotifyError::NotFound));
+}
+
+#[test]
+fn r5_unsubscribing_a_handle_twice_says_not_found() {
+    let notifier = Notifier::new();
+    let seen = log();
+    let a = notifier.subscribe("x", recorder(&seen, "a"));
+    assert_eq!(a.unsubscribe(), Ok(()));
+    assert_eq!(a.unsubscribe(), Err(NotifyError::NotFound));
+    assert_eq!(
+        a.unsubscribe().unwrap_err().to_string(),
+        "subscription not found: it was already removed"
+    );
+}
+
+#[test]
+fn r6_reentrant_subscriber_instruments_subscribes_and_unsubscribes_itself() {
+    let notifier = Notifier::new();
+    let seen = log();
+    notifier.subscribe("nested", recorder(&seen, "nested"));
+    let own: Arc<Mutex<Option<notify_core::Subscription>>> = Arc::new(Mutex::new(None));
+    let (n, s, o) = (notifier.clone(), seen.clone(), own.clone());
+    let subscription = notifier.subscribe(
+        "outer",
+        Subscriber::event(move |_: &Event| {
+            s.lock().unwrap().push("reentrant:outer".into());
+            n.instrument("nested", Payload::new, |_| ());
+            n.subscribe("outer", recorder(&s, "added"));
+            if let Some(me) = o.lock().unwrap().take() {
+                me.unsubscribe().unwrap();
+            }
+        }),
+    );
+    *own.lock().unwrap() = Some(subscription);
+    notifier.instrument("outer", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["reentrant:outer", "nested:nested"]);
+    notifier.instrument("outer", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["reentrant:outer", "nested:nested", "added:outer"]);
+}
+
+/// One subscription of R7's churn thread: its pattern, and the sequence numbers bracketing it.
+struct Window {
+    pattern: Pattern,
+    subscribing_at: u64,
+    subscribed_at: u64,
+    unsubscribing_at: u64,
+    unsubscribed_at: u64,
+    delivered: Arc<Mutex<Vec<usize>>>,
+}
+
+#[test]
+fn r7_cache_fill_races_subscription_churn() {
+    const NAMES: usize = 10_000;
+    let notifier = Notifier::new();
+    let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(std::sync::Barrier::new(2));
+
+    let instrumenter = {
+        let (notifier, seq, progress, done) = (notifier.clone(), seq.clone(), progress.clone(), done.clone());
+        let ready = ready.clone();
+        std::thread::spawn(move || {
+            ready.wait();
+            let mut spans = Vec::with_capacity(NAMES);
+            for i in 0..NAMES {
+                let name = format!("r7.n{i}");
+                let start = seq.fetch_add(1, Ordering::SeqCst);
+                notifier.instrument(&name, || Payload::new().with("i", i), |_| ());
+                let end = seq.fetch_add(1, Ordering::SeqCst);
+                spans.push((start, end));
+                progress.store(i, Ordering::SeqCst);
+            }
+            done.store(true, Ordering::SeqCst);
+            spans
+        })
+    };
+    let churner = {
+        let (notifier, seq, progress, done) = (notifier.clone(), seq.clone(), progress.clone(), done.clone());
+        let ready = ready.clone();
+        std::thread::spawn(move || {
+            let mut windows = Vec::new();
+            let mut k = 0_usize;
+            ready.wait();
+            while !done.load(Ordering::SeqCst) || windows.len() < 3 {
+                let pattern = match k % 3 {
+                    0 => Pattern::exact(format!("r7.n{}", progress.load(Ordering::SeqCst) + 3)),
+                    1 => Pattern::glob("r7.*").unwrap(),
+                    _ => Pattern::regex(r"^r7\.n\d*[02468]$").unwrap(),
+                };
+                k += 1;
+                let delivered = Arc::new(Mutex::new(Vec::new()));
+                let sink = delivered.clone();
+                let subscribing_at = seq.fetch_add(1, Ordering::SeqCst);
+                let subscription = notifier.subscribe(
+                    pattern.clone(),
+                    Subscriber::event(move |e: &Event| {
+                        let i = e.payload().get("i").and_then(|v| v.as_i64()).unwrap() as usize;
+                        sink.lock().unwrap().push(i);
+                    }),
+                );
+                let subscribed_at = seq.fetch_add(1, Ordering::SeqCst);
+                std::thread::yield_now();
+                let unsubscribing_at = seq.fetch_add(1, Ordering::SeqCst);
+                subscription.unsubscribe().unwrap();
+                let unsubscribed_at = seq.fetch_add(1, Ordering::SeqCst);
+                windows.push(Window {
+                    pattern,
+                    subscribing_at,
+                    subscribed_at,
+                    unsubscribing_at,
+                    unsubscribed_at,
+                    delivered,
+                });
+            }
+            windows
+        })
+    };
+    let spans = instrumenter.join().unwrap();
+    let windows = churner.join().unwrap();
+    assert!(!windows.is_empty());
+    let mut checked = 0;
+    for w in &windows {
+        let delivered = w.delivered.lock().unwrap();
+        let mut seen = vec![0_u8; NAMES];
+        for &i in delivered.iter() {
+            seen[i] += 1;
+        }
+        for (i, &(start, end)) in spans.iter().enumerate() {
+            let name = format!("r7.n{i}");
+            if !w.pattern.matches(&name) {
+                assert_eq!(
+                    seen[i], 0,
+                    "{name} delivered to {:?} which does not match it",
+                    w.pattern
+                );
+                continue;
+            }
+            assert!(seen[i] <= 1, "{name} delivered {} times to {:?}", seen[i], w.pattern);
+            if start > w.subscribed_at && end < w.unsubscribing_at {
+                assert_eq!(seen[i], 1, "{name} missed by {:?}", w.pattern);
+                checked += 1;
+            }
+            if end < w.subscribing_at || start > w.unsubscribed_at {
+                assert_eq!(seen[i], 0, "{name} delivered to {:?} outside its lifetime", w.pattern);
+            }
+        }
+    }
+    assert!(checked > 0, "no event fell inside a subscription window");
+    assert_eq!(notifier.subscriber_count(), 0);
+}
+
+#[test]
+fn r8_pattern_added_after_a_name_was_cached() {
+    let notifier = Notifier::new();
+    let seen = log();
+    // A pattern subscription elsewhere makes "sql.query" go through (and fill) the pattern cache.
+    notifier.subscribe(Pattern::glob("render.*").unwrap(), recorder(&seen, "render"));
+    notifier.instrument("sql.query", Payload::new, |_| ());
+    assert!(!notifier.listening("sql.query"));
+    notifier.subscribe(Pattern::glob("sql.*").unwrap(), recorder(&seen, "sql"));
+    notifier.instrument("sql.query", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["sql:sql.query"]);
+
+    // Without any pattern before.
+    let plain = Notifier::new();
+    let seen = log();
+    plain.instrument("sql.query", Payload::new, |_| ());
+    plain.subscribe(Pattern::regex(r"^sql\.").unwrap(), recorder(&seen, "re"));
+    plain.instrument("sql.query", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["re:sql.query"]);
+}
+
+static R8_SITE: Callsite = Callsite::new("r8site.query");
+
+#[test]
+fn r8_pattern_added_after_a_callsite_was_cached() {
+    R8_SITE.instrument(Payload::new, |_| ());
+    assert_eq!(R8_SITE.interest(), Interest::Never);
+    let seen = log();
+    let subscription = notify_core::subscribe(Pattern::glob("r8site.*").unwrap(), recorder(&seen, "glob"));
+    assert_eq!(R8_SITE.interest(), Interest::Sometimes);
+    R8_SITE.instrument(Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["glob:r8site.query"]);
+    subscription.unsubscribe().unwrap();
+}
+
+static R9_SITE: Callsite = Callsite::new("r9site.x");
+
+#[test]
+fn r9_a_subscription_ends_and_the_fast_path_returns() {
+    let seen = log();
+    let subscription = notify_core::subscribe("r9site.x", recorder(&seen, "s"));
+    R9_SITE.instrument(Payload::new, |_| ());
+    assert_eq!(R9_SITE.interest(), Interest::Sometimes);
+    assert!(notify_core::listening("r9site.x"));
+    subscription.unsubscribe().unwrap();
+    R9_SITE.instrument(Payload::new, |_| ());
+    assert!(!notify_core::listening("r9site.x"));
+    assert_eq!(R9_SITE.interest(), Interest::Never);
+    assert_eq!(entries(&seen), ["s:r9site.x"]);
+
+    // The same for a dynamic name on a notifier of its own.
+    let notifier = Notifier::new();
+    let s = notifier.subscribe("x", recorder(&seen, "t"));
+    notifier.instrument("x", Payload::new, |_| ());
+    s.unsubscribe().unwrap();
+    notifier.instrument("x", Payload::new, |_| ());
+    assert!(!notifier.listening("x"));
+    assert_eq!(notifier.cached_names(), 0);
+}
+
+static R10_SITE: Callsite = Callsite::new("r10site.x");
+
+#[test]
+fn r10_subscribers_on_another_thread() {
+    let seen = log();
+    let subscription = {
+        let seen = seen.clone();
+        std::thread::spawn(move || notify_core::subscribe("r10site.x", recorder(&seen, "s")))
+            .join()
+            .unwrap()
+    };
+    std::thread::spawn(|| {
+        R10_SITE.instrument(Payload::new, |_| ());
+        notify_core::instrument("r10site.x", Payload::new, |_| ());
+    })
+    .join()
+    .unwrap();
+    R10_SITE.instrument(Payload::new, |_| ());
+    notify_core::instrument("r10site.x", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["s:r10site.x"; 4]);
+    subscription.unsubscribe().unwrap();
+}
+
+/// Subscribes R11's three subscribers (or the last two) and returns their shared log.
+fn r11_registry(
+    notifier: &Notifier,
+    with_first: bool,
+    silence: &Arc<AtomicBool>,
+) -> (Log, Vec<notify_core::Subscription>) {
+    let seen = log();
+    let mut subs = Vec::new();
+    if with_first {
+        subs.push(notifier.subscribe("x", recorder(&seen, "first").named("first")));
+    }
+    let s = seen.clone();
+    subs.push(
+        notifier.subscribe(
+            "x",
+            Subscriber::event_with(
+                EventOptions {
+                    cpu_time: true,
+                    allocations: false,
+                },
+                move |e: &Event| {
+                    s.lock().unwrap().push(format!("cpu:{}", e.cpu_time().is_some()));
+                },
+            )
+            .named("cpu"),
+        ),
+    );
+    subs.push(notifier.subscribe(
+        "x",
+        Subscriber::silenceable(Switch(seen.clone(), "switch", silence.clone())),
+    ));
+    (seen, subs)
+}
+
+#[test]
+fn r11_removing_one_subscription_keeps_the_others_whole() {
+    let silence = Arc::new(AtomicBool::new(false));
+    let notifier = Notifier::new();
+    let (seen, subs) = r11_registry(&notifier, true, &silence);
+    subs[0].unsubscribe().unwrap();
+    let reference = Notifier::new();
+    let (reference_seen, _) = r11_registry(&reference, false, &silence);
+
+    let kinds = |n: &Notifier| n.listeners_for("x").iter().map(|l| l.1).collect::<Vec<_>>();
+    assert_eq!(kinds(&notifier), kinds(&reference));
+    assert_eq!(kinds(&notifier), ["event", "silenceable"]);
+    for silenced in [false, true, false] {
+        silence.store(silenced, Ordering::SeqCst);
+        assert_eq!(notifier.listening("x"), reference.listening("x"));
+        notifier.instrument("x", Payload::new, |_| ());
+        reference.instrument("x", Payload::new, |_| ());
+    }
+    let expected = [
+        "switch.start:x",
+        "switch.finish:x",
+        "cpu:true",
+        "cpu:true",
+        "switch.start:x",
+        "switch.finish:x",
+        "cpu:true",
+    ];
+    assert_eq!(entries(&seen), expected);
+    assert_eq!(entries(&reference_seen), expected);
+}
+
+#[test]
+fn r12_invalid_input_changes_nothing() {
+    let notifier = Notifier::new();
+    let seen = log();
+    notifier.subscribe("sql.query", recorder(&seen, "s"));
+    let before = (
+        notifier.subscriber_count(),
+        notifier.listening("sql.query"),
+        notifier.listening("sql.other"),
+    );
+
+    let result = Pattern::regex("sql.(query").map(|p| notifier.subscribe(p, recorder(&seen, "bad")));
+    let err = result.unwrap_err();
+    assert_eq!(err.pattern(), "sql.(query");
+    assert_eq!(err.position(), Some(4));
+    assert_eq!(
+        err.to_string(),
+        "invalid regex pattern `sql.(query` at byte 4: unclosed group"
+    );
+
+    let err = Pattern::glob("").unwrap_err();
+    assert_eq!(err.to_string(), "invalid glob pattern ``: the pattern is empty");
+
+    let after = (
+        notifier.subscriber_count(),
+        notifier.listening("sql.query"),
+        notifier.listening("sql.other"),
+    );
+    assert_eq!(before, after);
+    assert_eq!(after, (1, true, false));
+}
+
+#[test]
+fn r14_subscription_churn_leaves_nothing_behind() {
+    let notifier = Notifier::new();
+    let seen = log();
+    // A pattern subscription keeps the pattern cache in use through the churn.
+    let pattern = notifier.subscribe(Pattern::glob("keep.*").unwrap(), recorder(&seen, "keep"));
+    notifier.instrument("keep.x", Payload::new, |_| ());
+    for i in 0..100_000 {
+        let name = format!("churn.{i}");
+        let s = notifier.subscribe(name.as_str(), Subscriber::event(|_: &Event| {}));
+        if i % 1000 == 0 {
+            notifier.instrument(&name, Payload::new, |_| ());
+        }
+        s.unsubscribe().unwrap();
+    }
+    pattern.unsubscribe().unwrap();
+    assert_eq!(notifier.subscriber_count(), 0);
+    assert_eq!(notifier.cached_names(), 0);
+    assert_eq!(entries(&seen), ["keep:keep.x"]);
+}
+
+#[test]
+fn handle_misuse_is_an_error_and_drop_finishes() {
+    let notifier = Notifier::new();
+    let seen: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    notifier.subscribe(
+        "h",
+        Subscriber::event(move |e: &Event| s.lock().unwrap().push(e.outcome())),
+    );
+    let mut handle = notifier.build_handle("h", Payload::new());
+    assert_eq!(handle.finish(), Err(NotifyError::NotStarted));
+    handle.start().unwrap();
+    assert_eq!(handle.start(), Err(NotifyError::AlreadyStarted));
+    handle.finish().unwrap();
+    assert_eq!(handle.finish(), Err(NotifyError::AlreadyFinished));
+    assert_eq!(handle.start(), Err(NotifyError::AlreadyStarted));
+    {
+        let mut guard = notifier.build_handle("h", Payload::new());
+        guard.start().unwrap();
+    }
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut guard = notifier.build_handle("h", Payload::new());
+        guard.start().unwrap();
+        panic!("inside");
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [Outcome::Completed, Outcome::Completed, Outcome::Panicked]
+    );
+}
+
+#[test]
+fn a_panicking_body_finishes_its_event_as_panicked_and_the_panic_goes_on() {
+    let notifier = Notifier::new();
+    let seen: Arc<Mutex<Vec<(Outcome, String)>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    notifier.subscribe(
+        "p",
+        Subscriber::event(move |e: &Event| {
+            s.lock()
+                .unwrap()
+                .push((e.outcome(), format!("{:?}", e.payload().get("step"))));
+        }),
+    );
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument("p", Payload::new, |p| {
+            p.insert("step", 1_u64);
+            panic!("body failed");
+        })
+    }));
+    assert_eq!(*result.unwrap_err().downcast::<&str>().unwrap(), "body failed");
+    assert_eq!(*seen.lock().unwrap(), [(Outcome::Panicked, "Some(U64(1))".to_owned())]);
+}
+
+#[test]
+fn errors_are_recorded_in_the_payload() {
+    let notifier = Notifier::new();
+    let (result, events) = notify_core::testing::capture_notifications(&notifier, "parse", || {
+        notifier.instrument_result("parse", Payload::new, |_| "x".parse::<u8>())
+    });
+    assert!(result.is_err());
+    assert_eq!(
+        events[0].payload().get("exception"),
+        Some(&notify_core::Value::Exception {
+            type_name: "core::num::error::ParseIntError".into(),
+            message: "invalid digit found in string".into()
+        })
+    );
+}
+
+#[test]
+fn parent_ids_follow_nesting_and_ids_are_unique() {
+    let notifier = Notifier::new();
+    let (_, events) = notify_core::testing::capture_notifications(&notifier, Pattern::all(), || {
+        notifier.instrument("outer", Payload::new, |_| {
+            notifier.instrument("inner", Payload::new, |_| ());
+            notifier.instrument("inner", Payload::new, |_| ());
+        });
+    });
+    assert_eq!(
+        events.iter().map(Event::name).collect::<Vec<_>>(),
+        ["inner", "inner", "outer"]
+    );
+    let outer = &events[2];
+    assert_eq!(outer.parent_id(), None);
+    assert_eq!(events[0].parent_id(), Some(outer.id()));
+    assert_eq!(events[1].parent_id(), Some(outer.id()));
+    assert_ne!(events[0].id(), events[1].id());
+    assert!(events
+        .iter()
+        .all(|e| e.transaction_id() == notify_core::transaction_id()));
+    assert_eq!(notify_core::current_event_id(), None);
+}
+
+#[test]
+fn silenced_subscribers_cost_no_payload_and_no_callbacks() {
+    let notifier = Notifier::new();
+    let seen = log();
+    let quiet = Arc::new(AtomicBool::new(true));
+    notifier.subscribe("s", Subscriber::silenceable(Switch(seen.clone(), "q", quiet.clone())));
+    let built = AtomicUsize::new(0);
+    let payload = || {
+        built.fetch_add(1, Ordering::SeqCst);
+        Payload::new()
+    };
+    assert!(!notifier.listening("s"));
+    notifier.instrument("s", payload, |_| ());
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    quiet.store(false, Ordering::SeqCst);
+    assert!(notifier.listening("s"));
+    notifier.instrument("s", payload, |_| ());
+    assert_eq!(built.load(Ordering::SeqCst), 1);
+    assert_eq!(entries(&seen), ["q.start:s", "q.finish:s"]);
+}
+
+#[test]
+fn publish_and_publish_event_reach_the_timing_groups() {
+    let notifier = Notifier::new();
+    let seen = log();
+    let s = seen.clone();
+    notifier.subscribe(
+        "pub",
+        Subscriber::timed(
+            move |name: &str, start: SystemTime, finish: SystemTime, id: u64, _: &Payload| {
+                s.lock().unwrap().push(format!(
+                    "timed:{name}:{}ms:{id}",
+                    finish.duration_since(start).unwrap().as_millis()
+                ));
+            },
+        ),
+    );
+    notifier.subscribe("pub", recorder(&seen, "event"));
+    notifier.subscribe("pub", Subscriber::evented(Evented(seen.clone(), "evented")));
+    let start = SystemTime::now();
+    notifier.publish("pub", start, start + Duration::from_millis(3), 9, Payload::new());
+    let now = Instant::now();
+    notifier.publish_event(Event::new("pub", now, now + Duration::from_millis(4), Payload::new()));
+    let txn = notify_core::transaction_id();
+    assert_eq!(
+        entries(&seen),
+        [
+            "timed:pub:3ms:9".to_owned(),
+            "event:pub".into(),
+            format!("timed:pub:4ms:{txn}"),
+            "event:pub".into()
+        ]
+    );
+}
+
+#[test]
+fn stress_several_threads_subscribe_unsubscribe_and_instrument() {
+    const PER_THREAD: usize = 20_000;
+    let notifier = Notifier::new();
+    let permanent = Arc::new(AtomicUsize::new(0));
+    let p = permanent.clone();
+    notifier.subscribe(
+        Pattern::glob("stress.*").unwrap(),
+        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, _: &Payload| {
+            p.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let churners: Vec<_> = (0..2)
+        .map(|t| {
+            let (notifier, stop) = (notifier.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut cycles = 0;
+                let mut max_seen = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let count = Arc::new(AtomicUsize::new(0));
+                    let c = count.clone();
+                    let name = if t == 0 { "stress.a" } else { "stress.b" };
+                    let s = notifier.subscribe(
+                        name,
+                        Subscriber::event(move |_: &Event| {
+                            c.fetch_add(1, Ordering::Relaxed);
+                        }),
+                    );
+                    std::thread::yield_now();
+                    s.unsubscribe().unwrap();
+                    max_seen = max_seen.max(count.load(Ordering::Relaxed));
+                    cycles += 1;
+                }
+                (cycles, max_seen)
+            })
+        })
+        .collect();
+    let instrumenters: Vec<_> = ["stress.a", "stress.b"]
+        .into_iter()
+        .map(|name| {
+            let notifier = notifier.clone();
+            std::thread::spawn(move || {
+                for i in 0..PER_THREAD {
+                    assert_eq!(notifier.instrument(name, Payload::new, |_| i), i);
+                }
+            })
+        })
+        .collect();
+    for t in instrumenters {
+        t.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in churners {
+        let (cycles, max_seen) = t.join().unwrap();
+        assert!(cycles > 0);
+        assert!(max_seen <= PER_THREAD);
+    }
+    assert_eq!(permanent.load(Ordering::Relaxed), 2 * PER_THREAD);
+    assert_eq!(notifier.subscriber_count(), 1);
+}
