@@ -1,0 +1,62 @@
+//! R13 (payload is lazy, nothing allocates when nobody listens) and the allocation count of
+//! events, in a test binary of its own because it installs `CountingAllocator` as the global
+//! allocator.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber};
+
+#[global_allocator]
+static GLOBAL: CountingAllocator<std::alloc::System> = CountingAllocator::new(std::alloc::System);
+
+static R13_SITE: Callsite = Callsite::new("r13.site");
+
+#[test]
+fn r13_payload_is_lazy_and_nothing_allocates_when_nobody_listens() {
+    let notifier = Notifier::new();
+    let payloads = AtomicUsize::new(0);
+    let bodies = AtomicUsize::new(0);
+    let payload = || {
+        payloads.fetch_add(1, Ordering::SeqCst);
+        Payload::new().with("sql", String::from("SELECT 1"))
+    };
+    // Warm up: the global notifier and the callsite registration allocate once.
+    R13_SITE.instrument(payload, |_| ());
+    notifier.instrument("r13.dynamic", payload, |_| ());
+    payloads.store(0, Ordering::SeqCst);
+
+    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let value = notifier.instrument("r13.dynamic", payload, |_| {
+        bodies.fetch_add(1, Ordering::SeqCst);
+        5
+    });
+    let site_value = R13_SITE.instrument(payload, |_| {
+        bodies.fetch_add(1, Ordering::SeqCst);
+        6
+    });
+    let after = notify_core::thread_allocations().unwrap();
+    assert_eq!((value, site_value), (5, 6));
+    assert_eq!(payloads.load(Ordering::SeqCst), 0);
+    assert_eq!(bodies.load(Ordering::SeqCst), 2);
+    assert_eq!(after - before, 0);
+}
+
+#[test]
+fn event_allocations_count_the_blocks_allocations_when_asked() {
+    let notifier = Notifier::new();
+    let counts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = counts.clone();
+    notifier.subscribe(
+        "alloc.block",
+        Subscriber::event_with(EventOptions { cpu_time: false, allocations: true }, move |e: &Event| {
+            sink.lock().unwrap().push(e.allocations());
+        }),
+    );
+    notifier.instrument("alloc.block", Payload::new, |_| {
+        let a = vec![1_u8; 100];
+        let b = vec![2_u8; 200];
+        std::hint::black_box((a, b));
+    });
+    notifier.instrument("alloc.block", Payload::new, |_| ());
+    assert_eq!(*counts.lock().unwrap(), [Some(2), Some(0)]);
+}
