@@ -1,0 +1,293 @@
+//! Async delivery on the worker pool (issue 6), with its baselines in the same run:
+//!
+//! * `subscriptions/{pool,pool_fanout,threads}/N`: N subscriptions x 10 events each, from the first
+//!   publish until every event was delivered. `pool`: N registry subscriptions on the shared pool;
+//!   `pool_fanout`: N mailboxes behind one registry subscription; `threads`: one OS thread per
+//!   subscription fed by a channel (up to 10,000 only: spawning fails near 16,000 here).
+//! * `fanout/{pool_fanout,pool,crossbeam}/N`: deliveries per second from one producer to N
+//!   subscribers; `crossbeam` is the hand-built peer: 2 workers, each with a crossbeam channel
+//!   and half of the subscribers, no per-subscriber mailbox.
+//!
+//! Short warm-up and measurement, 10 samples: the file runs in a few minutes on 2 cores. The
+//! numbers are noisy on a shared VM; compare ratios within one run.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use notify_core::pool::{AsyncOptions, WorkerPool};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+
+const EVENTS_PER_SUBSCRIPTION: u64 = 10;
+
+fn noop(e: &Event) {
+    black_box(e.id());
+}
+
+/// Counts down finished workers and unparks the waiting benchmark thread at zero.
+struct Countdown {
+    remaining: AtomicUsize,
+    waiter: Thread,
+}
+
+impl Countdown {
+    fn new() -> Arc<Countdown> {
+        Arc::new(Countdown {
+            remaining: AtomicUsize::new(0),
+            waiter: thread::current(),
+        })
+    }
+
+    fn done_one(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.waiter.unpark();
+        }
+    }
+
+    fn wait(&self) {
+        while self.remaining.load(Ordering::Acquire) > 0 {
+            thread::park();
+        }
+    }
+}
+
+/// The baseline: one thread per subscription, each with its own channel.
+struct ThreadPerSubscription {
+    senders: Vec<mpsc::Sender<Arc<Event>>>,
+    handles: Vec<JoinHandle<()>>,
+    countdown: Arc<Countdown>,
+}
+
+struct ToThread(mpsc::Sender<Arc<Event>>);
+
+impl OwnedEventSubscriber for ToThread {
+    fn deliver(&self, event: &Arc<Event>) {
+        let _ = self.0.send(event.clone());
+    }
+}
+
+impl ThreadPerSubscription {
+    fn start(n: usize, per_round: u64) -> ThreadPerSubscription {
+        let countdown = Countdown::new();
+        let mut senders = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (tx, rx) = mpsc::channel::<Arc<Event>>();
+            let countdown = countdown.clone();
+            let handle = thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let mut seen = 0;
+                    for event in rx {
+                        noop(&event);
+                        seen += 1;
+                        if seen % per_round == 0 {
+                            countdown.done_one();
+                        }
+                    }
+                })
+                .expect("spawn");
+            senders.push(tx);
+            handles.push(handle);
+        }
+        ThreadPerSubscription {
+            senders,
+            handles,
+            countdown,
+        }
+    }
+
+    fn stop(self) {
+        drop(self.senders);
+        for handle in self.handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The peer: a fan-out hand-built on crossbeam-channel, one channel per worker, each worker
+/// calling its share of the subscribers for every event.
+struct CrossbeamFanout {
+    senders: Vec<crossbeam_channel::Sender<Arc<Event>>>,
+    handles: Vec<JoinHandle<()>>,
+    countdown: Arc<Countdown>,
+}
+
+struct Broadcast(Vec<crossbeam_channel::Sender<Arc<Event>>>);
+
+impl OwnedEventSubscriber for Broadcast {
+    fn deliver(&self, event: &Arc<Event>) {
+        for tx in &self.0 {
+            let _ = tx.send(event.clone());
+        }
+    }
+}
+
+impl CrossbeamFanout {
+    fn start(subscribers: usize, workers: usize, per_round: u64) -> CrossbeamFanout {
+        let workers = workers.min(subscribers).max(1);
+        let countdown = Countdown::new();
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for w in 0..workers {
+            let share = subscribers / workers + usize::from(w < subscribers % workers);
+            let callbacks: Vec<Box<dyn Fn(&Event) + Send>> = (0..share).map(|_| Box::new(noop) as _).collect();
+            let (tx, rx) = crossbeam_channel::bounded::<Arc<Event>>(4096);
+            let countdown = countdown.clone();
+            handles.push(thread::spawn(move || {
+                let mut seen = 0;
+                for event in rx {
+                    for callback in &callbacks {
+                        callback(&event);
+                    }
+                    seen += 1;
+                    if seen % per_round == 0 {
+                        countdown.done_one();
+                    }
+                }
+            }));
+            senders.push(tx);
+        }
+        CrossbeamFanout {
+            senders,
+            handles,
+            countdown,
+        }
+    }
+
+    fn stop(self, subscription: notify_core::Subscription) {
+        let _ = subscription.unsubscribe();
+        drop(self.senders);
+        for handle in self.handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn publish(notifier: &Notifier, name: &str, events: u64) {
+    for _ in 0..events {
+        notifier.instrument(name, Payload::new, |_| ());
+    }
+}
+
+fn subscriptions(c: &mut Criterion) {
+    let mut group = c.benchmark_group("subscriptions");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    let pool = WorkerPool::new();
+    for n in [1_usize, 10, 100, 1_000, 10_000, 100_000] {
+        group.throughput(Throughput::Elements(n as u64 * EVENTS_PER_SUBSCRIPTION));
+        {
+            let notifier = Notifier::new();
+            let subs = pool.subscribe_all(
+                &notifier,
+                (0..n).map(|_| (Pattern::exact("bench.subs"), AsyncOptions::new(), noop)),
+            );
+            group.bench_function(BenchmarkId::new("pool", n), |b| {
+                b.iter(|| {
+                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
+                    pool.flush();
+                })
+            });
+            let registered: Vec<_> = subs.iter().map(|s| s.subscription().clone()).collect();
+            notifier.unsubscribe_all(&registered);
+        }
+        {
+            let notifier = Notifier::new();
+            let fanout = pool.subscribe_fanout(&notifier, "bench.subs", AsyncOptions::new(), (0..n).map(|_| noop));
+            group.bench_function(BenchmarkId::new("pool_fanout", n), |b| {
+                b.iter(|| {
+                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
+                    pool.flush();
+                })
+            });
+            let _ = fanout.unsubscribe();
+        }
+        if n <= 10_000 {
+            let notifier = Notifier::new();
+            let threads = ThreadPerSubscription::start(n, EVENTS_PER_SUBSCRIPTION);
+            let registered = notifier.subscribe_all(
+                threads
+                    .senders
+                    .iter()
+                    .map(|tx| (Pattern::exact("bench.subs"), Subscriber::owned(ToThread(tx.clone())))),
+            );
+            group.bench_function(BenchmarkId::new("threads", n), |b| {
+                b.iter(|| {
+                    threads.countdown.remaining.store(n, Ordering::Release);
+                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
+                    threads.countdown.wait();
+                })
+            });
+            notifier.unsubscribe_all(&registered);
+            threads.stop();
+        }
+    }
+    group.finish();
+    pool.shutdown(Duration::from_secs(10));
+}
+
+fn fanout(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fanout");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    let pool = WorkerPool::new();
+    for n in [1_usize, 10, 100, 1_000] {
+        // About 100,000 deliveries per iteration whatever N.
+        let events = (100_000 / n as u64).max(100);
+        group.throughput(Throughput::Elements(n as u64 * events));
+        {
+            let notifier = Notifier::new();
+            let options = AsyncOptions::new().capacity(1 << 20);
+            let fanout = pool.subscribe_fanout(&notifier, "bench.fan", options, (0..n).map(|_| noop));
+            group.bench_function(BenchmarkId::new("pool_fanout", n), |b| {
+                b.iter(|| {
+                    publish(&notifier, "bench.fan", events);
+                    pool.flush();
+                })
+            });
+            let _ = fanout.unsubscribe();
+        }
+        {
+            let notifier = Notifier::new();
+            let subs = pool.subscribe_all(
+                &notifier,
+                (0..n).map(|_| (Pattern::exact("bench.fan"), AsyncOptions::new().capacity(1 << 20), noop)),
+            );
+            group.bench_function(BenchmarkId::new("pool", n), |b| {
+                b.iter(|| {
+                    publish(&notifier, "bench.fan", events);
+                    pool.flush();
+                })
+            });
+            let registered: Vec<_> = subs.iter().map(|s| s.subscription().clone()).collect();
+            notifier.unsubscribe_all(&registered);
+        }
+        {
+            let notifier = Notifier::new();
+            let peer = CrossbeamFanout::start(n, pool.threads(), events);
+            let subscription = notifier.subscribe("bench.fan", Subscriber::owned(Broadcast(peer.senders.clone())));
+            group.bench_function(BenchmarkId::new("crossbeam", n), |b| {
+                b.iter(|| {
+                    peer.countdown.remaining.store(peer.senders.len(), Ordering::Release);
+                    publish(&notifier, "bench.fan", events);
+                    peer.countdown.wait();
+                })
+            });
+            peer.stop(subscription);
+        }
+    }
+    group.finish();
+    pool.shutdown(Duration::from_secs(10));
+}
+
+criterion_group!(benches, subscriptions, fanout);
+criterion_main!(benches);
