@@ -119,6 +119,11 @@ impl Event {
             Cow::Borrowed(s) => Name::Static(s),
             Cow::Owned(s) => Name::Shared(s.into()),
         };
+        Event::named(name, start, end, payload)
+    }
+
+    /// An event with a name already shared (no copy of the text).
+    pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
         Event {
             name,
             start,

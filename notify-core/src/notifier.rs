@@ -391,13 +391,12 @@ impl Notifier {
         let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
             return;
         };
-        let mut event = Event::new(
-            Cow::Owned(String::new()),
+        let mut event = Event::named(
+            resolved.name.clone(),
             monotonic_clock(start),
             monotonic_clock(finish),
             payload,
         );
-        event.name = resolved.name.clone();
         event.transaction_id = transaction_id;
         self.inner.deliver_published(&resolved, start, finish, event);
     }
