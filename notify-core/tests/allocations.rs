@@ -34,6 +34,7 @@ fn r13_payload_is_lazy_and_nothing_allocates_when_nobody_listens() {
         bodies.fetch_add(1, Ordering::SeqCst);
         6
     });
+    assert!(!notifier.listening("r13.dynamic"));
     let after = notify_core::thread_allocations().unwrap();
     assert_eq!((value, site_value), (5, 6));
     assert_eq!(payloads.load(Ordering::SeqCst), 0);
@@ -59,4 +60,20 @@ fn event_allocations_count_the_blocks_allocations_when_asked() {
     });
     notifier.instrument("alloc.block", Payload::new, |_| ());
     assert_eq!(*counts.lock().unwrap(), [Some(2), Some(0)]);
+}
+
+#[test]
+fn listening_never_allocates_even_through_patterns() {
+    let notifier = Notifier::new();
+    notifier.subscribe(notify_core::Pattern::glob("other.*").unwrap(), Subscriber::event(|_: &Event| {}));
+    notifier.subscribe("exact.name", Subscriber::event(|_: &Event| {}));
+    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let answers = [
+        notifier.listening("exact.name"),
+        notifier.listening("other.thing"),
+        notifier.listening("nobody.listens"),
+    ];
+    let after = notify_core::thread_allocations().unwrap();
+    assert_eq!(answers, [true, true, false]);
+    assert_eq!(after - before, 0);
 }
