@@ -116,6 +116,9 @@ struct CrossbeamFanout {
     countdown: Arc<Countdown>,
 }
 
+/// A subscriber callback of the peer.
+type Callback = Box<dyn Fn(&Event) + Send>;
+
 struct Broadcast(Vec<crossbeam_channel::Sender<Arc<Event>>>);
 
 impl OwnedEventSubscriber for Broadcast {
@@ -134,7 +137,7 @@ impl CrossbeamFanout {
         let mut handles = Vec::new();
         for w in 0..workers {
             let share = subscribers / workers + usize::from(w < subscribers % workers);
-            let callbacks: Vec<Box<dyn Fn(&Event) + Send>> = (0..share).map(|_| Box::new(noop) as _).collect();
+            let callbacks: Vec<Callback> = (0..share).map(|_| Box::new(noop) as _).collect();
             let (tx, rx) = crossbeam_channel::bounded::<Arc<Event>>(4096);
             let countdown = countdown.clone();
             handles.push(thread::spawn(move || {
