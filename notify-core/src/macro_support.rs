@@ -428,10 +428,12 @@ mod tests {
 
     #[test]
     fn default_names_use_the_last_module_segment() {
-        const A: [u8; default_name_len("query", "app::db::pool")] =
-            name(default_name::<{ default_name_len("query", "app::db::pool") }>("query", "app::db::pool"));
+        const A: [u8; default_name_len("query", "app::db::pool")] = name(default_name::<
+            { default_name_len("query", "app::db::pool") },
+        >("query", "app::db::pool"));
         assert_eq!(&A, b"query.pool");
-        const B: [u8; default_name_len("run", "app")] = default_name::<{ default_name_len("run", "app") }>("run", "app");
+        const B: [u8; default_name_len("run", "app")] =
+            default_name::<{ default_name_len("run", "app") }>("run", "app");
         assert_eq!(&B, b"run.app");
     }
 }

@@ -111,7 +111,9 @@ fn an_async_event_covers_first_poll_to_completion() {
         assert!(poll_once(future.as_mut()).is_pending());
         assert_eq!(notify_core::current_event_id(), None, "not current between polls");
         let first_poll_done = std::time::Instant::now();
-        let Poll::Ready(value) = poll_once(future.as_mut()) else { panic!("ready on the second poll") };
+        let Poll::Ready(value) = poll_once(future.as_mut()) else {
+            panic!("ready on the second poll")
+        };
         (value, created, first_poll_done)
     });
     let (value, created, first_poll_done) = value;
@@ -119,7 +121,10 @@ fn an_async_event_covers_first_poll_to_completion() {
     assert_eq!(events.len(), 1);
     let event = &events[0];
     assert_eq!(event.outcome(), Outcome::Completed);
-    assert!(event.start() >= created && event.start() <= first_poll_done, "started on the first poll");
+    assert!(
+        event.start() >= created && event.start() <= first_poll_done,
+        "started on the first poll"
+    );
     assert!(event.end() >= first_poll_done, "finished on completion");
     assert_eq!(event.payload().get("id"), Some(&Value::U64(2)));
     assert_eq!(event.payload().get("return").and_then(Value::as_str), Some("3"));
@@ -188,7 +193,7 @@ async fn lazy(x: u32) -> u32 {
 }
 
 #[test]
-fn async_fields_are_evaluated_only_when_someone_listens() {
+fn m8_an_unlistened_async_fn_evaluates_no_field() {
     assert_eq!(block_on(lazy(1)), 1);
     assert_eq!(LAZY.load(Ordering::Relaxed), 0);
     let (_, events) = capture("async.lazy", || block_on(lazy(2)));
@@ -218,7 +223,10 @@ async fn task(task: &'static str, mine: Arc<AtomicBool>, other: Arc<AtomicBool>)
 
 #[test]
 fn m9_interleaved_async_events_never_nest() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
     let (parents, events) = capture_glob("m9.*", || {
         let a = Arc::new(AtomicBool::new(false));
         let b = Arc::new(AtomicBool::new(false));
@@ -263,7 +271,9 @@ async fn inner_async() -> Option<u64> {
 #[test]
 fn an_awaited_instrumented_async_fn_nests_under_the_awaiting_one() {
     let (current, events) = capture_glob("nest_async.*", || block_on(outer_async()));
-    let [inner, outer] = &events[..] else { panic!("{events:?}") };
+    let [inner, outer] = &events[..] else {
+        panic!("{events:?}")
+    };
     assert_eq!(current, Some(inner.id()));
     assert_eq!(inner.name(), "nest_async.inner");
     assert_eq!(inner.parent_id(), Some(outer.id()));
@@ -285,7 +295,9 @@ async fn async_displayable(n: u8) -> Result<impl Display, Boom> {
 
 #[test]
 fn m2_async_fn_returning_result_of_impl_trait() {
-    let (text, events) = capture("m2.async_impl", || block_on(async_displayable(4)).map(|d| d.to_string()));
+    let (text, events) = capture("m2.async_impl", || {
+        block_on(async_displayable(4)).map(|d| d.to_string())
+    });
     assert_eq!((text.unwrap().as_str(), events.len()), ("8", 1));
     let (_, events) = capture("m2.async_impl", || block_on(async_displayable(0)).is_err());
     assert!(events[0].payload().get("exception").is_some());
@@ -447,17 +459,29 @@ async fn no_args_instrumented() -> u64 {
 const GROWTH: usize = 3 * size_of::<usize>();
 
 #[test]
-fn the_future_grows_by_three_words_plus_its_rebound_arguments() {
+fn m8_the_future_grows_by_three_words_plus_its_rebound_arguments() {
     let plain = size_of_val(&sized_plain(1, [0; 32]));
     let instrumented = size_of_val(&sized_instrumented(1, [0; 32]));
-    assert!(instrumented <= plain + GROWTH, "plain {plain} B, instrumented {instrumented} B");
+    assert!(
+        instrumented <= plain + GROWTH,
+        "plain {plain} B, instrumented {instrumented} B"
+    );
     let plain = size_of_val(&no_args_plain());
     let instrumented = size_of_val(&no_args_instrumented());
-    assert!(instrumented <= plain + GROWTH, "plain {plain} B, instrumented {instrumented} B");
+    assert!(
+        instrumented <= plain + GROWTH,
+        "plain {plain} B, instrumented {instrumented} B"
+    );
     let plain = size_of_val(&m4_plain("a", 1));
     let instrumented = size_of_val(&m4_instrumented("a", 1));
     let rebound = size_of::<&str>();
-    assert!(instrumented <= plain + GROWTH + rebound, "plain {plain} B, instrumented {instrumented} B");
-    assert_eq!(block_on(sized_instrumented(1, [2; 32])), block_on(sized_plain(1, [2; 32])));
+    assert!(
+        instrumented <= plain + GROWTH + rebound,
+        "plain {plain} B, instrumented {instrumented} B"
+    );
+    assert_eq!(
+        block_on(sized_instrumented(1, [2; 32])),
+        block_on(sized_plain(1, [2; 32]))
+    );
     assert_eq!(block_on(no_args_instrumented()), block_on(no_args_plain()));
 }

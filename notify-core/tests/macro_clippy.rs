@@ -35,6 +35,9 @@ fn m5_the_expansion_is_clippy_pedantic_clean() {
         .output()
         .expect("cargo clippy runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "clippy found warnings in the fixture:\n{stderr}");
+    assert!(
+        output.status.success(),
+        "clippy found warnings in the fixture:\n{stderr}"
+    );
     assert!(!stderr.contains("warning"), "clippy warned:\n{stderr}");
 }

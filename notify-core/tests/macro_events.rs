@@ -95,7 +95,7 @@ fn lazy_fields(rows: u64) -> u64 {
 }
 
 #[test]
-fn fields_are_evaluated_only_when_someone_listens() {
+fn m8_an_unlistened_call_evaluates_no_field() {
     EVALUATED.with(|c| c.set(0));
     assert_eq!(lazy_fields(4), 4);
     assert_eq!(EVALUATED.with(Cell::get), 0, "no listener: no payload expression ran");
@@ -463,7 +463,9 @@ fn outer() -> Option<u64> {
 #[test]
 fn a_nested_instrumented_call_gets_the_outer_event_as_parent() {
     let (_, events) = capture_notifications(Notifier::global(), Pattern::glob("nest.*").unwrap(), outer);
-    let [inner_event, outer_event] = &events[..] else { panic!("{events:?}") };
+    let [inner_event, outer_event] = &events[..] else {
+        panic!("{events:?}")
+    };
     assert_eq!(inner_event.name(), "nest.inner");
     assert_eq!(inner_event.parent_id(), Some(outer_event.id()));
     assert_eq!(outer_event.parent_id(), None);
@@ -484,6 +486,28 @@ fn r8_macro_callsite_cached_as_unlistened_is_delivered_after_glob_subscription()
     // And nothing after the subscription is gone.
     let (_, events) = capture("r8macro.other", r8_query);
     assert!(events.is_empty());
+}
+
+thread_local! {
+    static BODY_RUNS: Cell<u32> = const { Cell::new(0) };
+}
+
+#[instrument_event("m3.once", err, ret)]
+fn body_once(fail: bool) -> Result<u32, Boom> {
+    BODY_RUNS.with(|c| c.set(c.get() + 1));
+    fails(fail)?;
+    Ok(BODY_RUNS.with(Cell::get))
+}
+
+#[test]
+fn m3_the_body_runs_once_per_call_listened_or_not() {
+    BODY_RUNS.with(|c| c.set(0));
+    assert_eq!(body_once(false).unwrap(), 1);
+    let (value, events) = capture("m3.once", || body_once(false));
+    assert_eq!((value.unwrap(), events.len()), (2, 1));
+    let (value, events) = capture("m3.once", || body_once(true));
+    assert!(value.is_err());
+    assert_eq!((BODY_RUNS.with(Cell::get), events.len()), (3, 1));
 }
 
 #[instrument_event("closure.capture")]

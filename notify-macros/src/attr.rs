@@ -206,10 +206,7 @@ fn parse_fields(input: ParseStream, fields: &mut Vec<Field>, errors: &mut Errors
     for entry in entries {
         let key = entry.0.key.value();
         if fields.iter().any(|f| f.key.value() == key) {
-            errors.at(
-                entry.0.key.span(),
-                format_args!("duplicate key `{key}` in `fields`"),
-            );
+            errors.at(entry.0.key.span(), format_args!("duplicate key `{key}` in `fields`"));
             continue;
         }
         fields.push(entry.0);
@@ -230,12 +227,18 @@ fn parse_field(input: ParseStream) -> syn::Result<FieldSyntax> {
     } else {
         let ident = Ident::parse_any(input)?;
         let text = ident.to_string();
-        (LitStr::new(text.strip_prefix("r#").unwrap_or(&text), ident.span()), Some(ident))
+        (
+            LitStr::new(text.strip_prefix("r#").unwrap_or(&text), ident.span()),
+            Some(ident),
+        )
     };
     if !input.peek(Token![=]) {
         // The shorthand `fields(arg)`, `fields(%arg)`, `fields(?arg)`.
         let Some(ident) = ident else {
-            return Err(syn::Error::new(key.span(), "`fields`: a quoted key needs a value: `\"key\" = expr`"));
+            return Err(syn::Error::new(
+                key.span(),
+                "`fields`: a quoted key needs a value: `\"key\" = expr`",
+            ));
         };
         let value = Expr::Path(syn::ExprPath {
             attrs: Vec::new(),

@@ -32,9 +32,7 @@ impl Parse for Function {
         function_ahead.parse::<Option<Token![unsafe]>>()?;
         function_ahead.parse::<Option<syn::Abi>>()?;
         if !function_ahead.peek(Token![fn]) {
-            return Err(input.error(
-                "#[instrument_event] instruments functions: free fns, methods and async fns",
-            ));
+            return Err(input.error("#[instrument_event] instruments functions: free fns, methods and async fns"));
         }
         let sig: Signature = input.parse()?;
         if input.peek(Token![;]) {
@@ -100,7 +98,10 @@ fn take_rebindings(pat: &mut Pat, mut_ref: bool, out: &mut Vec<(Option<Token![mu
         }
         Pat::Tuple(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
         Pat::TupleStruct(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
-        Pat::Struct(p) => p.fields.iter_mut().for_each(|f| take_rebindings(&mut f.pat, false, out)),
+        Pat::Struct(p) => p
+            .fields
+            .iter_mut()
+            .for_each(|f| take_rebindings(&mut f.pat, false, out)),
         Pat::Slice(p) => p.elems.iter_mut().for_each(|p| take_rebindings(p, false, out)),
         Pat::Reference(p) => take_rebindings(&mut p.pat, false, out),
         Pat::Paren(p) => take_rebindings(&mut p.pat, mut_ref, out),
@@ -117,7 +118,9 @@ fn used_by_fields(args: &Args, ident: &Ident) -> bool {
             _ => false,
         })
     }
-    args.fields.iter().any(|field| scan(field.value.to_token_stream(), ident))
+    args.fields
+        .iter()
+        .any(|field| scan(field.value.to_token_stream(), ident))
 }
 
 /// The `static` callsite, named by the attribute or by the convention `"{fn}.{module}"`.
@@ -267,7 +270,8 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
     } else if let Some(record) = record {
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
         let value = format_ident!("notify_value", span = Span::mixed_site());
-        let record_call = quote_spanned!(record.span()=> ::notify_core::__private::Guard::record(&mut #guard, &#value, #record););
+        let record_call =
+            quote_spanned!(record.span()=> ::notify_core::__private::Guard::record(&mut #guard, &#value, #record););
         quote! {
             #hint_let
             let mut #guard = ::notify_core::__private::Guard::start(&#site, #payload);
