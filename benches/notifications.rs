@@ -1,0 +1,217 @@
+//! The benchmark suite of issue 5: AS::N's cases, the macro's fast path, and `tracing` side by side
+//! in one criterion run, so every ratio comes from one process on one machine state.
+//!
+//! * `as_notifications/*`: the cases of the AS::N benchmark that introduced subscriber groups. One
+//!   notifier holds, for each kind, 10 subscribers on that kind's own event name, and each case
+//!   measures `notifier.instrument(name, Payload::new, |_| {})` on its name. `unsubscribed` is a
+//!   name nobody listens to (on the same, populated notifier); `silenced` has 10 real log
+//!   subscribers at `debug` while the `log` facade drops everything (no logger is installed, so its
+//!   max level is `Off`). Then: `unsubscribed_callsite` (a `static Callsite` nobody listens to),
+//!   `unsubscribed_dynamic` (a runtime `String` name), `payload_3_keys` (1 timed subscriber, a
+//!   3-entry payload built per event), `subscribe_unsubscribe` (one pair on the populated notifier).
+//! * `peers/*`: one `#[inline(never)]` function, plain, under `#[instrument_event]` and under
+//!   `tracing`'s `#[instrument]` (both record the argument), nobody listening, then one do-nothing
+//!   listener each: an evented notify subscriber (start and finish, no clock, like a span's
+//!   new/enter/exit/close) and a do-nothing layer on `tracing_subscriber`'s `Registry`, set with
+//!   `tracing::subscriber::with_default` inside that bench only. `tracing_event_disabled` is
+//!   `info!` with no subscriber; it runs before the listened cases.
+//! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
+//!   event reads its clock twice).
+//!
+//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the ~20 cases finish in about 1.5 minutes
+//! on 2 cores. Quick mode (`NOTIFY_BENCH_QUICK=1`): 0.2 s, 0.5 s, 10 samples, about 20 s: for
+//! checking the suite runs, not for quoting. Criterion's own flags (`--warm-up-time`,
+//! `--measurement-time`, `--sample-size`, a name filter) override either. `scripts/bench-report`
+//! runs the suite and prints the markdown table of docs/benchmarks.md.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant, SystemTime};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use notify_core::log_subscriber::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
+use notify_core::{instrument_event, Callsite, Event, EventedSubscriber, Notifier, Payload, Subscriber};
+
+/// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
+const SUBSCRIBERS: usize = 10;
+
+struct NoopEvented;
+
+impl EventedSubscriber for NoopEvented {
+    fn start(&self, _: &str, _: u64, _: &Payload) {}
+    fn finish(&self, _: &str, _: u64, _: &Payload) {}
+}
+
+/// A log subscriber at `debug`: silenced while the `log` facade drops `debug` (here: always, as
+/// the bench installs no logger).
+struct BenchLog;
+
+impl LogSubscriber for BenchLog {
+    fn config() -> LogConfig<BenchLog> {
+        LogConfig::new("bench").method("silenced", Level::Debug, |_: &BenchLog, e: &LogEvent<'_>| {
+            Some(format!("{} {}", e.method(), e.elapsed()))
+        })
+    }
+}
+
+/// The populated notifier of the `as_notifications` group.
+struct Fixture {
+    notifier: Notifier,
+    _logs: Vec<Attached<BenchLog>>,
+}
+
+fn fixture() -> Fixture {
+    let notifier = Notifier::new();
+    for _ in 0..SUBSCRIBERS {
+        notifier.subscribe(
+            "timed.bench",
+            Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+        );
+        notifier.subscribe(
+            "timed_monotonic.bench",
+            Subscriber::monotonic(|_: &str, _, _, _: u64, _: &Payload| {}),
+        );
+        notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
+        notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
+    }
+    let logs: Vec<Attached<BenchLog>> = (0..SUBSCRIBERS)
+        .map(|_| BenchLog.attach_to(&notifier).expect("valid log subscriber"))
+        .collect();
+    assert!(
+        !notifier.listening("silenced.bench"),
+        "no logger is installed: debug is dropped"
+    );
+    notifier.subscribe(
+        "payload_3_keys.bench",
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+    );
+    Fixture { notifier, _logs: logs }
+}
+
+fn as_notifications(c: &mut Criterion) {
+    let fixture = fixture();
+    let notifier = &fixture.notifier;
+    let mut group = c.benchmark_group("as_notifications");
+    for (case, name) in [
+        ("timed", "timed.bench"),
+        ("timed_monotonic", "timed_monotonic.bench"),
+        ("event_object", "event_object.bench"),
+        ("evented", "evented.bench"),
+        ("silenced", "silenced.bench"),
+        ("unsubscribed", "unsubscribed.bench"),
+    ] {
+        group.bench_function(case, |b| {
+            b.iter(|| notifier.instrument(black_box(name), Payload::new, |_| {}));
+        });
+    }
+
+    static SITE: Callsite = Callsite::new("unsubscribed_callsite.bench");
+    group.bench_function("unsubscribed_callsite", |b| {
+        b.iter(|| black_box(&SITE).instrument(Payload::new, |_| {}));
+    });
+
+    let dynamic: String = format!("unsubscribed_dynamic.{}", std::process::id());
+    group.bench_function("unsubscribed_dynamic", |b| {
+        b.iter(|| notifier.instrument(black_box(dynamic.as_str()), Payload::new, |_| {}));
+    });
+
+    group.bench_function("payload_3_keys", |b| {
+        b.iter(|| {
+            notifier.instrument(
+                black_box("payload_3_keys.bench"),
+                || {
+                    Payload::new()
+                        .with("sql", "SELECT * FROM books WHERE id = ?")
+                        .with("rows", 3_u64)
+                        .with("cached", false)
+                },
+                |_| {},
+            )
+        });
+    });
+
+    group.bench_function("subscribe_unsubscribe", |b| {
+        b.iter(|| {
+            let subscription = notifier.subscribe(
+                black_box("subscribe_unsubscribe.bench"),
+                Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+            );
+            subscription.unsubscribe().expect("just subscribed");
+        });
+    });
+    group.finish();
+}
+
+/// The same function three ways. The body is small on purpose: the cases measure the wrapper.
+#[inline(never)]
+fn plain_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+#[instrument_event("peer_fn.bench", fields(x))]
+#[inline(never)]
+fn notify_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+#[tracing::instrument(level = "info")]
+#[inline(never)]
+fn tracing_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// A `tracing` layer that does nothing: what the `Registry` under it does (span slots, the
+/// current-span stack) is the cost measured.
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
+fn peers(c: &mut Criterion) {
+    let mut group = c.benchmark_group("peers");
+    group.bench_function("plain_fn", |b| b.iter(|| plain_fn(black_box(7))));
+    group.bench_function("notify_fn_unlistened", |b| b.iter(|| notify_fn(black_box(7))));
+    group.bench_function("tracing_fn_unlistened", |b| b.iter(|| tracing_fn(black_box(7))));
+    group.bench_function("tracing_event_disabled", |b| {
+        b.iter(|| tracing::info!(x = black_box(7_u64), "disabled"));
+    });
+
+    group.bench_function("notify_fn_listened", |b| {
+        let subscription = notify_core::subscribe("peer_fn.bench", Subscriber::evented(NoopEvented));
+        b.iter(|| notify_fn(black_box(7)));
+        subscription.unsubscribe().expect("subscribed above");
+    });
+    group.bench_function("tracing_fn_listened", |b| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(NoopLayer);
+        tracing::subscriber::with_default(subscriber, || b.iter(|| tracing_fn(black_box(7))));
+    });
+    group.finish();
+}
+
+fn clock(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clock");
+    group.bench_function("instant_now", |b| b.iter(Instant::now));
+    group.bench_function("system_time_now", |b| b.iter(SystemTime::now));
+    group.finish();
+}
+
+/// The suite's settings; `NOTIFY_BENCH_QUICK=1` for the quick mode; command-line flags win.
+fn config() -> Criterion {
+    let quick = std::env::var_os("NOTIFY_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0");
+    let (warm_up, measurement, samples) = if quick {
+        (Duration::from_millis(200), Duration::from_millis(500), 10)
+    } else {
+        (Duration::from_secs(1), Duration::from_secs(2), 50)
+    };
+    Criterion::default()
+        .warm_up_time(warm_up)
+        .measurement_time(measurement)
+        .sample_size(samples)
+        .configure_from_args()
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = as_notifications, peers, clock
+}
+criterion_main!(benches);
