@@ -278,8 +278,11 @@ pub fn call_once<R>(_: Hint<R>, f: impl FnOnce() -> R) -> R {
 
 /// The event of one call of an instrumented function: `None` when nobody listens. Dropping it
 /// finishes the event (as [`Outcome::Panicked`] while unwinding).
+///
+/// Unlistened, dropping it is one inline test of the `Option`: the handle's drop glue is called only
+/// for a listened call (`ManuallyDrop` keeps the compiler from emitting it unconditionally).
 pub struct Guard {
-    handle: Option<Handle>,
+    handle: ManuallyDrop<Option<Handle>>,
 }
 
 impl Guard {
@@ -288,7 +291,9 @@ impl Guard {
     #[inline(always)]
     pub fn start(callsite: &'static Callsite, payload: impl FnOnce() -> Payload) -> Guard {
         if !callsite.is_enabled() {
-            return Guard { handle: None };
+            return Guard {
+                handle: ManuallyDrop::new(None),
+            };
         }
         Guard::start_listened(callsite, payload)
     }
@@ -300,14 +305,32 @@ impl Guard {
             // A fresh handle cannot be started already.
             let _ = handle.start();
         }
-        Guard { handle }
+        Guard {
+            handle: ManuallyDrop::new(handle),
+        }
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).
     #[inline(always)]
     pub fn record<T>(&mut self, value: &T, record: impl Fn(&mut Handle, &T)) {
-        if let Some(handle) = &mut self.handle {
+        if let Some(handle) = &mut *self.handle {
             record(handle, value);
+        }
+    }
+
+    /// Finishes a listened event (the handle's `Drop`).
+    #[inline(never)]
+    fn finish(&mut self) {
+        // SAFETY: called once, from `drop`; the field is not used afterwards.
+        unsafe { ManuallyDrop::drop(&mut self.handle) }
+    }
+}
+
+impl Drop for Guard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            self.finish();
         }
     }
 }

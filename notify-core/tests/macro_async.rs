@@ -130,10 +130,16 @@ fn an_async_event_covers_first_poll_to_completion() {
     assert_eq!(event.payload().get("return").and_then(Value::as_str), Some("3"));
 }
 
+#[instrument_event("async.cancel", ret)]
+async fn cancelled(id: u32) -> u32 {
+    yield_now().await;
+    id
+}
+
 #[test]
 fn an_async_future_dropped_before_completion_is_cancelled() {
-    let ((), events) = capture("async.extent", || {
-        let mut future = Box::pin(two_polls(5));
+    let ((), events) = capture("async.cancel", || {
+        let mut future = Box::pin(cancelled(5));
         assert!(poll_once(future.as_mut()).is_pending());
         drop(future);
     });
@@ -423,10 +429,16 @@ fn assert_send<T: Send>(value: T) -> T {
     value
 }
 
+#[instrument_event("async.send", fields(id))]
+async fn sendable(id: u32) -> u32 {
+    yield_now().await;
+    id + 1
+}
+
 #[test]
 fn an_instrumented_future_is_send_when_its_body_is() {
-    let ((), events) = capture("async.extent", || {
-        let future = assert_send(two_polls(1));
+    let ((), events) = capture("async.send", || {
+        let future = assert_send(sendable(1));
         assert_eq!(block_on(future), 2);
     });
     assert_eq!(events.len(), 1);

@@ -274,9 +274,15 @@ fn m1_every_exit_path_finishes_exactly_one_event() {
     check_exits("m1.exits_no_err", exits_without_err);
 }
 
+#[instrument_event("m1.question", fields(path), err)]
+fn question(path: &str) -> Result<u8, Boom> {
+    let one = fails(path == "question")?;
+    Ok(one)
+}
+
 #[test]
 fn m1_an_err_from_question_mark_is_recorded() {
-    let (_, events) = capture("m1.exits", || exits("question"));
+    let (_, events) = capture("m1.question", || question("question"));
     assert_eq!(exception(&events[0]), ("macro_events::Boom", "boom"));
     assert_eq!(str_of(&events[0], "path"), "question");
 }

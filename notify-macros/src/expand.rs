@@ -125,17 +125,16 @@ fn used_by_fields(args: &Args, ident: &Ident) -> bool {
 
 /// The `static` callsite, named by the attribute or by the convention `"{fn}.{module}"`.
 fn callsite(args: &Args, function: &Ident, callsite: &Ident) -> TokenStream {
-    let name = match &args.name {
-        Some(name) => name.to_token_stream(),
-        None => {
-            let text = function.to_string();
-            let text = text.strip_prefix("r#").unwrap_or(&text);
-            quote! {{
-                const LEN: usize = ::notify_core::__private::default_name_len(#text, ::core::module_path!());
-                const NAME: [u8; LEN] = ::notify_core::__private::default_name::<LEN>(#text, ::core::module_path!());
-                ::notify_core::__private::name_str(&NAME)
-            }}
-        }
+    let name = if let Some(name) = &args.name {
+        name.to_token_stream()
+    } else {
+        let text = function.to_string();
+        let text = text.strip_prefix("r#").unwrap_or(&text);
+        quote! {{
+            const LEN: usize = ::notify_core::__private::default_name_len(#text, ::core::module_path!());
+            const NAME: [u8; LEN] = ::notify_core::__private::default_name::<LEN>(#text, ::core::module_path!());
+            ::notify_core::__private::name_str(&NAME)
+        }}
     };
     quote! {
         static #callsite: ::notify_core::__private::Callsite = ::notify_core::__private::Callsite::new(#name);
