@@ -363,7 +363,8 @@ impl WorkerPool {
     /// [`Notifier::subscribe_all`] and other registry calls. Prefer [`WorkerPool::subscribe`].
     ///
     /// # Errors
-    /// [`NotifyError`] is not used; `std::io::Error` when a dedicated thread cannot be spawned.
+    /// The operating system's error when `options` asks for a dedicated thread and it cannot be
+    /// spawned.
     ///
     /// ```
     /// use notify_core::pool::{AsyncOptions, WorkerPool};

@@ -27,8 +27,12 @@ pub(crate) const CLOSING: u8 = 1;
 /// Workers stop after the callback in progress.
 pub(crate) const STOPPED: u8 = 2;
 
-/// How many times an idle worker re-reads the queue length before it parks.
-const SPINS: u32 = 64;
+/// How many times an idle worker re-reads the queue length before it parks: the first
+/// `SPINS_HOT` with a spin-loop hint, the rest after yielding its CPU (so a publisher sharing the
+/// core runs). A publisher that keeps up a steady stream then finds the worker awake, and skips
+/// the futex wake-up; a pool with nothing to do parks within microseconds and stays parked.
+const SPINS: u32 = 256;
+const SPINS_HOT: u32 = 64;
 
 pub(crate) type FailureHook = Arc<dyn Fn(&AsyncFailure) + Send + Sync>;
 pub(crate) type SlowHook = Arc<dyn Fn(&SlowSubscriber) + Send + Sync>;
@@ -308,7 +312,11 @@ impl PoolInner {
                 }
             }
             spins += 1;
-            std::hint::spin_loop();
+            if spins < SPINS_HOT {
+                std::hint::spin_loop();
+            } else {
+                thread::yield_now();
+            }
         }
     }
 
