@@ -477,7 +477,7 @@ fn a_nested_instrumented_call_gets_the_outer_event_as_parent() {
     assert_eq!(outer_event.parent_id(), None);
 }
 
-#[instrument_event("r8macro.query")]
+#[instrument_event("sql.r8_query")]
 fn r8_query() -> u8 {
     8
 }
@@ -486,11 +486,11 @@ fn r8_query() -> u8 {
 fn r8_macro_callsite_cached_as_unlistened_is_delivered_after_glob_subscription() {
     // First call: nobody listens, the callsite caches that.
     assert_eq!(r8_query(), 8);
-    let (_, events) = capture_notifications(Notifier::global(), Pattern::glob("r8macro.*").unwrap(), r8_query);
+    let (_, events) = capture_notifications(Notifier::global(), Pattern::glob("sql.*").unwrap(), r8_query);
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].name(), "r8macro.query");
+    assert_eq!(events[0].name(), "sql.r8_query");
     // And nothing after the subscription is gone.
-    let (_, events) = capture("r8macro.other", r8_query);
+    let (_, events) = capture("sql.other", r8_query);
     assert!(events.is_empty());
 }
 
