@@ -299,7 +299,7 @@ impl Notifier {
     /// When nobody listens, this is a snapshot load and a lookup: `payload` is not called, no clock
     /// is read, nothing allocates, and `body` gets an empty scratch payload. Otherwise `payload()`
     /// builds the payload, `body` may add to it, and every listener captured at start receives the
-    /// event. If `body` panics, the event is finished with [`Outcome::Panicked`] and the panic goes
+    /// event. If `body` panics, the event is finished with [`Outcome::Panicked`](crate::Outcome::Panicked) and the panic goes
     /// on. A panicking subscriber never unwinds into the caller (see [`FailurePolicy`]).
     ///
     /// ```
