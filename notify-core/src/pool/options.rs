@@ -35,7 +35,7 @@ pub enum PanicPolicy {
     #[default]
     Keep,
     /// Detach the subscriber: the events still queued are discarded (and counted as dropped), later
-    /// events are refused, and [`AsyncHandle::is_detached`](crate::pool::AsyncHandle::is_detached)
+    /// events are refused, and [`AsyncHandle::is_closed`](crate::pool::AsyncHandle::is_closed)
     /// becomes true. Its registry entry stays until you unsubscribe it.
     Detach,
 }
