@@ -1,0 +1,260 @@
+//! One event as a formatting method sees it ([`LogEvent`]), and what its helpers display
+//! ([`Styled`], [`Elapsed`]).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::Color;
+use crate::payload::Payload;
+
+/// One event as a formatting method sees it: name, method, namespace, payload, duration, and
+/// AS::N's `color` helper.
+///
+/// ```
+/// use notify_core::log_subscriber::{Color, LogEvent};
+/// use notify_core::Payload;
+/// let payload = Payload::new().with("sql", "SELECT 1");
+/// let event = LogEvent::new("query.db", &payload, Some(std::time::Duration::from_micros(420)));
+/// assert_eq!((event.method(), event.namespace()), ("query", "db"));
+/// assert_eq!(event.elapsed().to_string(), "0.4ms");
+/// assert_eq!(event.color("Book Load", Some(Color::Cyan), true).to_string(), "Book Load");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct LogEvent<'a> {
+    name: &'a str,
+    method: &'a str,
+    namespace: &'a str,
+    id: u64,
+    payload: &'a Payload,
+    duration: Option<Duration>,
+    color: bool,
+}
+
+impl<'a> LogEvent<'a> {
+    /// An event named `name` (split at its first dot into method and namespace) with colour off
+    /// and event id 0: for testing formatting methods without a notifier.
+    ///
+    /// ```
+    /// let payload = notify_core::Payload::new();
+    /// let event = notify_core::log_subscriber::LogEvent::new("request", &payload, None);
+    /// assert_eq!((event.method(), event.namespace()), ("request", ""));
+    /// ```
+    pub fn new(name: &'a str, payload: &'a Payload, duration: Option<Duration>) -> LogEvent<'a> {
+        let (method, namespace) = name.split_once('.').unwrap_or((name, ""));
+        LogEvent {
+            name,
+            method,
+            namespace,
+            id: 0,
+            payload,
+            duration,
+            color: false,
+        }
+    }
+
+    /// The event of an attached method: `method` and `namespace` come from its configuration.
+    pub(super) fn from_parts(
+        name: &'a str,
+        method: &'a str,
+        namespace: &'a str,
+        id: u64,
+        payload: &'a Payload,
+        duration: Option<Duration>,
+        color: bool,
+    ) -> LogEvent<'a> {
+        LogEvent {
+            name,
+            method,
+            namespace,
+            id,
+            payload,
+            duration,
+            color,
+        }
+    }
+
+    /// Turns colour on or off for [`LogEvent::color`] and [`LogEvent::elapsed`] (an attached
+    /// subscriber sets it from its [`ColorChoice`]).
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{Color, LogEvent};
+    /// let payload = notify_core::Payload::new();
+    /// let event = LogEvent::new("query.db", &payload, None).with_color(true);
+    /// assert_eq!(event.color("x", Some(Color::Red), false).to_string(), "\u{1b}[31mx\u{1b}[0m");
+    /// ```
+    ///
+    /// [`ColorChoice`]: super::ColorChoice
+    #[must_use]
+    pub fn with_color(mut self, color: bool) -> LogEvent<'a> {
+        self.color = color;
+        self
+    }
+
+    /// The full event name, e.g. `"query.sql"`.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).name(), "query.sql");
+    /// ```
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// The method part of the name, e.g. `"query"`.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).method(), "query");
+    /// ```
+    pub fn method(&self) -> &'a str {
+        self.method
+    }
+
+    /// The namespace part of the name, e.g. `"sql"`.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.db.replica", &p, None).namespace(), "db.replica");
+    /// ```
+    pub fn namespace(&self) -> &'a str {
+        self.namespace
+    }
+
+    /// The event id (pairs `start` and `finish`; 0 for [`LogEvent::new`]).
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).id(), 0);
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The payload, including what the instrumented block added.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new().with("rows", 3_u64);
+    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, None);
+    /// assert_eq!(event.payload().get("rows").and_then(|v| v.as_i64()), Some(3));
+    /// ```
+    pub fn payload(&self) -> &'a Payload {
+        self.payload
+    }
+
+    /// Wall time from `start` to `finish` as measured by the log subscriber (monotonic clock);
+    /// `None` when the event finished on another thread than it started (see the module docs).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = notify_core::Payload::new();
+    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, Some(Duration::from_millis(2)));
+    /// assert_eq!(event.duration(), Some(Duration::from_millis(2)));
+    /// ```
+    pub fn duration(&self) -> Option<Duration> {
+        self.duration
+    }
+
+    /// The duration as AS::N prints it, in milliseconds with one decimal: `"0.4ms"`, `"12.0ms"`,
+    /// or `"?ms"` when unknown. With colour on it is green under 10 ms, yellow under 100 ms and
+    /// red from 100 ms.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = notify_core::Payload::new();
+    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, Some(Duration::from_micros(12_040)));
+    /// assert_eq!(event.elapsed().to_string(), "12.0ms");
+    /// ```
+    pub fn elapsed(&self) -> Elapsed {
+        Elapsed {
+            duration: self.duration,
+            color: self.color,
+        }
+    }
+
+    /// True when the subscriber writes colours.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// assert!(!notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).color_enabled());
+    /// ```
+    pub fn color_enabled(&self) -> bool {
+        self.color
+    }
+
+    /// `text` in `color` (or the default colour for `None`), bold when `bold` — AS::N's
+    /// `color(text, color, bold: true)`. Plain `text` when colour is off.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{Color, LogEvent};
+    /// let p = notify_core::Payload::new();
+    /// let event = LogEvent::new("query.sql", &p, None).with_color(true);
+    /// assert_eq!(event.color("Book Load", None, true).to_string(), "\u{1b}[1mBook Load\u{1b}[0m");
+    /// ```
+    pub fn color<D: fmt::Display>(&self, text: D, color: Option<Color>, bold: bool) -> Styled<D> {
+        let mut style = anstyle::Style::new().fg_color(color.map(|c| c.ansi().into()));
+        if bold {
+            style = style.bold();
+        }
+        Styled {
+            text,
+            style: if self.color { style } else { anstyle::Style::new() },
+        }
+    }
+}
+
+/// Text with a terminal style; [`LogEvent::color`]'s result. Displays as the text alone when the
+/// style is empty.
+///
+/// ```
+/// let p = notify_core::Payload::new();
+/// let styled = notify_core::log_subscriber::LogEvent::new("a.b", &p, None).color(7, None, true);
+/// assert_eq!(format!("[{styled}]"), "[7]");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Styled<D> {
+    text: D,
+    style: anstyle::Style,
+}
+
+impl<D: fmt::Display> fmt::Display for Styled<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.style == anstyle::Style::new() {
+            self.text.fmt(f)
+        } else {
+            write!(f, "{}{}{}", self.style.render(), self.text, self.style.render_reset())
+        }
+    }
+}
+
+/// A duration printed as AS::N does (`"0.4ms"`); [`LogEvent::elapsed`]'s result.
+///
+/// ```
+/// let p = notify_core::Payload::new();
+/// assert_eq!(notify_core::log_subscriber::LogEvent::new("a.b", &p, None).elapsed().to_string(), "?ms");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed {
+    duration: Option<Duration>,
+    color: bool,
+}
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(duration) = self.duration else {
+            return f.write_str("?ms");
+        };
+        let ms = duration.as_secs_f64() * 1000.0;
+        if !self.color {
+            return write!(f, "{ms:.1}ms");
+        }
+        let color = if ms < 10.0 {
+            anstyle::AnsiColor::Green
+        } else if ms < 100.0 {
+            anstyle::AnsiColor::Yellow
+        } else {
+            anstyle::AnsiColor::Red
+        };
+        let style = anstyle::Style::new().fg_color(Some(color.into()));
+        write!(f, "{}{ms:.1}ms{}", style.render(), style.render_reset())
+    }
+}

@@ -1,0 +1,373 @@
+//! One method of one attached log subscriber ([`LogMethod`]): the silencing check (the `log`
+//! facade's own), the evented `start`/`finish` that measures and logs, and [`Attached`], the
+//! methods of one attached subscriber with their subscriptions.
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use log::Level;
+
+use super::config::MethodSpec;
+use super::{starts, LogEvent, LogSubscriber, LogSubscriberError};
+use crate::failure::panic_message;
+use crate::notifier::Subscription;
+use crate::payload::Payload;
+use crate::subscriber::{EventedSubscriber, SilenceableSubscriber};
+
+/// What every [`LogMethod`] of one attached log subscriber shares.
+struct Shared<T> {
+    subscriber: T,
+    namespace: String,
+    target: String,
+    color: bool,
+    methods: Vec<MethodSpec<T>>,
+}
+
+/// One method of one log subscriber, as a [`SilenceableSubscriber`]: what
+/// [`LogSubscriber::attach_to`] subscribes for each method. Use [`LogMethod::all`] to subscribe
+/// them yourself (another pattern, a label, a wrapper).
+///
+/// ```
+/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+/// use notify_core::{Notifier, Pattern, Subscriber};
+/// struct Db;
+/// impl LogSubscriber for Db {
+///     fn config() -> LogConfig<Db> {
+///         LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None)
+///     }
+/// }
+/// let notifier = Notifier::new();
+/// for method in LogMethod::all(Db)? {
+///     assert_eq!(method.level(), Level::Debug);
+///     notifier.subscribe(Pattern::exact(method.event_name()), Subscriber::silenceable(method));
+/// }
+/// assert_eq!(notifier.subscriber_count(), 1);
+/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// ```
+pub struct LogMethod<T> {
+    shared: Arc<Shared<T>>,
+    index: usize,
+}
+
+impl<T> Clone for LogMethod<T> {
+    fn clone(&self) -> Self {
+        LogMethod {
+            shared: self.shared.clone(),
+            index: self.index,
+        }
+    }
+}
+
+impl<T: LogSubscriber> LogMethod<T> {
+    /// The methods of `subscriber`'s configuration ([`LogSubscriber::config`]), sharing one
+    /// subscriber value, in declaration order. The colour choice is resolved here.
+    ///
+    /// # Errors
+    /// [`LogSubscriberError`] when the configuration is invalid.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// struct Db;
+    /// impl LogSubscriber for Db {
+    ///     fn config() -> LogConfig<Db> {
+    ///         LogConfig::new("db")
+    ///             .method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None)
+    ///             .method("connect", Level::Info, |_: &Db, _: &LogEvent<'_>| None)
+    ///     }
+    /// }
+    /// let names: Vec<String> = LogMethod::all(Db)?.iter().map(|m| m.event_name().to_owned()).collect();
+    /// assert_eq!(names, ["query.db", "connect.db"]);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn all(subscriber: T) -> Result<Vec<LogMethod<T>>, LogSubscriberError> {
+        let config = T::config();
+        config.validate()?;
+        let target = config.target_name().to_owned();
+        let color = subscriber.color().unwrap_or(config.color).resolve();
+        let shared = Arc::new(Shared {
+            subscriber,
+            namespace: config.namespace,
+            target,
+            color,
+            methods: config.methods,
+        });
+        Ok((0..shared.methods.len())
+            .map(|index| LogMethod {
+                shared: shared.clone(),
+                index,
+            })
+            .collect())
+    }
+}
+
+impl<T> LogMethod<T> {
+    fn spec(&self) -> &MethodSpec<T> {
+        &self.shared.methods[self.index]
+    }
+
+    /// The event name this method formats, `"<method>.<namespace>"`.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(LogMethod::all(Db)?[0].event_name(), "query.db");
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn event_name(&self) -> &str {
+        &self.spec().event_name
+    }
+
+    /// The level this method logs at.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(LogMethod::all(Db)?[0].level(), Level::Debug);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn level(&self) -> Level {
+        self.spec().level
+    }
+
+    /// The `log` target of this method's lines.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(LogMethod::all(Db)?[0].target(), "db");
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn target(&self) -> &str {
+        &self.shared.target
+    }
+
+    /// The subscriber value the methods are called on.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// struct Db { prefix: &'static str }
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(LogMethod::all(Db { prefix: "db" })?[0].subscriber().prefix, "db");
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn subscriber(&self) -> &T {
+        &self.shared.subscriber
+    }
+
+    /// A key unique to this method of this attached subscriber while it lives.
+    fn key(&self) -> usize {
+        self.spec() as *const MethodSpec<T> as usize
+    }
+}
+
+/// True when the `log` facade would keep a record of `level` for `target` right now: the same
+/// check as `log::log_enabled!(target: target, level)`, made on every call.
+fn log_enabled(level: Level, target: &str) -> bool {
+    level <= log::STATIC_MAX_LEVEL
+        && level <= log::max_level()
+        && log::logger().enabled(&log::Metadata::builder().level(level).target(target).build())
+}
+
+impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
+    fn start(&self, _name: &str, id: u64, _payload: &Payload) {
+        starts::push(self.key(), id, Instant::now());
+    }
+
+    fn finish(&self, name: &str, id: u64, payload: &Payload) {
+        let duration = starts::take(self.key(), id).map(|at| at.elapsed());
+        let shared = &*self.shared;
+        let spec = self.spec();
+        let event = LogEvent::from_parts(
+            name,
+            &spec.method,
+            &shared.namespace,
+            id,
+            payload,
+            duration,
+            shared.color,
+        );
+        match catch_unwind(AssertUnwindSafe(|| (spec.format)(&shared.subscriber, &event))) {
+            Ok(Some(line)) => log::log!(target: &shared.target, spec.level, "{line}"),
+            Ok(None) => {}
+            Err(panic) => {
+                log::error!(target: &shared.target, "could not log {name}: {}", panic_message(&*panic))
+            }
+        }
+    }
+}
+
+impl<T: Send + Sync + 'static> SilenceableSubscriber for LogMethod<T> {
+    /// True exactly when the `log` facade would drop this method's record now (see [`LogMethod`]).
+    fn silenced(&self, _name: &str) -> bool {
+        !log_enabled(self.spec().level, &self.shared.target)
+    }
+}
+
+impl<T> fmt::Debug for LogMethod<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogMethod")
+            .field("event_name", &self.event_name())
+            .field("level", &self.level())
+            .field("target", &self.target())
+            .finish()
+    }
+}
+
+/// A log subscriber attached to a notifier: its methods and their subscriptions. Dropping it keeps
+/// the subscriptions (as AS::N's `attach_to` does); [`Attached::detach`] removes them.
+///
+/// ```
+/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+/// struct Db;
+/// impl LogSubscriber for Db {
+///     fn config() -> LogConfig<Db> {
+///         LogConfig::new("db").target("app::db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None)
+///     }
+/// }
+/// let attached = Db.attach_to(&notify_core::Notifier::new())?;
+/// assert_eq!((attached.namespace(), attached.target()), ("db", "app::db"));
+/// assert_eq!(attached.events_at(Level::Debug), ["query.db"]);
+/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// ```
+pub struct Attached<T> {
+    methods: Vec<LogMethod<T>>,
+    subscriptions: Vec<Subscription>,
+}
+
+impl<T> Attached<T> {
+    pub(super) fn new(methods: Vec<LogMethod<T>>, subscriptions: Vec<Subscription>) -> Attached<T> {
+        Attached { methods, subscriptions }
+    }
+
+    /// The namespace.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.namespace(), "db");
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn namespace(&self) -> &str {
+        self.methods.first().map_or("", |m| m.shared.namespace.as_str())
+    }
+
+    /// The `log` target of every line.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.target(), "db");
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn target(&self) -> &str {
+        self.methods.first().map_or("", |m| m.shared.target.as_str())
+    }
+
+    /// The attached methods, in declaration order.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.methods()[0].level(), Level::Debug);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn methods(&self) -> &[LogMethod<T>] {
+        &self.methods
+    }
+
+    /// The event names of the methods, in declaration order.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// let attached = Db.attach_to(&notify_core::Notifier::new())?;
+    /// assert_eq!(attached.event_names().collect::<Vec<_>>(), ["query.db"]);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn event_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.methods.iter().map(|m| m.event_name())
+    }
+
+    /// The event names whose methods log at exactly `level` (AS::N's per-class `log_levels`).
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert!(Db.attach_to(&notify_core::Notifier::new())?.events_at(Level::Info).is_empty());
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn events_at(&self, level: Level) -> Vec<String> {
+        self.methods
+            .iter()
+            .filter(|m| m.level() == level)
+            .map(|m| m.event_name().to_owned())
+            .collect()
+    }
+
+    /// The subscriptions, one per method.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.subscriptions().len(), 1);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn subscriptions(&self) -> &[Subscription] {
+        &self.subscriptions
+    }
+
+    /// Unsubscribes every method (AS::N's `detach_from`); returns how many subscriptions were removed.
+    ///
+    /// ```
+    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # struct Db;
+    /// # impl LogSubscriber for Db {
+    /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
+    /// # }
+    /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.detach(), 1);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    pub fn detach(self) -> usize {
+        self.subscriptions.iter().filter(|s| s.unsubscribe().is_ok()).count()
+    }
+}
+
+impl<T> fmt::Debug for Attached<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Attached")
+            .field("methods", &self.methods)
+            .field("subscriptions", &self.subscriptions.len())
+            .finish()
+    }
+}

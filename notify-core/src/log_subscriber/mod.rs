@@ -1,0 +1,171 @@
+//! Log subscribers: turn the events of one namespace into lines of the [`log`] facade, one
+//! formatting method and one [`Level`] per event — AS::N's `ActiveSupport::LogSubscriber`
+//! (`attach_to`, `subscribe_log_level`, `color`).
+//!
+//! # Event names: `"<method>.<namespace>"`
+//!
+//! notify follows AS::N's convention: an event name is the *method* (what happened, a verb or a
+//! noun: `query`, `transaction`, `request`) followed by a dot and the *namespace* (who published
+//! it: `sql`, `db`, `bookstore`), e.g. `"query.sql"`, `"request.bookstore"`, as Rails publishes
+//! `"sql.active_record"` and `"process_action.action_controller"`. The namespace is everything
+//! after the first dot and may itself contain dots (`"query.db.replica"`); the method never does.
+//! Why this order: a whole library is one glob (`Pattern::glob("*.sql")`), the method part is the
+//! name of the formatting method, and Rails users read the names they already know.
+//!
+//! # How a log subscriber works
+//!
+//! A type implements [`LogSubscriber`] by returning a [`LogConfig`]: its namespace, its `log`
+//! target (the namespace unless set) and its methods, each with a level and a formatting function
+//! that turns a [`LogEvent`] into a line. [`LogSubscriber::attach_to`] subscribes one
+//! [`LogMethod`] per method, by exact event name, in the *silenceable* listener group: before each
+//! event the notifier asks [`SilenceableSubscriber::silenced`], which answers exactly what
+//! `log::log_enabled!(target: …, level)` would answer *now* (the static and dynamic max level, then
+//! the logger's own `enabled`). Nothing is cached, so raising the logger's level takes effect on
+//! the next event, without re-subscribing; and while the logger would drop the line, the event
+//! costs what an unlistened event costs (no payload, no clock read, no callback).
+//!
+//! The configuration lives in the attached value, never in a `static`: two log-subscriber types
+//! (or two instances of one) cannot see each other's targets or levels.
+//!
+//! # Durations
+//!
+//! Silenceable subscribers are *evented* (`start`, `finish`), so a log method measures its own
+//! duration: `start` reads the monotonic clock and pushes `(method, event id, Instant)` on a small
+//! thread-local stack; `finish` takes its entry back by event id. No lock, no allocation after the
+//! first event of a thread, no sharing between threads. Start and finish of a synchronous event
+//! (`instrument`, a callsite, a handle finished where it was started) run on one thread, so the
+//! entry is always found. An event finished on *another* thread (a [`Handle`](crate::Handle) sent
+//! elsewhere, an async event resumed on another worker) finds no entry: its
+//! [`LogEvent::duration`] is `None` and [`LogEvent::elapsed`] prints `?ms`; the line is still
+//! logged. The stack keeps at most 64 open entries per thread (the oldest is dropped), so an event
+//! started and never finished cannot leak memory. The alternative — asking the core to read the
+//! clock for the silenceable group — would cost every silenceable subscriber two clock reads
+//! even when it wants none, which is why this module measures for itself.
+//!
+//! # Failures
+//!
+//! A formatting method that panics is caught: the log subscriber writes
+//! `could not log <event name>: <panic message>` at [`Level::Error`] to its target (AS::N's
+//! `log_exception`), and the next events are logged normally. The instrumented code never sees it.
+//!
+//! ```
+//! use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+//! use notify_core::{Notifier, Payload};
+//!
+//! struct Db;
+//! impl LogSubscriber for Db {
+//!     fn config() -> LogConfig<Db> {
+//!         LogConfig::new("db").method("query", Level::Debug, |_: &Db, event: &LogEvent<'_>| {
+//!             Some(format!("{} ({})  {}", event.method(), event.elapsed(), event.payload().get("sql")?))
+//!         })
+//!     }
+//! }
+//!
+//! let notifier = Notifier::new();
+//! let attached = Db.attach_to(&notifier)?;
+//! assert_eq!(attached.event_names().collect::<Vec<_>>(), ["query.db"]);
+//! // No logger is installed here, so the `log` facade drops everything: the subscriber is silenced.
+//! assert!(!notifier.listening("query.db"));
+//! notifier.instrument("query.db", || Payload::new().with("sql", "SELECT 1"), |_| ());
+//! # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+//! ```
+//!
+//! [`SilenceableSubscriber::silenced`]: crate::SilenceableSubscriber::silenced
+
+mod color;
+mod config;
+mod event;
+mod method;
+mod starts;
+
+pub use log::Level;
+
+pub use self::color::{Color, ColorChoice};
+pub use self::config::{LogConfig, LogSubscriberError};
+pub use self::event::{Elapsed, LogEvent, Styled};
+pub use self::method::{Attached, LogMethod};
+
+use crate::notifier::Notifier;
+use crate::pattern::Pattern;
+use crate::subscriber::Subscriber;
+
+/// A type whose values log the events of one namespace — AS::N's `ActiveSupport::LogSubscriber`
+/// subclass. [`LogSubscriber::config`] plays the part of the class body (its methods and
+/// `subscribe_log_level` calls); [`LogSubscriber::attach_to`] is AS::N's `attach_to`.
+///
+/// ```
+/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+///
+/// struct Mailer;
+/// impl Mailer {
+///     fn deliver(&self, event: &LogEvent<'_>) -> Option<String> {
+///         Some(format!("Delivered mail to {} ({})", event.payload().get("to")?, event.elapsed()))
+///     }
+/// }
+/// impl LogSubscriber for Mailer {
+///     fn config() -> LogConfig<Mailer> {
+///         LogConfig::new("mailer").method("deliver", Level::Info, Mailer::deliver)
+///     }
+/// }
+/// let attached = Mailer.attach_to(&notify_core::Notifier::new())?;
+/// assert_eq!(attached.target(), "mailer");
+/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// ```
+pub trait LogSubscriber: Send + Sync + Sized + 'static {
+    /// The namespace, target and methods of this type. Called once per attach; the result is kept
+    /// in the attached value (never in a `static`), so configurations of different types cannot leak
+    /// into each other.
+    fn config() -> LogConfig<Self>;
+
+    /// This value's colour choice, which overrides the configuration's [`LogConfig::color`] when
+    /// `Some` (default `None`), so one type can colour in a terminal program and not in another.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
+    /// struct Plain(Option<ColorChoice>);
+    /// impl LogSubscriber for Plain {
+    ///     fn config() -> LogConfig<Plain> {
+    ///         LogConfig::new("plain").color(ColorChoice::Always).method("x", Level::Info, |_: &Plain, _: &LogEvent<'_>| None)
+    ///     }
+    ///     fn color(&self) -> Option<ColorChoice> { self.0 }
+    /// }
+    /// assert_eq!(Plain(Some(ColorChoice::Never)).color(), Some(ColorChoice::Never));
+    /// ```
+    fn color(&self) -> Option<ColorChoice> {
+        None
+    }
+
+    /// Subscribes `self` to `notifier`: one silenceable subscription per method, on the exact name
+    /// `"<method>.<namespace>"` (AS::N's `attach_to`, which subscribes each public method the same way).
+    ///
+    /// # Errors
+    /// [`LogSubscriberError`] when the configuration is invalid (empty namespace, a method name that
+    /// is empty or contains a dot); nothing is subscribed then.
+    ///
+    /// ```
+    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// struct Jobs;
+    /// impl LogSubscriber for Jobs {
+    ///     fn config() -> LogConfig<Jobs> {
+    ///         LogConfig::new("jobs").method("perform", Level::Info, |_: &Jobs, _: &LogEvent<'_>| None)
+    ///     }
+    /// }
+    /// let notifier = notify_core::Notifier::new();
+    /// let attached = Jobs.attach_to(&notifier)?;
+    /// assert_eq!(notifier.subscriber_count(), 1);
+    /// assert_eq!(attached.detach(), 1);
+    /// assert_eq!(notifier.subscriber_count(), 0);
+    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// ```
+    fn attach_to(self, notifier: &Notifier) -> Result<Attached<Self>, LogSubscriberError> {
+        let methods = LogMethod::all(self)?;
+        let subscriptions = notifier.subscribe_all(methods.iter().map(|m| {
+            let label = format!("log subscriber `{}` ({})", m.target(), m.event_name());
+            (
+                Pattern::exact(m.event_name()),
+                Subscriber::silenceable(m.clone()).named(label),
+            )
+        }));
+        Ok(Attached::new(methods, subscriptions))
+    }
+}
