@@ -155,7 +155,7 @@ impl Callsite {
     #[inline(always)]
     pub fn instrument<T>(&'static self, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
         if !self.is_enabled() {
-            return body(&mut Payload::new());
+            return dispatch::unlistened(body);
         }
         self.instrument_listened(payload, body)
     }
@@ -168,7 +168,7 @@ impl Callsite {
     ) -> T {
         match self.resolved.load_full() {
             Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, payload, body),
-            None => body(&mut Payload::new()),
+            None => dispatch::unlistened(body),
         }
     }
 

@@ -192,6 +192,25 @@ pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Re
     }
 }
 
+/// Runs `body` with an empty scratch payload, for when nobody listens. The scratch is built with
+/// `Default` (the `const` constructor compiles to a memset of the whole ~260-byte payload) and
+/// dropped only when `body` put something in it, so the common case costs no call at all.
+#[inline(always)]
+pub(crate) fn unlistened<T>(body: impl FnOnce(&mut Payload) -> T) -> T {
+    struct Scratch(mem::ManuallyDrop<Payload>);
+    impl Drop for Scratch {
+        #[inline(always)]
+        fn drop(&mut self) {
+            if !self.0.is_trivially_droppable() {
+                // SAFETY: the only drop of the payload; `self.0` is not used afterwards.
+                unsafe { mem::ManuallyDrop::drop(&mut self.0) }
+            }
+        }
+    }
+    let mut scratch = Scratch(mem::ManuallyDrop::new(Payload::default()));
+    body(&mut scratch.0)
+}
+
 /// Runs `body` as one event of `resolved`: the engine of `instrument`.
 #[inline]
 pub(crate) fn run<T>(
@@ -201,7 +220,7 @@ pub(crate) fn run<T>(
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
     let Some(mut active) = Active::prepare(resolved) else {
-        return body(&mut Payload::new());
+        return unlistened(body);
     };
     let payload = payload();
     active.start(&payload, true);

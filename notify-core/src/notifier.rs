@@ -319,7 +319,7 @@ impl Notifier {
             let snapshot = self.inner.snapshot.load();
             match snapshot.resolve(name) {
                 Some(resolved) => resolved,
-                None => return body(&mut Payload::new()),
+                None => return dispatch::unlistened(body),
             }
         };
         dispatch::run(&self.inner, resolved, payload, body)

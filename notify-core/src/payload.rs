@@ -192,6 +192,13 @@ impl Payload {
         }
     }
 
+    /// True when dropping this payload does nothing (no entries, nothing allocated), so the
+    /// unlistened fast paths can skip the out-of-line drop of their scratch payload.
+    #[inline]
+    pub(crate) fn is_trivially_droppable(&self) -> bool {
+        !self.entries.spilled() && self.entries.is_empty()
+    }
+
     /// Builder form of [`Payload::insert`].
     ///
     /// ```
