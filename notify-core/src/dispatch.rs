@@ -111,7 +111,14 @@ impl Active {
     }
 
     /// Finishes the event and delivers it to the listener set captured at start.
-    pub(crate) fn finish(mut self, inner: &Inner, payload: Payload, outcome: Outcome) {
+    pub(crate) fn finish(mut self, inner: &Inner, mut payload: Payload, outcome: Outcome) {
+        self.finish_in_place(inner, &mut payload, outcome);
+    }
+
+    /// As [`Active::finish`], borrowing the payload: it is moved out (left empty) only when an
+    /// event object is built, so the synchronous kinds cost no ~260-byte payload moves. Called at
+    /// most once per event.
+    pub(crate) fn finish_in_place(&mut self, inner: &Inner, payload: &mut Payload, outcome: Outcome) {
         let end = self.start.map(|_| Instant::now());
         let end_wall = self.start_wall.map(|_| SystemTime::now());
         let cpu_end = self.cpu_start.and_then(|_| thread_cpu_time());
@@ -129,26 +136,26 @@ impl Active {
         if let (Some(start), Some(end)) = (self.start_wall, end_wall) {
             for l in &listeners.timed {
                 guarded(failures, &l.entry, name, || {
-                    l.subscriber.call(name, start, end, transaction_id, &payload)
+                    l.subscriber.call(name, start, end, transaction_id, payload)
                 });
             }
         }
         if let (Some(start), Some(end)) = (self.start, end) {
             for l in &listeners.monotonic {
                 guarded(failures, &l.entry, name, || {
-                    l.subscriber.call(name, start, end, transaction_id, &payload)
+                    l.subscriber.call(name, start, end, transaction_id, payload)
                 });
             }
         }
         for l in &listeners.evented {
             guarded(failures, &l.entry, name, || {
-                l.subscriber.finish(name, self.id, &payload)
+                l.subscriber.finish(name, self.id, payload)
             });
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
             guarded(failures, &l.entry, name, || {
-                l.subscriber.finish(name, self.id, &payload)
+                l.subscriber.finish(name, self.id, payload)
             });
         }
         if let (Some(start), Some(end)) = (self.start, end) {
@@ -160,7 +167,7 @@ impl Active {
                     transaction_id,
                     id: self.id,
                     parent_id: self.parent,
-                    payload,
+                    payload: mem::take(payload),
                     cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
                     allocations: self
                         .allocations_start
@@ -219,16 +226,16 @@ pub(crate) fn run<T>(
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
-    let Some(mut active) = Active::prepare(resolved) else {
+    let Some(active) = Active::prepare(resolved) else {
         return unlistened(body);
     };
-    let payload = payload();
-    active.start(&payload, true);
     let mut guard = FinishOnDrop {
         inner,
-        active: Some(active),
-        payload,
+        active,
+        payload: payload(),
+        finished: false,
     };
+    guard.active.start(&guard.payload, true);
     let value = body(&mut guard.payload);
     guard.finish(Outcome::Completed);
     value
@@ -237,14 +244,16 @@ pub(crate) fn run<T>(
 /// Finishes the event as panicked if the body unwinds.
 struct FinishOnDrop<'a> {
     inner: &'a Inner,
-    active: Option<Active>,
+    active: Active,
     payload: Payload,
+    finished: bool,
 }
 
 impl FinishOnDrop<'_> {
     fn finish(&mut self, outcome: Outcome) {
-        if let Some(active) = self.active.take() {
-            active.finish(self.inner, mem::take(&mut self.payload), outcome);
+        if !self.finished {
+            self.finished = true;
+            self.active.finish_in_place(self.inner, &mut self.payload, outcome);
         }
     }
 }
