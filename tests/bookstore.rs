@@ -244,3 +244,16 @@ fn a_malformed_data_file_names_the_file_and_line_and_exits_non_zero() {
         assert!(!db.exists());
     }
 }
+
+#[test]
+fn a_byte_order_mark_before_the_header_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("bom.csv");
+    std::fs::write(
+        &data,
+        "\u{feff}isbn,title,author,year,price_cents,genre,stock\n9780001000001,T,A,2000,100,poetry,1\n",
+    )
+    .unwrap();
+    let books = bookstore::load_books(&data).unwrap();
+    assert_eq!(books.len(), 1);
+}

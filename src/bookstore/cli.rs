@@ -10,7 +10,7 @@ use super::{render_summary, run, AppError, Options};
 const USAGE: &str = "usage: bookstore [--db DATABASE_FILE] [DATA_FILE]\n\
 \n\
 Loads DATA_FILE (default: examples/data/books.csv) into the SQLite file DATABASE_FILE\n\
-(default: bookstore.sqlite in the temporary directory), runs a mix of requests and logs them.\n\
+(default: bookstore-<pid>.sqlite in the temporary directory, one per run), runs a mix of requests and logs them.\n\
 RUST_LOG=info hides the SQL lines; RUST_LOG=debug (the default) shows them.";
 
 /// The data file committed in the repository, `examples/data/books.csv`.
@@ -87,6 +87,6 @@ fn parse(args: &[String]) -> Result<Option<Options>, AppError> {
     }
     Ok(Some(Options::new(
         data.unwrap_or_else(default_data_file),
-        database.unwrap_or_else(|| std::env::temp_dir().join("bookstore.sqlite")),
+        database.unwrap_or_else(|| std::env::temp_dir().join(format!("bookstore-{}.sqlite", std::process::id()))),
     )))
 }

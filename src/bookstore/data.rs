@@ -154,6 +154,8 @@ pub fn load_books(path: &Path) -> Result<Vec<Book>, DataError> {
         message,
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(None, format!("cannot read the data file: {e}")))?;
+    // A UTF-8 byte-order mark (as some spreadsheet exports write) is not part of the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     match lines.next() {
         Some((_, header)) if header.trim() == HEADER => {}
