@@ -312,6 +312,12 @@ fn a6_blocking_subscriber_stalls_at_most_one_worker() {
         finished
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("others stalled behind the blocker ({threads} workers, {options:?})"));
+        // The blocker's worker may not have picked up its first event yet: wait until it has.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while blocked_calls.load(Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "the blocker never received its first event");
+            std::thread::yield_now();
+        }
         assert_eq!(
             blocked_calls.load(Ordering::SeqCst),
             1,
