@@ -14,7 +14,8 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxBuildHasher, FxHashSet};
+use std::hash::BuildHasher;
 
 use crate::sync::Mutex;
 
@@ -33,11 +34,39 @@ use crate::subscriber::Subscriber;
 
 pub(crate) struct Inner {
     pub(crate) snapshot: ArcSwap<Snapshot>,
+    /// A one-hash Bloom filter of the names of the current snapshot's exact subscriptions (every
+    /// bit set while a pattern or catch-all subscription exists), so `instrument` on a name nobody
+    /// listens to skips the snapshot load. Written under the writer lock right after each swap,
+    /// before the change returns.
+    names: [AtomicU64; NAME_FILTER_WORDS],
     writer: Mutex<Writer>,
     next_subscription: AtomicU64,
     policy: AtomicU8,
     hook: RwLock<Hook>,
     is_global: bool,
+}
+
+/// Words of [`Inner::names`]: 4,096 bits, one per name hash.
+const NAME_FILTER_WORDS: usize = 64;
+
+/// The bit of `name` in [`Inner::names`]: (word, mask).
+#[inline]
+fn name_bit(name: &str) -> (usize, u64) {
+    let hash = FxBuildHasher.hash_one(name) as usize;
+    ((hash >> 6) % NAME_FILTER_WORDS, 1 << (hash & 63))
+}
+
+/// The value of [`Inner::names`] for `snapshot`.
+fn name_filter(snapshot: &Snapshot) -> [u64; NAME_FILTER_WORDS] {
+    if !snapshot.wide.is_empty() {
+        return [u64::MAX; NAME_FILTER_WORDS];
+    }
+    let mut words = [0; NAME_FILTER_WORDS];
+    for name in snapshot.exact.keys() {
+        let (word, mask) = name_bit(name);
+        words[word] |= mask;
+    }
+    words
 }
 
 #[derive(Default)]
@@ -106,6 +135,7 @@ impl Notifier {
         Notifier {
             inner: Arc::new(Inner {
                 snapshot: ArcSwap::from_pointee(Snapshot::default()),
+                names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
                 writer: Mutex::new(Writer::default()),
                 next_subscription: AtomicU64::new(1),
                 policy: AtomicU8::new(0),
@@ -315,6 +345,9 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
+        if !self.inner.may_listen(name) {
+            return dispatch::unlistened(body);
+        }
         let resolved = {
             let snapshot = self.inner.snapshot.load();
             match snapshot.resolve(name) {
@@ -515,12 +548,24 @@ impl std::fmt::Debug for Notifier {
 }
 
 impl Inner {
+    /// False when nobody listens to `name` (exact); true when someone may (a filter collision, a
+    /// pattern subscription, or a listener).
+    #[inline]
+    fn may_listen(&self, name: &str) -> bool {
+        let (word, mask) = name_bit(name);
+        self.names[word].load(Ordering::Acquire) & mask != 0
+    }
+
     /// Applies one change under the writer lock; `build` returns `None` for "nothing changed".
     fn write(&self, build: impl FnOnce(&Snapshot) -> Option<Snapshot>) -> bool {
         let writer = self.writer.lock();
         let current = self.snapshot.load_full();
         let Some(next) = build(&current) else { return false };
+        let filter = name_filter(&next);
         let old = self.snapshot.swap(Arc::new(next));
+        for (word, bits) in self.names.iter().zip(filter) {
+            word.store(bits, Ordering::Release);
+        }
         if self.is_global {
             let snapshot = self.snapshot.load();
             for callsite in &writer.callsites {
