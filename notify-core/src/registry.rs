@@ -297,10 +297,19 @@ impl Snapshot {
             exact.retain(|name, _| !touches(name));
         }
         // Exact names left unresolved: group their subscriptions, add the wide ones that match.
+        // When no pattern subscription changed, those are exactly the changed names (every other
+        // exact name was kept above): compare the few of them directly instead of hashing the
+        // name of every subscription.
+        let few: Option<Vec<&str>> =
+            (changed_wide.is_empty() && changed_names.len() <= 8).then(|| changed_names.iter().copied().collect());
         let mut missing: FxHashMap<Arc<str>, Vec<&Arc<Entry>>> = FxHashMap::default();
         for entry in &entries {
             if let Some(name) = entry.pattern.exact_name() {
-                if !exact.contains_key(name) {
+                let unresolved = match &few {
+                    Some(few) => few.iter().any(|changed| **name == **changed),
+                    None => !exact.contains_key(name),
+                };
+                if unresolved {
                     missing.entry(name.clone()).or_default().push(entry);
                 }
             }
