@@ -18,7 +18,7 @@
 //! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
 //!   event reads its clock twice).
 //!
-//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 20 cases finish in about 70 s
+//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 18 cases finish in about 70 s
 //! on 2 cores. Quick mode (`NOTIFY_BENCH_QUICK=1`): 0.2 s, 0.5 s, 10 samples, about 20 s: for
 //! checking the suite runs, not for quoting. Criterion's own flags (`--warm-up-time`,
 //! `--measurement-time`, `--sample-size`, a name filter) override either. `scripts/bench-report`
