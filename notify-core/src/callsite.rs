@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 
-use crate::dispatch;
+use crate::dispatch::{self, Active};
 use crate::handle::Handle;
 use crate::notifier::Notifier;
 use crate::payload::Payload;
@@ -190,10 +190,10 @@ impl Callsite {
     #[inline(never)]
     fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         let resolved = self.resolved.load_full()?;
-        if !resolved.listening() {
-            return None;
-        }
-        Some(Handle::resolved(Notifier::global().clone(), resolved, payload()))
+        let notifier = Notifier::global();
+        let name = resolved.name.clone();
+        let prepared = Active::prepare(&notifier.inner, resolved)?;
+        Some(Handle::prepared(notifier.clone(), name, prepared, payload()))
     }
 
     /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
 use crate::event::{Event, Outcome};
-use crate::failure::{guarded, guarded_silenced, SubscriberFailure};
+use crate::failure::{guarded, guarded_silenced_reporting, SubscriberFailure};
 use crate::ids;
 use crate::notifier::Inner;
 use crate::payload::Payload;
@@ -20,8 +20,10 @@ pub(crate) struct Active {
     resolved: Arc<Resolved>,
     id: u64,
     parent: Option<u64>,
-    /// What was the current event before this one, when this one became current.
-    previous: Option<Option<u64>>,
+    /// The thread that started the event (its transaction id).
+    transaction_id: u64,
+    /// True when the event became its thread's current event at start.
+    entered: bool,
     start: Option<Instant>,
     start_wall: Option<SystemTime>,
     cpu_start: Option<Duration>,
@@ -36,30 +38,37 @@ fn thread_cpu_time() -> Option<Duration> {
 }
 
 impl Active {
-    /// Asks the silenceable listeners; `None` when nobody would receive the event.
+    /// Asks the silenceable listeners; `None` when nobody would receive the event. A `silenced`
+    /// that panics counts as silenced and is a failure of that subscriber (reported now when the
+    /// event is dropped, else with the event's other failures at finish).
     #[inline]
-    pub(crate) fn prepare(resolved: Arc<Resolved>) -> Option<Active> {
+    pub(crate) fn prepare(inner: &Inner, resolved: Arc<Resolved>) -> Option<Active> {
         let listeners = &resolved.listeners;
         let mut silenceable = SmallVec::new();
+        let mut failures = Vec::new();
         for (i, l) in listeners.silenceable.iter().enumerate() {
-            if !guarded_silenced(&*l.subscriber, resolved.name.as_str()) {
+            if !guarded_silenced_reporting(&mut failures, l, resolved.name.as_str()) {
                 silenceable.push(i as u32);
             }
         }
         if silenceable.is_empty() && !listeners.has_unconditional() {
+            if !failures.is_empty() {
+                inner.handle_failures(failures);
+            }
             return None;
         }
         Some(Active {
             resolved,
             id: 0,
             parent: None,
-            previous: None,
+            transaction_id: 0,
+            entered: false,
             start: None,
             start_wall: None,
             cpu_start: None,
             allocations_start: None,
             silenceable,
-            failures: Vec::new(),
+            failures,
         })
     }
 
@@ -73,8 +82,10 @@ impl Active {
     pub(crate) fn start(&mut self, payload: &Payload, enter: bool) {
         self.id = ids::next_event_id();
         self.parent = ids::current_event_id();
+        self.transaction_id = ids::transaction_id();
         if enter {
-            self.previous = Some(ids::enter(Some(self.id)));
+            ids::enter(self.id);
+            self.entered = true;
         }
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
@@ -105,11 +116,6 @@ impl Active {
         }
     }
 
-    /// Makes this event the thread's current one (for an async fn's poll); returns the previous one.
-    pub(crate) fn enter(&self) -> Option<u64> {
-        ids::enter(Some(self.id))
-    }
-
     /// Finishes the event and delivers it to the listener set captured at start.
     pub(crate) fn finish(mut self, inner: &Inner, mut payload: Payload, outcome: Outcome) {
         self.finish_in_place(inner, &mut payload, outcome);
@@ -121,17 +127,22 @@ impl Active {
     pub(crate) fn finish_in_place(&mut self, inner: &Inner, payload: &mut Payload, outcome: Outcome) {
         let end = self.start.map(|_| Instant::now());
         let end_wall = self.start_wall.map(|_| SystemTime::now());
-        let cpu_end = self.cpu_start.and_then(|_| thread_cpu_time());
-        let allocations_end = self.allocations_start.and_then(|_| thread_allocations());
-        if let Some(previous) = self.previous {
-            if ids::current_event_id() == Some(self.id) {
-                ids::restore(previous);
-            }
+        // CPU time and allocations are per-thread counters: an event finished on another thread
+        // than it started on (a handle sent away, an async fn resumed elsewhere) has neither.
+        let measured = self.cpu_start.is_some() || self.allocations_start.is_some();
+        let same_thread = !measured || ids::transaction_id() == self.transaction_id;
+        let cpu_end = self.cpu_start.filter(|_| same_thread).and_then(|_| thread_cpu_time());
+        let allocations_end = self
+            .allocations_start
+            .filter(|_| same_thread)
+            .and_then(|_| thread_allocations());
+        if self.entered {
+            ids::leave(self.id);
         }
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
-        let transaction_id = ids::transaction_id();
+        let transaction_id = self.transaction_id;
         let failures = &mut self.failures;
         if let (Some(start), Some(end)) = (self.start_wall, end_wall) {
             for l in &listeners.timed {
@@ -148,15 +159,11 @@ impl Active {
             }
         }
         for l in &listeners.evented {
-            guarded(failures, &l.entry, name, || {
-                l.subscriber.finish(name, self.id, payload)
-            });
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, payload));
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
-            guarded(failures, &l.entry, name, || {
-                l.subscriber.finish(name, self.id, payload)
-            });
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, payload));
         }
         if let (Some(start), Some(end)) = (self.start, end) {
             if !listeners.event.is_empty() || !listeners.owned.is_empty() {
@@ -226,7 +233,7 @@ pub(crate) fn run<T>(
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
-    let Some(active) = Active::prepare(resolved) else {
+    let Some(active) = Active::prepare(inner, resolved) else {
         return unlistened(body);
     };
     let mut guard = FinishOnDrop {

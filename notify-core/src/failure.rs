@@ -202,7 +202,23 @@ pub(crate) fn failure_of(entry: &Entry, event: &str, payload: &(dyn Any + Send))
     }
 }
 
-/// `silenced(name)`, where a panic counts as "silenced" (a subscriber that cannot answer gets nothing).
+/// `silenced(name)` of one listener; a panic counts as "silenced" and is pushed onto `failures`.
+pub(crate) fn guarded_silenced_reporting(
+    failures: &mut Vec<SubscriberFailure>,
+    listener: &crate::registry::Listener<dyn SilenceableSubscriber>,
+    name: &str,
+) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| listener.subscriber.silenced(name))) {
+        Ok(silenced) => silenced,
+        Err(payload) => {
+            failures.push(failure_of(&listener.entry, name, &*payload));
+            true
+        }
+    }
+}
+
+/// `silenced(name)` for queries (`listening`), where a panic counts as "silenced" without a report:
+/// the report comes when an event is instrumented.
 pub(crate) fn guarded_silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> bool {
     catch_unwind(AssertUnwindSafe(|| subscriber.silenced(name))).unwrap_or(true)
 }

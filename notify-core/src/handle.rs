@@ -2,7 +2,6 @@
 
 use std::marker::PhantomData;
 use std::mem;
-use std::sync::Arc;
 
 use crate::dispatch::Active;
 use crate::error::NotifyError;
@@ -10,7 +9,6 @@ use crate::event::{Name, Outcome};
 use crate::ids;
 use crate::notifier::Notifier;
 use crate::payload::Payload;
-use crate::registry::Resolved;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -24,8 +22,12 @@ enum State {
 /// The listener set is captured at `start`: a subscriber added afterwards is not called for this
 /// event, and one removed afterwards still receives its finish (shared/cases R1, R2). A second
 /// `start` or `finish` is an [`Err`], never a panic. A handle dropped after `start` and before
-/// `finish` finishes on drop (marked [`Outcome::Panicked`] when the thread is unwinding), so it
-/// also works as a guard.
+/// `finish` finishes on drop (marked [`Outcome::Panicked`] when a panic began after `start`), so
+/// it also works as a guard. A handle finished on another thread than it started on is delivered
+/// normally, without CPU time or allocation count (those are per-thread counters).
+///
+/// For callsite handles ([`Callsite::handle`](crate::Callsite::handle)) the listener set is
+/// captured when the handle is made, just before `start`.
 ///
 /// ```
 /// use notify_core::{Event, Notifier, NotifyError, Payload, Subscriber};
@@ -43,9 +45,14 @@ pub struct Handle {
     name: Name,
     payload: Payload,
     state: State,
-    resolved: Option<Arc<Resolved>>,
+    /// Prepared by a callsite (silenced listeners already asked), started by `begin`.
+    prepared: Option<Active>,
     active: Option<Active>,
+    id: Option<u64>,
     outcome: Outcome,
+    /// Whether the thread was already unwinding at `start`: then a drop during that unwinding is
+    /// not this event's panic.
+    panicking_at_start: bool,
 }
 
 impl Handle {
@@ -55,17 +62,18 @@ impl Handle {
             name,
             payload,
             state: State::Built,
-            resolved: None,
+            prepared: None,
             active: None,
+            id: None,
             outcome: Outcome::Completed,
+            panicking_at_start: false,
         }
     }
 
-    /// A handle whose listener set is already resolved (callsites).
-    pub(crate) fn resolved(notifier: Notifier, resolved: Arc<Resolved>, payload: Payload) -> Handle {
-        let name = resolved.name.clone();
+    /// A handle whose listeners are already resolved and asked (callsites).
+    pub(crate) fn prepared(notifier: Notifier, name: Name, prepared: Active, payload: Payload) -> Handle {
         let mut handle = Handle::new(notifier, name, payload);
-        handle.resolved = Some(resolved);
+        handle.prepared = Some(prepared);
         handle
     }
 
@@ -75,13 +83,17 @@ impl Handle {
             State::Started | State::Finished => return Err(NotifyError::AlreadyStarted),
         }
         self.state = State::Started;
-        let resolved = match self.resolved.take() {
-            Some(resolved) => Some(resolved),
-            None => self.notifier.inner.snapshot.load().resolve(self.name.as_str()),
+        self.panicking_at_start = std::thread::panicking();
+        self.active = match self.prepared.take() {
+            Some(prepared) => Some(prepared),
+            None => {
+                let resolved = self.notifier.inner.snapshot.load().resolve(self.name.as_str());
+                resolved.and_then(|resolved| Active::prepare(&self.notifier.inner, resolved))
+            }
         };
-        self.active = resolved.and_then(Active::prepare);
         if let Some(active) = &mut self.active {
             active.start(&self.payload, enter);
+            self.id = Some(active.id());
         }
         Ok(())
     }
@@ -134,14 +146,17 @@ impl Handle {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn enter(&self) -> Entered<'_> {
-        let previous = self.active.as_ref().map(Active::enter);
+        let id = self.active.as_ref().map(Active::id);
+        if let Some(id) = id {
+            ids::enter(id);
+        }
         Entered {
-            previous,
+            id,
             _handle: PhantomData,
         }
     }
 
-    /// The event id once started and listened (`None` when nobody listens).
+    /// The event id once started and listened, also after `finish` (`None` when nobody listens).
     ///
     /// ```
     /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
@@ -150,7 +165,7 @@ impl Handle {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn id(&self) -> Option<u64> {
-        self.active.as_ref().map(Active::id)
+        self.id
     }
 
     /// True when the started event has listeners (false before `start`).
@@ -235,7 +250,7 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         if self.state == State::Started {
-            if std::thread::panicking() {
+            if std::thread::panicking() && !self.panicking_at_start {
                 self.outcome = Outcome::Panicked;
             }
             let _ = self.finish();
@@ -254,18 +269,18 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-/// The guard of [`Handle::enter`]: restores the previous current event when dropped. Not `Send`:
+/// The guard of [`Handle::enter`]: the event stops being current when it drops. Not `Send`:
 /// it must drop on the thread that entered.
 #[must_use = "the event is current only while the guard lives"]
 pub struct Entered<'a> {
-    previous: Option<Option<u64>>,
+    id: Option<u64>,
     _handle: PhantomData<(&'a Handle, *const ())>,
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        if let Some(previous) = self.previous {
-            ids::restore(previous);
+        if let Some(id) = self.id {
+            ids::leave(id);
         }
     }
 }

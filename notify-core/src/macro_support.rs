@@ -383,13 +383,17 @@ where
     }
 }
 
-/// Finishes the event as panicked when a poll unwinds.
-struct PollGuard<'a>(&'a mut Option<Box<Handle>>);
+/// Finishes the event as panicked when the inner poll unwinds (`armed` is cleared once it
+/// returned, so a poll that runs while some other panic unwinds is not mistaken for one).
+struct PollGuard<'a> {
+    handle: &'a mut Option<Box<Handle>>,
+    armed: bool,
+}
 
 impl Drop for PollGuard<'_> {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            if let Some(mut handle) = self.0.take() {
+        if self.armed {
+            if let Some(mut handle) = self.handle.take() {
                 handle.set_outcome(Outcome::Panicked);
                 let _ = handle.finish();
             }
@@ -410,12 +414,16 @@ impl<F: Future, R: Fn(&mut Handle, &F::Output)> Future for Instrumented<F, R> {
         if this.handle.is_none() {
             return inner.poll(cx);
         }
-        let guard = PollGuard(&mut this.handle);
-        let entered = guard.0.as_deref().map(Handle::enter);
+        let mut guard = PollGuard {
+            handle: &mut this.handle,
+            armed: true,
+        };
+        let entered = guard.handle.as_deref().map(Handle::enter);
         let poll = inner.poll(cx);
         drop(entered);
+        guard.armed = false;
         if let Poll::Ready(output) = &poll {
-            if let Some(mut handle) = guard.0.take() {
+            if let Some(mut handle) = guard.handle.take() {
                 (this.record)(&mut handle, output);
                 let _ = handle.finish();
             }
@@ -431,11 +439,9 @@ impl<F: Future, R: Fn(&mut Handle, &F::Output)> Drop for Instrumented<F, R> {
         unsafe { ManuallyDrop::drop(&mut self.inner) };
         drop(entered);
         if let Some(mut handle) = self.handle.take() {
-            handle.set_outcome(if std::thread::panicking() {
-                Outcome::Panicked
-            } else {
-                Outcome::Cancelled
-            });
+            // A poll that panicked already finished the event (PollGuard); what is left was
+            // dropped before completion, whatever else is unwinding.
+            handle.set_outcome(Outcome::Cancelled);
             let _ = handle.finish();
         }
     }

@@ -660,7 +660,11 @@ impl Inner {
             }
             FailurePolicy::Strict => {
                 if !std::thread::panicking() {
-                    std::panic::panic_any(SubscriberErrors { failures });
+                    let errors = SubscriberErrors { failures };
+                    // The panic hook prints only string payloads: say what failed first, so a
+                    // failing test shows the list, not `Box<dyn Any>`.
+                    eprintln!("notify: FailurePolicy::Strict: {errors}");
+                    std::panic::panic_any(errors);
                 }
             }
         }

@@ -497,3 +497,44 @@ fn m8_the_future_grows_by_three_words_plus_its_rebound_arguments() {
     );
     assert_eq!(block_on(no_args_instrumented()), block_on(no_args_plain()));
 }
+
+#[instrument_event("unwind.flush")]
+async fn flush_during_unwind() -> u8 {
+    YieldNow(false).await;
+    1
+}
+
+#[instrument_event("unwind.rollback", err)]
+fn rollback_during_unwind() -> Result<(), String> {
+    Ok(())
+}
+
+/// Runs instrumented code from a `Drop` while an unrelated panic unwinds (a rollback in a failed
+/// request): its events end normally, not as panicked.
+struct CleanUp;
+
+impl Drop for CleanUp {
+    fn drop(&mut self) {
+        let _ = rollback_during_unwind();
+        assert_eq!(block_on(flush_during_unwind()), 1);
+    }
+}
+
+#[test]
+fn events_run_during_an_unrelated_unwinding_complete_normally() {
+    let (result, events) = capture_glob("unwind.*", || {
+        std::panic::catch_unwind(|| {
+            let _cleanup = CleanUp;
+            panic!("request failed");
+        })
+    });
+    assert!(result.is_err());
+    let outcomes: Vec<(&str, Outcome)> = events.iter().map(|e| (e.name(), e.outcome())).collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("unwind.rollback", Outcome::Completed),
+            ("unwind.flush", Outcome::Completed)
+        ]
+    );
+}

@@ -345,14 +345,20 @@ fn r7_cache_fill_races_subscription_churn() {
     let progress = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(std::sync::Barrier::new(2));
+    let windows_done = Arc::new(AtomicUsize::new(0));
 
     let instrumenter = {
         let (notifier, seq, progress, done) = (notifier.clone(), seq.clone(), progress.clone(), done.clone());
-        let ready = ready.clone();
+        let (ready, windows_done) = (ready.clone(), windows_done.clone());
         std::thread::spawn(move || {
             ready.wait();
             let mut spans = Vec::with_capacity(NAMES);
             for i in 0..NAMES {
+                // Pace against the churn (never lockstep): every 50 events, let it complete a
+                // window, so subscriptions and cache fills really overlap.
+                while i % 50 == 0 && windows_done.load(Ordering::SeqCst) < i / 50 {
+                    std::thread::yield_now();
+                }
                 let name = format!("r7.n{i}");
                 let start = seq.fetch_add(1, Ordering::SeqCst);
                 notifier.instrument(&name, || Payload::new().with("i", i), |_| ());
@@ -366,7 +372,7 @@ fn r7_cache_fill_races_subscription_churn() {
     };
     let churner = {
         let (notifier, seq, progress, done) = (notifier.clone(), seq.clone(), progress.clone(), done.clone());
-        let ready = ready.clone();
+        let (ready, windows_done) = (ready.clone(), windows_done.clone());
         std::thread::spawn(move || {
             let mut windows = Vec::new();
             let mut k = 0_usize;
@@ -389,10 +395,19 @@ fn r7_cache_fill_races_subscription_churn() {
                     }),
                 );
                 let subscribed_at = seq.fetch_add(1, Ordering::SeqCst);
-                std::thread::yield_now();
+                // Hold the subscription while the instrumenter makes progress, so events fall
+                // inside the window (unless the instrumenter is done).
+                let from = progress.load(Ordering::SeqCst);
+                for _ in 0..1000 {
+                    if progress.load(Ordering::SeqCst) >= from + 3 || done.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
                 let unsubscribing_at = seq.fetch_add(1, Ordering::SeqCst);
                 subscription.unsubscribe().unwrap();
                 let unsubscribed_at = seq.fetch_add(1, Ordering::SeqCst);
+                windows_done.fetch_add(1, Ordering::SeqCst);
                 windows.push(Window {
                     pattern,
                     subscribing_at,
@@ -850,4 +865,138 @@ fn stress_several_threads_subscribe_unsubscribe_and_instrument() {
     }
     assert_eq!(permanent.load(Ordering::Relaxed), 2 * PER_THREAD);
     assert_eq!(notifier.subscriber_count(), 1);
+}
+
+/// An evented subscriber that panics in `silenced`.
+struct BadSilence;
+
+impl EventedSubscriber for BadSilence {
+    fn start(&self, _: &str, _: u64, _: &Payload) {}
+    fn finish(&self, _: &str, _: u64, _: &Payload) {}
+}
+
+impl SilenceableSubscriber for BadSilence {
+    fn silenced(&self, _: &str) -> bool {
+        panic!("silenced failed")
+    }
+}
+
+#[test]
+fn a_panicking_silenced_is_a_reported_failure_under_every_policy() {
+    for policy in [FailurePolicy::Report, FailurePolicy::Detach, FailurePolicy::Strict] {
+        let notifier = Notifier::new();
+        let failures = collect_failures(&notifier);
+        notifier.set_failure_policy(policy);
+        notifier.subscribe("x", Subscriber::silenceable(BadSilence).named("bad"));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            notifier.instrument("x", Payload::new, |_| 1)
+        }));
+        let failures = failures.lock().unwrap().clone();
+        assert_eq!(failures.len(), 1, "{policy:?}");
+        assert_eq!(
+            (failures[0].subscriber(), failures[0].message()),
+            ("bad", "silenced failed")
+        );
+        match policy {
+            FailurePolicy::Report => assert_eq!(result.unwrap(), 1),
+            FailurePolicy::Detach => {
+                assert_eq!(result.unwrap(), 1);
+                assert_eq!(notifier.subscriber_count(), 0);
+            }
+            FailurePolicy::Strict => {
+                let errors = result.unwrap_err().downcast::<SubscriberErrors>().unwrap();
+                assert_eq!(errors.failures().len(), 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_handle_finished_during_an_unrelated_unwinding_is_completed() {
+    let notifier = Notifier::new();
+    let outcomes: Arc<Mutex<Vec<Outcome>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = outcomes.clone();
+    notifier.subscribe(
+        "rollback",
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.outcome())),
+    );
+    struct Rollback(Notifier);
+    impl Drop for Rollback {
+        fn drop(&mut self) {
+            let mut handle = self.0.build_handle("rollback", Payload::new());
+            handle.start().unwrap();
+            drop(handle);
+            self.0.instrument("rollback", Payload::new, |_| ());
+        }
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _tx = Rollback(notifier.clone());
+        panic!("request failed");
+    }));
+    assert!(result.is_err());
+    assert_eq!(*outcomes.lock().unwrap(), [Outcome::Completed, Outcome::Completed]);
+}
+
+#[test]
+fn out_of_order_and_cross_thread_finishes_leave_no_stale_parent() {
+    let notifier = Notifier::new();
+    let (_, events) = notify_core::testing::capture_notifications(&notifier, Pattern::all(), || {
+        let mut a = notifier.build_handle("a", Payload::new());
+        let mut b = notifier.build_handle("b", Payload::new());
+        a.start().unwrap();
+        b.start().unwrap();
+        a.finish().unwrap();
+        b.finish().unwrap();
+        notifier.instrument("c", Payload::new, |_| ());
+
+        let mut sent = notifier.build_handle("sent", Payload::new());
+        sent.start().unwrap();
+        std::thread::spawn(move || sent.finish().unwrap()).join().unwrap();
+        notifier.instrument("later", Payload::new, |_| ());
+    });
+    let names: Vec<(&str, Option<u64>)> = events.iter().map(|e| (e.name(), e.parent_id())).collect();
+    let a = events[0].id();
+    assert_eq!(
+        names,
+        [
+            ("a", None),
+            ("b", Some(a)),
+            ("c", None),
+            ("sent", None),
+            ("later", None)
+        ]
+    );
+    assert_eq!(notify_core::current_event_id(), None);
+}
+
+#[test]
+fn cpu_time_is_not_measured_across_threads_and_handle_ids_survive_finish() {
+    let notifier = Notifier::new();
+    let cpu: Arc<Mutex<Vec<(String, bool, bool)>>> = Arc::new(Mutex::new(Vec::new()));
+    let sink = cpu.clone();
+    notifier.subscribe(
+        Pattern::all(),
+        Subscriber::event_with(
+            EventOptions {
+                cpu_time: true,
+                allocations: false,
+            },
+            move |e: &Event| {
+                sink.lock()
+                    .unwrap()
+                    .push((e.name().to_owned(), e.cpu_time().is_some(), e.idle_time().is_some()));
+            },
+        ),
+    );
+    let mut here = notifier.build_handle("here", Payload::new());
+    here.start_detached().unwrap();
+    here.finish().unwrap();
+    assert!(here.id().is_some());
+    let mut moved = notifier.build_handle("moved", Payload::new());
+    moved.start_detached().unwrap();
+    std::thread::spawn(move || moved.finish().unwrap()).join().unwrap();
+    assert_eq!(
+        *cpu.lock().unwrap(),
+        [("here".to_owned(), true, true), ("moved".to_owned(), false, false)]
+    );
 }

@@ -1,14 +1,15 @@
 //! From the notifier to a mailbox: the per-subscriber mailbox with its callback, the
-//! [`OwnedEventSubscriber`] that queues into one mailbox, and the fan-out that queues into many
-//! behind one registry subscription.
+//! [`OwnedEventSubscriber`] that queues into one mailbox, and the fan-out group whose members
+//! share one event log behind one registry subscription.
 
 use std::any::Any;
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::event::Event;
 use crate::failure::panic_message;
+use crate::pool::group::{shard_layout, GroupCore};
 use crate::pool::mailbox::{Admit, MailboxCore};
 use crate::pool::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, SlowSubscriber};
 use crate::pool::worker::{on_worker_of, PoolInner, RUNNING};
@@ -56,6 +57,7 @@ impl<T: AsyncSubscriber + ?Sized> AsyncSubscriber for Arc<T> {
 }
 
 /// One queued event with the flush generation it was accepted in.
+#[derive(Clone)]
 pub(crate) struct Slot {
     pub(crate) event: Arc<Event>,
     pub(crate) gen: usize,
@@ -222,36 +224,198 @@ impl OwnedEventSubscriber for Deliver {
     }
 }
 
-thread_local! {
-    /// Mailboxes a fan-out made scheduled while delivering one event (reused, so no allocation).
-    static SCHEDULED: RefCell<Vec<Arc<Mailbox>>> = const { RefCell::new(Vec::new()) };
+/// One member of a fan-out group: its callback and what only it knows. About 32 bytes.
+pub(crate) struct Member {
+    pub(crate) subscriber: Box<dyn AsyncSubscriber>,
+    /// Events with a sequence number at or above this are not delivered to this member, but
+    /// counted as dropped (`u64::MAX`: open). Set under the group's lock.
+    pub(crate) closed_at: AtomicU64,
+    /// Events dropped for this member alone (after it was closed or detached), exact.
+    pub(crate) dropped: AtomicU64,
 }
 
-/// Many async subscribers behind one registry subscription (all on `pool`, never dedicated): one
-/// `deliver` per event queues into
-/// every member, counts them pending with one atomic add, and schedules the members that became
-/// scheduled under one run-queue lock.
-pub(crate) struct Fanout {
+/// Many async subscribers sharing one event log (see the `group` module): the state behind a
+/// [`WorkerPool::subscribe_fanout`](crate::pool::WorkerPool::subscribe_fanout) subscription.
+pub(crate) struct Group {
+    pub(crate) core: GroupCore<Slot>,
+    pub(crate) members: Box<[Member]>,
+    /// Members per shard (the last shard may have fewer).
+    pub(crate) per_shard: usize,
     pub(crate) pool: Arc<PoolInner>,
-    pub(crate) members: Box<[Arc<Mailbox>]>,
+    pub(crate) config: Arc<Config>,
+    /// The id of member 0; member `i` is `first_id + i`.
+    pub(crate) first_id: u64,
 }
+
+impl Group {
+    pub(crate) fn new(pool: Arc<PoolInner>, config: Arc<Config>, subscribers: Vec<Box<dyn AsyncSubscriber>>) -> Group {
+        let n = subscribers.len();
+        let (shards, per_shard) = shard_layout(n, pool.slots.len());
+        let first_id = pool.shared.next_mailbox.fetch_add(n as u64, Ordering::Relaxed);
+        let members = subscribers
+            .into_iter()
+            .map(|subscriber| Member {
+                subscriber,
+                closed_at: AtomicU64::new(u64::MAX),
+                dropped: AtomicU64::new(0),
+            })
+            .collect();
+        Group {
+            core: GroupCore::new(shards),
+            members,
+            per_shard,
+            pool,
+            config,
+            first_id,
+        }
+    }
+
+    /// The members of `shard`, with the index of its first member.
+    pub(crate) fn shard(&self, shard: usize) -> (usize, &[Member]) {
+        let first = (shard * self.per_shard).min(self.members.len());
+        let end = (first + self.per_shard).min(self.members.len());
+        (first, &self.members[first..end])
+    }
+
+    fn shard_len(&self, shard: usize) -> u64 {
+        self.shard(shard).1.len() as u64
+    }
+
+    fn shard_of(&self, member: usize) -> usize {
+        member / self.per_shard.max(1)
+    }
+
+    /// Events member `index` will never receive (an exact count).
+    pub(crate) fn dropped(&self, index: usize) -> u64 {
+        self.core.dropped(self.shard_of(index)) + self.members[index].dropped.load(Ordering::Relaxed)
+    }
+
+    /// Events queued for member `index` (a count; those a worker already took are not counted).
+    pub(crate) fn queued(&self, index: usize) -> usize {
+        let closed_at = self.members[index].closed_at.load(Ordering::Relaxed);
+        self.core.queued_before(self.shard_of(index), closed_at)
+    }
+
+    pub(crate) fn is_closed(&self, index: usize) -> bool {
+        self.members[index].closed_at.load(Ordering::Relaxed) != u64::MAX
+    }
+
+    /// Closes members `range`: events published from now on are dropped for them (counted when a
+    /// worker passes them); the queued ones are still delivered.
+    pub(crate) fn close(&self, range: std::ops::Range<usize>) {
+        self.core.at_head(|head| {
+            for member in &self.members[range] {
+                member.closed_at.fetch_min(head, Ordering::Relaxed);
+            }
+        });
+    }
+
+    fn label(&self) -> Cow<'static, str> {
+        self.config.label.clone().unwrap_or(Cow::Borrowed("async"))
+    }
+
+    /// Member `index` panicked on `event` (sequence `seq`): report it, and detach per policy (later
+    /// events, queued or not, are dropped for it). True when detached.
+    #[cold]
+    pub(crate) fn failed(&self, index: usize, seq: u64, event: &Event, payload: &(dyn Any + Send)) -> bool {
+        let detach = self.config.on_panic == PanicPolicy::Detach;
+        self.pool.report_failure(&AsyncFailure {
+            mailbox: self.first_id + index as u64,
+            subscriber: self.label(),
+            event: event.name().to_owned(),
+            message: panic_message(payload),
+            detached: detach,
+        });
+        if detach {
+            self.members[index].closed_at.fetch_min(seq + 1, Ordering::Relaxed);
+        }
+        detach
+    }
+
+    /// The slow-subscriber reports of the shards in `shards` (bits), at most once per interval
+    /// each; a report names the shard's first member and counts the drops of each of its members.
+    #[cold]
+    fn overflowed(&self, shards: u64) {
+        let shared = &self.pool.shared;
+        let now = shared.now_ns();
+        for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
+            if let Some(dropped) = self.core.report_due(shard, now, shared.report_interval_ns) {
+                let report = SlowSubscriber {
+                    mailbox: self.first_id + self.shard(shard).0 as u64,
+                    subscriber: self.label(),
+                    capacity: self.config.capacity,
+                    dropped,
+                    overflow: self.config.overflow,
+                };
+                let hook = &shared.slow_hook;
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
+            }
+        }
+    }
+
+    /// Appends `event` once for every member (accepted in generation `gen`, already counted
+    /// pending once per member) and schedules the shards that became scheduled.
+    fn publish(self: &Arc<Group>, event: &Arc<Event>, gen: usize) {
+        let pool = &*self.pool;
+        let mut slot = Slot {
+            event: event.clone(),
+            gen,
+        };
+        let mut overflow = self.config.overflow;
+        if overflow == Overflow::Block && on_worker_of(pool.shared.family) {
+            overflow = Overflow::DropNewest;
+        }
+        loop {
+            let appended = self.core.append(
+                slot,
+                self.config.capacity,
+                overflow,
+                || pool.space.lock(),
+                |dropped, shard| pool.complete(dropped.gen, self.shard_len(shard)),
+            );
+            match appended {
+                Ok(done) => {
+                    if done.overflowed != 0 {
+                        self.overflowed(done.overflowed);
+                    }
+                    if done.schedule != 0 {
+                        pool.schedule_shards(self, done.schedule);
+                    }
+                    return;
+                }
+                Err((full, mut space, shards)) => {
+                    if pool.state() != RUNNING {
+                        drop(space);
+                        let n = self.members.len() as u64;
+                        pool.shared.reject(n);
+                        pool.complete(full.gen, n);
+                        return;
+                    }
+                    pool.space_cv.wait(&mut space);
+                    drop(space);
+                    self.overflowed(shards);
+                    slot = full;
+                }
+            }
+        }
+    }
+}
+
+/// The registry's view of a fan-out group: one `deliver` per event appends it to the group's log
+/// once and counts it pending once per member with one atomic add, however many members there are.
+pub(crate) struct Fanout(pub(crate) Arc<Group>);
 
 impl OwnedEventSubscriber for Fanout {
     fn deliver(&self, event: &Arc<Event>) {
-        let pool = &*self.pool;
+        let group = &self.0;
+        let pool = &*group.pool;
+        let n = group.members.len() as u64;
         if pool.state() != RUNNING {
-            pool.shared.reject(self.members.len() as u64);
+            pool.shared.reject(n);
             return;
         }
         let gen = pool.generation();
-        pool.accept(gen, self.members.len() as u64);
-        let mut scheduled = SCHEDULED.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        for member in self.members.iter() {
-            if member.offer(event.clone(), gen) {
-                scheduled.push(member.clone());
-            }
-        }
-        pool.schedule_many(&mut scheduled);
-        SCHEDULED.with(|s| *s.borrow_mut() = scheduled);
+        pool.accept(gen, n);
+        group.publish(event, gen);
     }
 }

@@ -25,9 +25,11 @@
 //!   subscriber is kept or detached.
 //! * **Blocking callbacks**: one that blocks holds one worker; [`AsyncOptions::dedicated`] gives it
 //!   a thread of its own instead.
-//! * **Fan-out**: [`WorkerPool::subscribe_fanout`] puts many mailboxes behind one registry
-//!   subscription: per event, one registry call, one pending-count update and one run-queue lock
-//!   for all of them, and no registry entry per mailbox.
+//! * **Fan-out**: [`WorkerPool::subscribe_fanout`] puts many subscribers behind one registry
+//!   subscription and one shared event log: per event, one registry call, one pending-count update
+//!   and one append under the group's lock, whatever the number of members (O(1) for the
+//!   publisher). Members are read in shards of consecutive members, each with a cursor into the
+//!   log; the same guarantees hold per member (one at a time, in order, bounded, exact counters).
 //!
 //! ```
 //! use notify_core::pool::{AsyncOptions, WorkerPool};
@@ -52,6 +54,7 @@
 //! ```
 
 mod delivery;
+mod group;
 mod mailbox;
 mod options;
 mod worker;
@@ -71,7 +74,7 @@ use crate::subscriber::Subscriber;
 pub use self::delivery::AsyncSubscriber;
 pub use self::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, ShutdownReport, SlowSubscriber};
 
-use self::delivery::{Config, Deliver, Fanout, Mailbox};
+use self::delivery::{Config, Deliver, Fanout, Group, Mailbox};
 use self::worker::{FailureHook, PoolInner, Shared, SlowHook};
 
 /// Configures a [`WorkerPool`].
@@ -391,7 +394,7 @@ impl WorkerPool {
         if let Some(label) = options.label {
             registered = registered.named(label);
         }
-        Ok((registered, AsyncHandle { mailbox }))
+        Ok((registered, AsyncHandle::mailbox(mailbox)))
     }
 
     fn dedicated_pool(&self) -> std::io::Result<Arc<PoolInner>> {
@@ -477,12 +480,23 @@ impl WorkerPool {
     }
 
     /// Subscribes many async subscribers to the same `pattern` behind **one** registry
-    /// subscription: each event is one registry delivery that queues into every member's mailbox,
-    /// counts them pending with one atomic add and schedules the members that became scheduled
-    /// under one run-queue lock. Members keep everything a single async subscriber has (own
-    /// mailbox, order, overflow policy and counters, panic policy), share `options`, and always
-    /// run on the shared workers (`dedicated_thread` is ignored). The cheapest way to hold 100,000s
-    /// of subscriptions: no registry entry per member.
+    /// subscription and one shared event log: each event is one registry delivery that appends
+    /// the event to the log once and counts it pending once per member with one atomic add, O(1)
+    /// in the number of members. Members are read in shards (runs of consecutive members, at most
+    /// 64 shards), each with a cursor into the log; a worker takes a batch of a shard's events and
+    /// runs the shard's members over it one after another.
+    ///
+    /// Each member keeps what a single async subscriber has: one invocation at a time, events in
+    /// publish order per producing thread, room for `options.capacity` events (a member whose
+    /// shard is that far behind loses events by the overflow policy, with exact per-member drop
+    /// counts; [`Overflow::Block`] blocks the publisher until the slowest shard has room), the
+    /// panic policy, and its own [`AsyncHandle`]. Members share `options` and always run on the
+    /// shared workers (`dedicated_thread` is ignored). Members of one shard lag together: a member
+    /// whose callback blocks delays the other members of its shard (and makes them drop alike
+    /// when the shard overflows), so give blocking callbacks [`WorkerPool::subscribe`]. A
+    /// slow-subscriber report names the first member of the shard that overflowed. The cheapest way
+    /// to hold 100,000s of subscriptions: no registry entry, mailbox or queue per member (about 50
+    /// bytes each).
     ///
     /// ```
     /// use notify_core::pool::{AsyncOptions, WorkerPool};
@@ -512,18 +526,24 @@ impl WorkerPool {
     ) -> FanoutSubscription {
         let pool = self.owner.inner.clone();
         let config = Config::of(&options);
-        let members: Box<[Arc<Mailbox>]> = subscribers
+        let callbacks = subscribers
             .into_iter()
-            .map(|s| Arc::new(Mailbox::new(pool.clone(), config.clone(), Box::new(s))))
+            .map(|s| Box::new(s) as Box<dyn AsyncSubscriber>)
             .collect();
-        let handles = members.iter().map(|m| AsyncHandle { mailbox: m.clone() }).collect();
-        let mut registered = Subscriber::owned(Fanout { pool, members });
+        let group = Arc::new(Group::new(pool, config, callbacks));
+        let handles = (0..group.members.len())
+            .map(|index| AsyncHandle {
+                target: Target::Member(group.clone(), index),
+            })
+            .collect();
+        let mut registered = Subscriber::owned(Fanout(group.clone()));
         if let Some(label) = options.label {
             registered = registered.named(label);
         }
         FanoutSubscription {
             subscription: notifier.subscribe(pattern, registered),
             members: handles,
+            group,
         }
     }
 
@@ -645,10 +665,23 @@ impl std::fmt::Debug for WorkerPool {
 /// ```
 #[derive(Clone)]
 pub struct AsyncHandle {
-    mailbox: Arc<Mailbox>,
+    target: Target,
+}
+
+/// What an [`AsyncHandle`] reads: a mailbox, or member `usize` of a fan-out group.
+#[derive(Clone)]
+enum Target {
+    Mailbox(Arc<Mailbox>),
+    Member(Arc<Group>, usize),
 }
 
 impl AsyncHandle {
+    fn mailbox(mailbox: Arc<Mailbox>) -> AsyncHandle {
+        AsyncHandle {
+            target: Target::Mailbox(mailbox),
+        }
+    }
+
     /// The mailbox id, unique within its pool (counting from 1); failure and slow-subscriber
     /// reports name it.
     ///
@@ -659,7 +692,10 @@ impl AsyncHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn id(&self) -> u64 {
-        self.mailbox.id
+        match &self.target {
+            Target::Mailbox(mailbox) => mailbox.id,
+            Target::Member(group, index) => group.first_id + *index as u64,
+        }
     }
 
     /// The label from [`AsyncOptions::named`].
@@ -671,7 +707,10 @@ impl AsyncHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn label(&self) -> Option<&str> {
-        self.mailbox.config.label.as_deref()
+        match &self.target {
+            Target::Mailbox(mailbox) => mailbox.config.label.as_deref(),
+            Target::Member(group, _) => group.config.label.as_deref(),
+        }
     }
 
     /// Events this subscriber will never receive (an exact count): refused or evicted by its
@@ -696,7 +735,10 @@ impl AsyncHandle {
     /// pool.flush();
     /// ```
     pub fn dropped(&self) -> u64 {
-        self.mailbox.core.dropped()
+        match &self.target {
+            Target::Mailbox(mailbox) => mailbox.core.dropped(),
+            Target::Member(group, index) => group.dropped(*index),
+        }
     }
 
     /// Events queued in the mailbox now (a count; those a worker already took are not counted).
@@ -708,7 +750,10 @@ impl AsyncHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn queued(&self) -> usize {
-        self.mailbox.core.len()
+        match &self.target {
+            Target::Mailbox(mailbox) => mailbox.core.len(),
+            Target::Member(group, index) => group.queued(*index),
+        }
     }
 
     /// True when the mailbox refuses events: detached after a panic ([`PanicPolicy::Detach`]), or
@@ -721,7 +766,10 @@ impl AsyncHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_closed(&self) -> bool {
-        self.mailbox.core.is_closed()
+        match &self.target {
+            Target::Mailbox(mailbox) => mailbox.core.is_closed(),
+            Target::Member(group, index) => group.is_closed(*index),
+        }
     }
 
     /// Refuses events from now on; the queued ones are still delivered.
@@ -734,7 +782,12 @@ impl AsyncHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn close(&self) {
-        self.mailbox.core.close(false);
+        match &self.target {
+            Target::Mailbox(mailbox) => {
+                mailbox.core.close(false);
+            }
+            Target::Member(group, index) => group.close(*index..*index + 1),
+        }
     }
 }
 
@@ -859,10 +912,19 @@ impl AsyncSubscription {
 /// fanout.unsubscribe()?;
 /// # Ok::<(), notify_core::NotifyError>(())
 /// ```
-#[derive(Debug)]
 pub struct FanoutSubscription {
     subscription: Subscription,
     members: Vec<AsyncHandle>,
+    group: Arc<Group>,
+}
+
+impl std::fmt::Debug for FanoutSubscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FanoutSubscription")
+            .field("subscription", &self.subscription)
+            .field("members", &self.members.len())
+            .finish()
+    }
 }
 
 impl FanoutSubscription {
@@ -905,9 +967,7 @@ impl FanoutSubscription {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn unsubscribe(&self) -> Result<(), NotifyError> {
-        for member in &self.members {
-            member.close();
-        }
+        self.group.close(0..self.group.members.len());
         self.subscription.unsubscribe()
     }
 }

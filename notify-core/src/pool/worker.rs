@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::pool::delivery::{Mailbox, Slot};
+use crate::pool::delivery::{Group, Mailbox, Slot};
 use crate::pool::options::{AsyncFailure, SlowSubscriber};
 
 pub(crate) const RUNNING: u8 = 0;
@@ -54,9 +54,22 @@ pub(crate) struct WorkerSlot {
     pub(crate) delivered: AtomicU64,
 }
 
+/// What the run queue holds: a scheduled mailbox, or a scheduled shard of a fan-out group.
+pub(crate) enum Task {
+    Mailbox(Arc<Mailbox>),
+    Shard(Arc<Group>, usize),
+}
+
+/// A worker's reusable batch buffers.
+#[derive(Default)]
+struct Batches {
+    mailbox: Vec<Slot>,
+    shard: Vec<(u64, Slot)>,
+}
+
 #[derive(Default)]
 struct RunQueue {
-    queue: VecDeque<Arc<Mailbox>>,
+    queue: VecDeque<Task>,
     /// Parked workers, by index, each at most once.
     idle: Vec<usize>,
 }
@@ -231,7 +244,7 @@ impl PoolInner {
                 self.discard_stopped(&mailbox);
                 return;
             }
-            run.queue.push_back(mailbox);
+            run.queue.push_back(Task::Mailbox(mailbox));
             self.queued.store(run.queue.len(), Ordering::Release);
             run.idle.pop()
         };
@@ -240,31 +253,46 @@ impl PoolInner {
         }
     }
 
-    /// Hands many newly scheduled mailboxes to the workers under one lock, waking as many idle
-    /// workers as there are mailboxes (at most all of them).
-    pub(crate) fn schedule_many(&self, mailboxes: &mut Vec<Arc<Mailbox>>) {
-        if mailboxes.is_empty() {
-            return;
-        }
-        let mut wake = Vec::new();
+    /// Hands the shards of `group` whose bits are set in `shards` (newly scheduled) to the workers
+    /// under one lock, waking as many idle workers as there are shards (at most all of them).
+    pub(crate) fn schedule_shards(&self, group: &Arc<Group>, shards: u64) {
+        let n = shards.count_ones() as usize;
+        let mut wake = [usize::MAX; 4];
+        let mut woken = 0;
         {
             let mut run = self.run.lock();
             if self.state() == STOPPED {
                 drop(run);
-                for mailbox in mailboxes.drain(..) {
-                    self.discard_stopped(&mailbox);
+                for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
+                    self.discard_stopped_shard(group, shard);
                 }
                 return;
             }
-            let n = mailboxes.len();
-            run.queue.extend(mailboxes.drain(..));
+            for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
+                run.queue.push_back(Task::Shard(group.clone(), shard));
+            }
             self.queued.store(run.queue.len(), Ordering::Release);
-            let keep = run.idle.len().saturating_sub(n);
-            wake.extend(run.idle.drain(keep..));
+            while woken < n.min(wake.len()) {
+                match run.idle.pop() {
+                    Some(index) => {
+                        wake[woken] = index;
+                        woken += 1;
+                    }
+                    None => break,
+                }
+            }
         }
-        for index in wake {
+        for &index in &wake[..woken] {
             self.wake(index);
         }
+    }
+
+    fn discard_stopped_shard(&self, group: &Group, shard: usize) {
+        let members = group.shard(shard).1.len() as u64;
+        group.core.clear(shard, |slot| {
+            self.shared.reject(members);
+            self.complete(slot.gen, members);
+        });
     }
 
     fn discard_stopped(&self, mailbox: &Mailbox) {
@@ -283,8 +311,8 @@ impl PoolInner {
         }
     }
 
-    /// The next scheduled mailbox, parking while there is none; `None` once the pool stopped.
-    fn next(&self, index: usize) -> Option<Arc<Mailbox>> {
+    /// The next scheduled task, parking while there is none; `None` once the pool stopped.
+    fn next(&self, index: usize) -> Option<Task> {
         let slot = &self.slots[index].0;
         let mut spins = 0;
         loop {
@@ -293,9 +321,9 @@ impl PoolInner {
             }
             if self.queued.load(Ordering::Acquire) > 0 || spins >= SPINS {
                 let mut run = self.run.lock();
-                if let Some(mailbox) = run.queue.pop_front() {
+                if let Some(task) = run.queue.pop_front() {
                     self.queued.store(run.queue.len(), Ordering::Release);
-                    return Some(mailbox);
+                    return Some(task);
                 }
                 if spins >= SPINS {
                     if self.state() == STOPPED {
@@ -325,10 +353,13 @@ impl PoolInner {
         let slot = &self.slots[index].0;
         let _ = slot.thread.set(thread::current());
         WORKER_OF.with(|w| w.set(self.shared.family));
-        let mut batch: Vec<Slot> = Vec::with_capacity(self.shared.batch);
-        while let Some(mut mailbox) = self.next(index) {
+        let mut batches = Batches::default();
+        while let Some(mut task) = self.next(index) {
             loop {
-                let more = self.turn(slot, &mailbox, &mut batch);
+                let more = match &task {
+                    Task::Mailbox(mailbox) => self.turn(slot, mailbox, &mut batches.mailbox),
+                    Task::Shard(group, shard) => self.shard_turn(slot, group, *shard, &mut batches.shard),
+                };
                 if !more {
                     break;
                 }
@@ -338,12 +369,12 @@ impl PoolInner {
                 }
                 let next = {
                     let mut run = self.run.lock();
-                    run.queue.push_back(mailbox);
+                    run.queue.push_back(task);
                     let next = run.queue.pop_front().expect("just pushed");
                     self.queued.store(run.queue.len(), Ordering::Release);
                     next
                 };
-                mailbox = next;
+                task = next;
             }
         }
     }
@@ -391,6 +422,77 @@ impl PoolInner {
             return false;
         }
         mailbox.core.finish_turn()
+    }
+
+    /// Runs one batch of a fan-out group's shard: every member of the shard, one after another, over
+    /// the same batch of events in log order. True when the shard stays scheduled with events left.
+    fn shard_turn(&self, slot: &WorkerSlot, group: &Group, shard: usize, batch: &mut Vec<(u64, Slot)>) -> bool {
+        if group.core.take(shard, self.shared.batch, batch) {
+            let _space = self.space.lock();
+            self.space_cv.notify_all();
+        }
+        let mut per_gen = [0_u64; 2];
+        for (_, item) in batch.iter() {
+            per_gen[item.gen] += 1;
+        }
+        let (first, members) = group.shard(shard);
+        let mut done = [0_u64; 2];
+        let mut ran = 0_u64;
+        for (offset, member) in members.iter().enumerate() {
+            // Closed members get the events published before they were closed (the batch is in
+            // sequence order); the rest count as dropped.
+            let closed_at = member.closed_at.load(Ordering::Relaxed);
+            let mut open = batch.partition_point(|(seq, _)| *seq < closed_at);
+            let mut next = 0;
+            let mut stopped = false;
+            while next < open {
+                let run = catch_unwind(AssertUnwindSafe(|| {
+                    while next < open {
+                        if self.state() == STOPPED {
+                            return false;
+                        }
+                        member.subscriber.call(&batch[next].1.event);
+                        next += 1;
+                    }
+                    true
+                }));
+                match run {
+                    Ok(finished) => stopped = !finished,
+                    Err(payload) => {
+                        let (seq, item) = &batch[next];
+                        next += 1;
+                        if group.failed(first + offset, *seq, &item.event, &*payload) {
+                            open = next;
+                        }
+                    }
+                }
+                if stopped {
+                    break;
+                }
+            }
+            ran += next as u64;
+            if stopped {
+                // The rest of the batch is abandoned for this member and the next ones: left
+                // pending, so shutdown counts it.
+                for (_, item) in &batch[..next] {
+                    done[item.gen] += 1;
+                }
+                break;
+            }
+            if open < batch.len() {
+                member.dropped.fetch_add((batch.len() - open) as u64, Ordering::Relaxed);
+            }
+            done[0] += per_gen[0];
+            done[1] += per_gen[1];
+        }
+        batch.clear();
+        slot.delivered.fetch_add(ran, Ordering::Relaxed);
+        self.complete(0, done[0]);
+        self.complete(1, done[1]);
+        if self.state() == STOPPED {
+            return false;
+        }
+        group.core.finish_turn(shard)
     }
 
     /// Waits until no event of the current generation is pending: everything accepted before the
@@ -448,8 +550,11 @@ impl PoolInner {
         for index in idle {
             self.wake(index);
         }
-        for mailbox in queued {
-            mailbox.core.clear();
+        for task in queued {
+            // A shard's events stay in its group's log, abandoned with the rest.
+            if let Task::Mailbox(mailbox) = task {
+                mailbox.core.clear();
+            }
         }
         let _space = self.space.lock();
         self.space_cv.notify_all();
