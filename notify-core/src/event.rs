@@ -250,7 +250,9 @@ impl Event {
     }
 
     /// Thread CPU time spent between start and finish; `None` unless an event-object subscriber
-    /// asked for it with [`EventOptions::cpu_time`](crate::EventOptions) (it costs a system call per edge).
+    /// asked for it with [`EventOptions::cpu_time`](crate::EventOptions) (it costs a system call per
+    /// edge), and `None` when the event finished on another thread than it started on (the clock is
+    /// per thread).
     ///
     /// ```
     /// # let now = std::time::Instant::now();
@@ -275,7 +277,8 @@ impl Event {
 
     /// Heap allocations made by this thread between start and finish; `None` unless
     /// [`CountingAllocator`](crate::CountingAllocator) is the global allocator and an event-object
-    /// subscriber asked for [`EventOptions::allocations`](crate::EventOptions).
+    /// subscriber asked for [`EventOptions::allocations`](crate::EventOptions), and `None` when the
+    /// event finished on another thread than it started on.
     ///
     /// ```
     /// # let now = std::time::Instant::now();
