@@ -496,7 +496,32 @@ mod loom_model {
             }
         }
 
+        /// The bug the protocol avoids: marking the shard idle when its batch is *taken*, before the
+        /// callbacks ran. Only for `pool_loom_group_catches_early_unschedule`.
+        fn run_unscheduling_early(&self, shard: usize) {
+            let mut batch = Vec::new();
+            self.group.take(shard, 8, &mut batch);
+            {
+                let mut state = self.group.state.lock();
+                state.shards[shard].scheduled = false;
+                state.idle += 1;
+            }
+            for (_, item) in batch.drain(..) {
+                assert!(
+                    !self.inside[shard].swap(true, Ordering::SeqCst),
+                    "two turns of one shard at once"
+                );
+                self.seen[shard].lock().unwrap().push(item);
+                thread::yield_now();
+                self.inside[shard].store(false, Ordering::SeqCst);
+            }
+        }
+
         fn publish(&self, item: (u8, u8)) {
+            self.publish_with(item, Model::run);
+        }
+
+        fn publish_with(&self, item: (u8, u8), run: fn(&Model, usize)) {
             let done = self
                 .group
                 .append(
@@ -509,20 +534,38 @@ mod loom_model {
                 .unwrap_or_else(|_| unreachable!());
             for shard in 0..2 {
                 if done.schedule & (1 << shard) != 0 {
-                    self.run(shard);
+                    run(self, shard);
                 }
             }
         }
     }
 
+    fn model() -> Arc<Model> {
+        Arc::new(Model {
+            group: GroupCore::new(2),
+            inside: [AtomicBool::new(false), AtomicBool::new(false)],
+            seen: [LoomMutex::new(Vec::new()), LoomMutex::new(Vec::new())],
+        })
+    }
+
+    /// The model is not vacuous: with a shard unscheduled before its callbacks ran, loom finds the
+    /// interleaving where two threads run one shard's members at once.
+    #[test]
+    #[should_panic(expected = "two turns of one shard at once")]
+    fn pool_loom_group_catches_early_unschedule() {
+        loom::model(|| {
+            let model = model();
+            let other = model.clone();
+            let producer = thread::spawn(move || other.publish_with((1, 0), Model::run_unscheduling_early));
+            model.publish_with((0, 0), Model::run_unscheduling_early);
+            producer.join().unwrap();
+        });
+    }
+
     #[test]
     fn pool_loom_group_shards() {
         loom::model(|| {
-            let model = Arc::new(Model {
-                group: GroupCore::new(2),
-                inside: [AtomicBool::new(false), AtomicBool::new(false)],
-                seen: [LoomMutex::new(Vec::new()), LoomMutex::new(Vec::new())],
-            });
+            let model = model();
             let other = model.clone();
             let producer = thread::spawn(move || {
                 other.publish((1, 0));
