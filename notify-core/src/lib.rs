@@ -78,8 +78,8 @@ pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
-pub use crate::pool::{AsyncOptions, AsyncSubscriber, Overflow, WorkerPool};
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
+pub use crate::pool::{AsyncOptions, AsyncSubscriber, Overflow, WorkerPool};
 pub use crate::subscriber::{
     EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber, SilenceableSubscriber,
     Subscriber, TimedSubscriber,

@@ -49,9 +49,15 @@ fn event_allocations_count_the_blocks_allocations_when_asked() {
     let sink = counts.clone();
     notifier.subscribe(
         "alloc.block",
-        Subscriber::event_with(EventOptions { cpu_time: false, allocations: true }, move |e: &Event| {
-            sink.lock().unwrap().push(e.allocations());
-        }),
+        Subscriber::event_with(
+            EventOptions {
+                cpu_time: false,
+                allocations: true,
+            },
+            move |e: &Event| {
+                sink.lock().unwrap().push(e.allocations());
+            },
+        ),
     );
     notifier.instrument("alloc.block", Payload::new, |_| {
         let a = vec![1_u8; 100];
@@ -65,7 +71,10 @@ fn event_allocations_count_the_blocks_allocations_when_asked() {
 #[test]
 fn listening_never_allocates_even_through_patterns() {
     let notifier = Notifier::new();
-    notifier.subscribe(notify_core::Pattern::glob("other.*").unwrap(), Subscriber::event(|_: &Event| {}));
+    notifier.subscribe(
+        notify_core::Pattern::glob("other.*").unwrap(),
+        Subscriber::event(|_: &Event| {}),
+    );
     notifier.subscribe("exact.name", Subscriber::event(|_: &Event| {}));
     let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
     let answers = [

@@ -315,7 +315,10 @@ fn a6_blocking_subscriber_stalls_at_most_one_worker() {
         // The blocker's worker may not have picked up its first event yet: wait until it has.
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while blocked_calls.load(Ordering::SeqCst) == 0 {
-            assert!(std::time::Instant::now() < deadline, "the blocker never received its first event");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the blocker never received its first event"
+            );
             std::thread::yield_now();
         }
         assert_eq!(
