@@ -116,12 +116,8 @@ impl Active {
         }
     }
 
-    /// Finishes the event and delivers it to the listener set captured at start.
-    pub(crate) fn finish(mut self, inner: &Inner, mut payload: Payload, outcome: Outcome) {
-        self.finish_in_place(inner, &mut payload, outcome);
-    }
-
-    /// As [`Active::finish`], borrowing the payload: it is moved out (left empty) only when an
+    /// Finishes the event and delivers it to the listener set captured at start, borrowing the
+    /// payload: it is moved out (left empty) only when an
     /// event object is built, so the synchronous kinds cost no ~260-byte payload moves. Called at
     /// most once per event.
     pub(crate) fn finish_in_place(&mut self, inner: &Inner, payload: &mut Payload, outcome: Outcome) {

@@ -1,7 +1,6 @@
 //! [`Handle`]: an event started and finished in different places (AS::N's `Instrumenter#build_handle`).
 
 use std::marker::PhantomData;
-use std::mem;
 
 use crate::dispatch::Active;
 use crate::error::NotifyError;
@@ -45,8 +44,8 @@ pub struct Handle {
     name: Name,
     payload: Payload,
     state: State,
-    /// Prepared by a callsite (silenced listeners already asked), started by `begin`.
-    prepared: Option<Active>,
+    /// Before `start`: the listeners a callsite already resolved and asked (or nothing). After:
+    /// the event in flight, if anybody listens.
     active: Option<Active>,
     id: Option<u64>,
     outcome: Outcome,
@@ -62,7 +61,6 @@ impl Handle {
             name,
             payload,
             state: State::Built,
-            prepared: None,
             active: None,
             id: None,
             outcome: Outcome::Completed,
@@ -73,7 +71,7 @@ impl Handle {
     /// A handle whose listeners are already resolved and asked (callsites).
     pub(crate) fn prepared(notifier: Notifier, name: Name, prepared: Active, payload: Payload) -> Handle {
         let mut handle = Handle::new(notifier, name, payload);
-        handle.prepared = Some(prepared);
+        handle.active = Some(prepared);
         handle
     }
 
@@ -84,13 +82,10 @@ impl Handle {
         }
         self.state = State::Started;
         self.panicking_at_start = std::thread::panicking();
-        self.active = match self.prepared.take() {
-            Some(prepared) => Some(prepared),
-            None => {
-                let resolved = self.notifier.inner.snapshot.load().resolve(self.name.as_str());
-                resolved.and_then(|resolved| Active::prepare(&self.notifier.inner, resolved))
-            }
-        };
+        if self.active.is_none() {
+            let resolved = self.notifier.inner.snapshot.load().resolve(self.name.as_str());
+            self.active = resolved.and_then(|resolved| Active::prepare(&self.notifier.inner, resolved));
+        }
         if let Some(active) = &mut self.active {
             active.start(&self.payload, enter);
             self.id = Some(active.id());
@@ -146,7 +141,11 @@ impl Handle {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn enter(&self) -> Entered<'_> {
-        let id = self.active.as_ref().map(Active::id);
+        let id = self
+            .active
+            .as_ref()
+            .filter(|_| self.state == State::Started)
+            .map(Active::id);
         if let Some(id) = id {
             ids::enter(id);
         }
@@ -177,7 +176,7 @@ impl Handle {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn is_listened(&self) -> bool {
-        self.active.is_some()
+        self.state != State::Built && self.active.is_some()
     }
 
     /// The payload, to add entries before `finish`.
@@ -223,8 +222,8 @@ impl Handle {
         self.outcome = outcome;
     }
 
-    /// Finishes the event and delivers it to the listener set captured at start. The payload is
-    /// handed to the subscribers (it is empty afterwards).
+    /// Finishes the event and delivers it to the listener set captured at start. When an event
+    /// object is built, the payload moves into it (the handle's payload is empty afterwards).
     ///
     /// # Errors
     /// [`NotifyError::NotStarted`] before `start`; [`NotifyError::AlreadyFinished`] on a second call.
@@ -240,8 +239,8 @@ impl Handle {
             State::Started => {}
         }
         self.state = State::Finished;
-        if let Some(active) = self.active.take() {
-            active.finish(&self.notifier.inner, mem::take(&mut self.payload), self.outcome);
+        if let Some(active) = &mut self.active {
+            active.finish_in_place(&self.notifier.inner, &mut self.payload, self.outcome);
         }
         Ok(())
     }

@@ -9,11 +9,10 @@
 //! global list, and its thread drops it from its stack the next time it asks for the current
 //! event (one relaxed load when there are no orphans).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 
 /// How many ids a thread reserves at a time.
 const BLOCK: u64 = 1024;
@@ -24,8 +23,46 @@ static NEXT_TRANSACTION: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     static NEXT_ID: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     static TRANSACTION: Cell<u64> = const { Cell::new(0) };
-    static STACK: RefCell<SmallVec<[u64; 8]>> = const { RefCell::new(SmallVec::new_const()) };
+    static STACK: Stack = const { Stack { ids: [const { Cell::new(0) }; DEPTH], len: Cell::new(0) } };
     static SEEN_ORPHANED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many entered events a thread records; deeper ones are counted, and events started inside
+/// them get the deepest recorded one as parent.
+const DEPTH: usize = 16;
+
+/// A thread's entered events: a fixed array of `Cell`s, so the thread-local needs no destructor
+/// and each access is a plain load or store.
+struct Stack {
+    ids: [Cell<u64>; DEPTH],
+    /// Entered and not yet left; may exceed `DEPTH`.
+    len: Cell<usize>,
+}
+
+impl Stack {
+    fn top(&self) -> Option<u64> {
+        let stored = self.len.get().min(DEPTH);
+        stored.checked_sub(1).map(|i| self.ids[i].get())
+    }
+
+    /// Removes the recorded entry `id`; false when it is not recorded here.
+    fn remove(&self, id: u64) -> bool {
+        let len = self.len.get();
+        let stored = len.min(DEPTH);
+        let Some(at) = (0..stored).rev().find(|&i| self.ids[i].get() == id) else {
+            return false;
+        };
+        for i in at..stored - 1 {
+            self.ids[i].set(self.ids[i + 1].get());
+        }
+        if len > DEPTH {
+            // An unrecorded deeper entry takes the freed place; it has no id of its own, so the
+            // deepest slot keeps its neighbour's id as the best parent available.
+            self.ids[DEPTH - 1].set(self.ids[DEPTH - 2].get());
+        }
+        self.len.set(len - 1);
+        true
+    }
 }
 
 /// Events entered on one thread and finished on another, not yet dropped from their stack.
@@ -81,12 +118,18 @@ pub fn current_event_id() -> Option<u64> {
     if orphaned != SEEN_ORPHANED.with(Cell::get) {
         claim_orphans(orphaned);
     }
-    STACK.with(|stack| stack.borrow().last().copied())
+    STACK.with(Stack::top)
 }
 
 /// Makes `id` this thread's current event until [`leave`].
 pub(crate) fn enter(id: u64) {
-    STACK.with(|stack| stack.borrow_mut().push(id));
+    STACK.with(|stack| {
+        let len = stack.len.get();
+        if len < DEPTH {
+            stack.ids[len].set(id);
+        }
+        stack.len.set(len + 1);
+    });
 }
 
 /// Removes `id` from this thread's stack of entered events, wherever it is (events may finish out
@@ -94,14 +137,20 @@ pub(crate) fn enter(id: u64) {
 /// thread to drop.
 pub(crate) fn leave(id: u64) {
     let found = STACK.with(|stack| {
-        let mut stack = stack.borrow_mut();
-        match stack.iter().rposition(|&entered| entered == id) {
-            Some(at) => {
-                stack.remove(at);
-                true
-            }
-            None => false,
+        let len = stack.len.get();
+        if len > 0 && len <= DEPTH && stack.ids[len - 1].get() == id {
+            stack.len.set(len - 1);
+            return true;
         }
+        if stack.remove(id) {
+            return true;
+        }
+        if len > DEPTH {
+            // One of the unrecorded deep entries.
+            stack.len.set(len - 1);
+            return true;
+        }
+        false
     });
     if !found {
         let mut orphans = ORPHANS.lock();
@@ -118,15 +167,7 @@ fn claim_orphans(orphaned: usize) {
     SEEN_ORPHANED.with(|seen| seen.set(orphaned));
     let mut orphans = ORPHANS.lock();
     STACK.with(|stack| {
-        stack
-            .borrow_mut()
-            .retain(|entered| match orphans.iter().position(|o| o == entered) {
-                Some(at) => {
-                    orphans.swap_remove(at);
-                    false
-                }
-                None => true,
-            });
+        orphans.retain(|&orphan| !stack.remove(orphan));
     });
 }
 
@@ -145,6 +186,21 @@ mod tests {
         enter(3);
         std::thread::spawn(|| leave(3)).join().unwrap();
         assert_eq!(current_event_id(), None);
+    }
+
+    #[test]
+    fn deep_nesting_beyond_the_recorded_depth_unwinds_exactly() {
+        for id in 1..=20 {
+            enter(id);
+        }
+        assert_eq!(current_event_id(), Some(16));
+        for id in (1..=20).rev() {
+            leave(id);
+        }
+        assert_eq!(current_event_id(), None);
+        enter(7);
+        assert_eq!(current_event_id(), Some(7));
+        leave(7);
     }
 
     #[test]
