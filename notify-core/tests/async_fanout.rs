@@ -7,46 +7,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
+mod support;
+
+use support::{check_order, field, publish, recorder, Seen};
+
 use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
-use notify_core::{Event, Notifier, Payload};
-
-fn field(event: &Event, key: &str) -> i64 {
-    event
-        .payload()
-        .get(key)
-        .and_then(|v| v.as_i64())
-        .expect("numbered event")
-}
-
-fn publish(notifier: &Notifier, name: &str, producer: u64, n: u64) {
-    notifier.instrument(name, || Payload::new().with("p", producer).with("n", n), |_| ());
-}
-
-/// What one member saw: (producer, sequence number) in delivery order.
-type Seen = Arc<Mutex<Vec<(i64, i64)>>>;
+use notify_core::{Event, Notifier};
 
 fn recorders(n: usize) -> Vec<Seen> {
     (0..n).map(|_| Seen::default()).collect()
-}
-
-fn recorder(seen: &Seen) -> impl Fn(&Event) + Send + Sync + 'static {
-    let seen = seen.clone();
-    move |e: &Event| seen.lock().unwrap().push((field(e, "p"), field(e, "n")))
-}
-
-/// Each producer's sequence strictly increasing, and the events missing equal to `dropped`.
-fn check_order(seen: &[(i64, i64)], producers: i64, per_producer: i64, dropped: u64) {
-    let mut missing = 0;
-    for p in 0..producers {
-        let sequence: Vec<i64> = seen.iter().filter(|s| s.0 == p).map(|s| s.1).collect();
-        assert!(
-            sequence.windows(2).all(|w| w[0] < w[1]),
-            "producer {p}: not strictly increasing: {sequence:?}"
-        );
-        assert!(sequence.iter().all(|n| (0..per_producer).contains(n)));
-        missing += per_producer - sequence.len() as i64;
-    }
-    assert_eq!(missing as u64, dropped, "gaps must equal the dropped counter exactly");
 }
 
 /// A1 for a group: 300 members (several shards), two producers on two threads, a capacity large
