@@ -196,6 +196,14 @@ impl Callsite {
         Some(Handle::prepared(notifier.clone(), name, prepared, payload()))
     }
 
+    /// The listeners of a listened callsite, asked (silenceable ones) and ready to start; `None`
+    /// when nobody would receive the event.
+    #[inline]
+    pub(crate) fn prepare(&'static self) -> Option<Active> {
+        let resolved = self.resolved.load_full()?;
+        Active::prepare(&Notifier::global().inner, resolved)
+    }
+
     /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).
     ///
     /// ```

@@ -10,8 +10,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::callsite::Callsite;
+use crate::dispatch::Active;
 use crate::event::Outcome;
 use crate::handle::Handle;
+use crate::notifier::Notifier;
 use crate::payload::{Payload, Value};
 
 /// The payload key under which `ret` records the return value.
@@ -197,39 +199,39 @@ impl<T, E> IsResult for Result<T, E> {
 
 /// `err`: records an `Err` under `exception`.
 #[inline]
-pub fn record_err<R>(handle: &mut Handle, result: &R)
+pub fn record_err<R>(payload: &mut Payload, result: &R)
 where
     R: IsResult,
     R::Err: fmt::Display,
 {
     if let Err(error) = result.as_result() {
-        handle.record_error(error);
+        payload.record_error(error);
     }
 }
 
 /// `ret`: records the return value's `Debug` text under `return`.
 #[inline]
-pub fn record_ret<T: fmt::Debug>(handle: &mut Handle, value: &T) {
-    handle.payload_mut().insert(RETURN_KEY, Value::debug(value));
+pub fn record_ret<T: fmt::Debug>(payload: &mut Payload, value: &T) {
+    payload.insert(RETURN_KEY, Value::debug(value));
 }
 
 /// `err` and `ret` together: `exception` for an `Err`, `return` (the `Ok` value) otherwise.
 #[inline]
-pub fn record_err_ret<R>(handle: &mut Handle, result: &R)
+pub fn record_err_ret<R>(payload: &mut Payload, result: &R)
 where
     R: IsResult,
     R::Ok: fmt::Debug,
     R::Err: fmt::Display,
 {
     match result.as_result() {
-        Ok(value) => record_ret(handle, value),
-        Err(error) => handle.record_error(error),
+        Ok(value) => record_ret(payload, value),
+        Err(error) => payload.record_error(error),
     }
 }
 
 /// Records nothing (neither `err` nor `ret`).
 #[inline(always)]
-pub fn record_nothing<T>(_: &mut Handle, _: &T) {}
+pub fn record_nothing<T>(_: &mut Payload, _: &T) {}
 
 /// The function's return type, as a type parameter: `if false { return hint.unreachable() }`
 /// unifies `R` with the return type without spelling it, so the body's closure or async block is
@@ -279,57 +281,96 @@ pub fn call_once<R>(_: Hint<R>, f: impl FnOnce() -> R) -> R {
 /// The event of one call of an instrumented function: `None` when nobody listens. Dropping it
 /// finishes the event (as [`Outcome::Panicked`] while unwinding).
 ///
-/// Unlistened, dropping it is one inline test of the `Option`: the handle's drop glue is called only
-/// for a listened call (`ManuallyDrop` keeps the compiler from emitting it unconditionally).
+/// Listened, it holds the event and its payload directly (no [`Handle`]), built in the guard's
+/// own place: an event in flight is ~430 bytes, and each move of it was a `memcpy`. Unlistened,
+/// dropping it is one inline test of the `Option`: the event's drop glue is called only for a
+/// listened call (`ManuallyDrop` keeps the compiler from emitting it unconditionally).
 pub struct Guard {
-    handle: ManuallyDrop<Option<Handle>>,
+    active: ManuallyDrop<Option<Active>>,
+    /// Empty and unused until the event starts.
+    payload: ManuallyDrop<Payload>,
+    state: GuardState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GuardState {
+    /// Not started (unlistened, or the payload closure panicked).
+    NotStarted,
+    Started,
+    /// Started while the thread was already unwinding: the guard's drop during that unwinding is
+    /// the function returning, not panicking.
+    StartedPanicking,
 }
 
 impl Guard {
-    /// Starts the event when someone listens (evaluating `payload` only then). Unlistened, this is
-    /// the callsite's one atomic load and a branch.
+    /// An unlistened guard, for [`Guard::start`] to fill in place.
     #[inline(always)]
-    pub fn start(callsite: &'static Callsite, payload: impl FnOnce() -> Payload) -> Guard {
-        if !callsite.is_enabled() {
-            return Guard {
-                handle: ManuallyDrop::new(None),
-            };
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Guard {
+        Guard {
+            active: ManuallyDrop::new(None),
+            payload: ManuallyDrop::new(Payload::default()),
+            state: GuardState::NotStarted,
         }
-        Guard::start_listened(callsite, payload)
+    }
+
+    /// Starts the event when someone listens (evaluating `payload` only then). Unlistened, this is
+    /// the callsite's one atomic load and a branch. The guard is filled where it is (the caller's
+    /// local), never moved.
+    #[inline(always)]
+    pub fn start(&mut self, callsite: &'static Callsite, payload: impl FnOnce() -> Payload) {
+        if callsite.is_enabled() {
+            self.start_listened(callsite, payload);
+        }
     }
 
     #[inline(never)]
-    fn start_listened(callsite: &'static Callsite, payload: impl FnOnce() -> Payload) -> Guard {
-        let mut handle = callsite.handle(payload);
-        if let Some(handle) = &mut handle {
-            // A fresh handle cannot be started already.
-            let _ = handle.start();
-        }
-        Guard {
-            handle: ManuallyDrop::new(handle),
+    fn start_listened(&mut self, callsite: &'static Callsite, payload: impl FnOnce() -> Payload) {
+        // Assigning `ManuallyDrop`s drops nothing: the guard is fresh from `new`.
+        self.active = ManuallyDrop::new(callsite.prepare());
+        if let Some(active) = &mut *self.active {
+            // If `payload` panics, the event is dropped unstarted and delivers nothing.
+            self.payload = ManuallyDrop::new(payload());
+            self.state = if std::thread::panicking() {
+                GuardState::StartedPanicking
+            } else {
+                GuardState::Started
+            };
+            active.start(&self.payload, true);
         }
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).
     #[inline(always)]
-    pub fn record<T>(&mut self, value: &T, record: impl Fn(&mut Handle, &T)) {
-        if let Some(handle) = &mut *self.handle {
-            record(handle, value);
+    pub fn record<T>(&mut self, value: &T, record: impl Fn(&mut Payload, &T)) {
+        if self.active.is_some() {
+            record(&mut self.payload, value);
         }
     }
 
-    /// Finishes a listened event (the handle's `Drop`).
+    /// Finishes a listened event and drops it.
     #[inline(never)]
     fn finish(&mut self) {
-        // SAFETY: called once, from `drop`; the field is not used afterwards.
-        unsafe { ManuallyDrop::drop(&mut self.handle) }
+        if let (Some(active), true) = (&mut *self.active, self.state != GuardState::NotStarted) {
+            let outcome = if self.state == GuardState::Started && std::thread::panicking() {
+                Outcome::Panicked
+            } else {
+                Outcome::Completed
+            };
+            active.finish_in_place(&Notifier::global().inner, &mut self.payload, outcome);
+        }
+        // SAFETY: called once, from `drop`; the fields are not used afterwards.
+        unsafe {
+            ManuallyDrop::drop(&mut self.active);
+            ManuallyDrop::drop(&mut self.payload);
+        }
     }
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.handle.is_some() {
+        if self.active.is_some() {
             self.finish();
         }
     }
@@ -361,7 +402,7 @@ fn start_detached_listened(callsite: &'static Callsite, payload: impl FnOnce() -
 /// thread's current one; completion finishes it; a drop before completion finishes it as
 /// [`Outcome::Cancelled`]; a panic in a poll finishes it as [`Outcome::Panicked`]. Unlistened
 /// (`handle` is `None`), a poll is the inner poll and one branch.
-pub struct Instrumented<F: Future, R: Fn(&mut Handle, &F::Output)> {
+pub struct Instrumented<F: Future, R: Fn(&mut Payload, &F::Output)> {
     inner: ManuallyDrop<F>,
     handle: Option<Box<Handle>>,
     record: R,
@@ -374,7 +415,7 @@ pub struct Instrumented<F: Future, R: Fn(&mut Handle, &F::Output)> {
 pub fn instrumented<F, O, R>(handle: Option<Box<Handle>>, _hint: Hint<O>, inner: F, record: R) -> Instrumented<F, R>
 where
     F: Future<Output = O>,
-    R: Fn(&mut Handle, &O),
+    R: Fn(&mut Payload, &O),
 {
     Instrumented {
         inner: ManuallyDrop::new(inner),
@@ -401,7 +442,7 @@ impl Drop for PollGuard<'_> {
     }
 }
 
-impl<F: Future, R: Fn(&mut Handle, &F::Output)> Future for Instrumented<F, R> {
+impl<F: Future, R: Fn(&mut Payload, &F::Output)> Future for Instrumented<F, R> {
     type Output = F::Output;
 
     #[inline]
@@ -424,7 +465,7 @@ impl<F: Future, R: Fn(&mut Handle, &F::Output)> Future for Instrumented<F, R> {
         guard.armed = false;
         if let Poll::Ready(output) = &poll {
             if let Some(mut handle) = guard.handle.take() {
-                (this.record)(&mut handle, output);
+                (this.record)(handle.payload_mut(), output);
                 let _ = handle.finish();
             }
         }
@@ -432,7 +473,7 @@ impl<F: Future, R: Fn(&mut Handle, &F::Output)> Future for Instrumented<F, R> {
     }
 }
 
-impl<F: Future, R: Fn(&mut Handle, &F::Output)> Drop for Instrumented<F, R> {
+impl<F: Future, R: Fn(&mut Payload, &F::Output)> Drop for Instrumented<F, R> {
     fn drop(&mut self) {
         let entered = self.handle.as_deref().map(Handle::enter);
         // SAFETY: dropped in place exactly once, never used again.

@@ -104,6 +104,28 @@ fn m8_an_unlistened_call_evaluates_no_field() {
     assert_eq!(events[0].payload().get("rows"), Some(&Value::U64(5)));
 }
 
+fn exploding(x: u64) -> u64 {
+    assert!(x != 0, "payload panic");
+    x
+}
+
+#[instrument_event("fields.exploding", fields(x = exploding(x)))]
+fn exploding_field(x: u64) -> u64 {
+    x
+}
+
+#[test]
+fn a_panicking_field_expression_delivers_no_event_and_leaves_no_current_event() {
+    let (caught, events) = capture("fields.exploding", || panic::catch_unwind(|| exploding_field(0)));
+    assert!(caught.is_err());
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(notify_core::current_event_id(), None);
+    let (value, events) = capture("fields.exploding", || exploding_field(2));
+    assert_eq!(value, 2);
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].parent_id(), None);
+}
+
 #[derive(Debug)]
 struct Table(&'static str);
 

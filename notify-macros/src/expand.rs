@@ -273,7 +273,8 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             quote_spanned!(record.span()=> ::notify_core::__private::Guard::record(&mut #guard, &#value, #record););
         quote! {
             #hint_let
-            let mut #guard = ::notify_core::__private::Guard::start(&#site, #payload);
+            let mut #guard = ::notify_core::__private::Guard::new();
+            ::notify_core::__private::Guard::start(&mut #guard, &#site, #payload);
             let #value = ::notify_core::__private::call_once(#hint, move || #user_block);
             #record_call
             #value
@@ -281,7 +282,8 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
     } else {
         let guard = format_ident!("_notify_guard", span = Span::mixed_site());
         quote! {
-            let #guard = ::notify_core::__private::Guard::start(&#site, #payload);
+            let mut #guard = ::notify_core::__private::Guard::new();
+            ::notify_core::__private::Guard::start(&mut #guard, &#site, #payload);
             #body
         }
     };
