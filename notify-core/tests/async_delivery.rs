@@ -8,7 +8,7 @@ use std::time::Duration;
 
 mod support;
 
-use support::{check_order, field, publish, recorder, Seen};
+use support::{check_order, field, publish, recorder, within, Seen};
 
 use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
 use notify_core::{Event, Notifier, Pattern};
@@ -302,4 +302,69 @@ fn a6_blocking_subscriber_stalls_at_most_one_worker() {
         let report = pool.shutdown(Duration::from_secs(10));
         assert_eq!((report.delivered, report.abandoned), (1010, 0));
     }
+}
+
+/// Regression: a publisher blocked on a full `Overflow::Block` mailbox is released when the
+/// subscriber is detached after a panic (`PanicPolicy::Detach`), its event counted as dropped, and
+/// `flush` returns. Before the fix, detaching emptied the queue but woke nobody: the publisher and
+/// every later `flush` waited forever.
+#[test]
+fn a5_detach_releases_a_blocked_publisher() {
+    quiet_panics();
+    let pool = WorkerPool::builder()
+        .threads(1)
+        .failure_hook(|_: &AsyncFailure| {})
+        .build();
+    let notifier = Notifier::new();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = calls.clone();
+    let sub = pool.subscribe(
+        &notifier,
+        "a5.block",
+        AsyncOptions::new()
+            .capacity(1)
+            .overflow(Overflow::Block)
+            .on_panic(PanicPolicy::Detach),
+        move |_: &Event| {
+            c.fetch_add(1, Ordering::SeqCst);
+            gate.lock().unwrap().recv().expect("released");
+            panic!("a5: detach me");
+        },
+    );
+    // Event 0 is taken by the worker (which waits at the gate), event 1 fills the mailbox, event
+    // 2 blocks the publisher.
+    let n = notifier.clone();
+    let publisher = std::thread::spawn(move || {
+        for i in 0..3 {
+            publish(&n, "a5.block", 0, i);
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !(calls.load(Ordering::SeqCst) == 1 && sub.queued() == 1 && pool.pending() == 3) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the publisher never reached the full mailbox"
+        );
+        std::thread::yield_now();
+    }
+    // Give the publisher the moment it needs to go from "accepted" to "blocked" (not a timing
+    // assertion: the outcome is the same either way, only the path differs).
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!publisher.is_finished(), "event 2 waits for room");
+    release.send(()).unwrap();
+    within("the blocked publisher", 60, move || publisher.join().unwrap());
+    let p = pool.clone();
+    within("flush after a detach", 60, move || p.flush());
+    assert!(sub.is_closed());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        sub.dropped(),
+        2,
+        "event 1 discarded by the detach, event 2 refused by the closed mailbox"
+    );
+    assert_eq!((pool.delivered(), pool.pending()), (1, 0));
+    let report = pool.shutdown(Duration::from_secs(10));
+    assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
 }

@@ -190,10 +190,24 @@ impl Mailbox {
         detach
     }
 
-    /// Refuses later events and discards the queued ones (counted as dropped).
+    /// Refuses later events and discards the queued ones (counted as dropped). Publishers blocked
+    /// on the full mailbox ([`Overflow::Block`]) are woken: their events are dropped too.
     pub(crate) fn detach(&self) {
-        for slot in self.core.close(true) {
+        let (discarded, blocked) = self.core.close(true);
+        for slot in discarded {
             self.pool.complete(slot.gen, 1);
+        }
+        if blocked {
+            self.pool.wake_blocked();
+        }
+    }
+
+    /// Refuses later events; the queued ones are still delivered. Publishers blocked on the full
+    /// mailbox are woken at once: their events are dropped.
+    pub(crate) fn close(&self) {
+        let (_, blocked) = self.core.close(false);
+        if blocked {
+            self.pool.wake_blocked();
         }
     }
 

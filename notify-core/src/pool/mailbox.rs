@@ -144,14 +144,18 @@ impl<T> MailboxCore<T> {
 
     /// Refuses items from now on; with `discard`, also removes the queued ones (counted as dropped)
     /// and returns them. A scheduled mailbox stays scheduled until its worker finishes the turn.
-    pub(crate) fn close(&self, discard: bool) -> VecDeque<T> {
+    /// The flag is true when publishers were blocked on the mailbox ([`Overflow::Block`]): the
+    /// caller must wake them (they retry, find the mailbox closed, and count their item as
+    /// dropped); nothing else would, once the queue is discarded.
+    pub(crate) fn close(&self, discard: bool) -> (VecDeque<T>, bool) {
         let mut state = self.state.lock();
         state.closed = true;
+        let blocked = mem::take(&mut state.blocked) > 0;
         if discard {
             state.dropped += state.queue.len() as u64;
-            mem::take(&mut state.queue)
+            (mem::take(&mut state.queue), blocked)
         } else {
-            VecDeque::new()
+            (VecDeque::new(), blocked)
         }
     }
 
@@ -251,6 +255,15 @@ mod tests {
             "a blocked publisher is reported once"
         );
         assert_eq!(block.dropped(), 0);
+        // Closing a full mailbox with a blocked publisher reports it, so the caller wakes it; the
+        // retried push is refused and counted.
+        assert!(matches!(block.push(3, 1, Overflow::Block, || 'w'), Admit::Queued { .. }));
+        assert!(matches!(block.push(4, 1, Overflow::Block, || 'w'), Admit::Full(4, 'w')));
+        let (discarded, blocked) = block.close(true);
+        assert_eq!((discarded.len(), blocked), (1, true));
+        assert!(matches!(block.push(4, 1, Overflow::Block, || 'w'), Admit::Closed(4)));
+        assert_eq!(block.dropped(), 2);
+        assert!(!block.close(false).1, "reported once");
     }
 
     #[test]
@@ -264,7 +277,7 @@ mod tests {
         assert!(!m.finish_turn());
         assert!(m.state.lock().queue.capacity() <= RETAIN_SLOTS);
         let _ = m.push(1, 10, Overflow::DropNewest, || ());
-        assert_eq!(m.close(true).len(), 1);
+        assert_eq!(m.close(true).0.len(), 1);
         assert_eq!(m.dropped(), 1);
         assert!(matches!(m.push(2, 10, Overflow::DropNewest, || ()), Admit::Closed(2)));
         assert!(m.is_closed());

@@ -783,9 +783,7 @@ impl AsyncHandle {
     /// ```
     pub fn close(&self) {
         match &self.target {
-            Target::Mailbox(mailbox) => {
-                mailbox.core.close(false);
-            }
+            Target::Mailbox(mailbox) => mailbox.close(),
             Target::Member(group, index) => group.close(*index..*index + 1),
         }
     }

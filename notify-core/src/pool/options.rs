@@ -35,7 +35,8 @@ pub enum PanicPolicy {
     #[default]
     Keep,
     /// Detach the subscriber: the events still queued are discarded (and counted as dropped), later
-    /// events are refused, and [`AsyncHandle::is_closed`](crate::pool::AsyncHandle::is_closed)
+    /// events are refused (publishers blocked on its full mailbox by [`Overflow::Block`] are
+    /// released, their events counted as dropped), and [`AsyncHandle::is_closed`](crate::pool::AsyncHandle::is_closed)
     /// becomes true. Its registry entry stays until you unsubscribe it.
     Detach,
 }

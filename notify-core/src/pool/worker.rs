@@ -379,6 +379,14 @@ impl PoolInner {
         }
     }
 
+    /// Wakes every publisher blocked on a full mailbox of this pool ([`Overflow::Block`]).
+    ///
+    /// [`Overflow::Block`]: crate::pool::Overflow::Block
+    pub(crate) fn wake_blocked(&self) {
+        let _space = self.space.lock();
+        self.space_cv.notify_all();
+    }
+
     /// Runs one batch of `mailbox`; true when it stays scheduled with events left.
     fn turn(&self, slot: &WorkerSlot, mailbox: &Arc<Mailbox>, batch: &mut Vec<Slot>) -> bool {
         if mailbox.core.take_batch(batch, self.shared.batch) {

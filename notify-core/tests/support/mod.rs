@@ -42,3 +42,15 @@ pub fn check_order(seen: &[(i64, i64)], producers: i64, per_producer: i64, dropp
     }
     assert_eq!(missing as u64, dropped, "gaps must equal the dropped counter exactly");
 }
+
+/// Runs `f` on a thread of its own and returns its result, or fails the test when it has not
+/// returned within `secs` seconds: the bound only turns a hang into a failure.
+pub fn within<T: Send + 'static>(what: &str, secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    result
+        .recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("{what}: still blocked after {secs} s (deadlock)"))
+}
