@@ -142,7 +142,11 @@ fn quiet_panics() {
         let expected = info
             .payload()
             .downcast_ref::<&str>()
-            .is_some_and(|s| s.starts_with("a5:"));
+            .is_some_and(|s| s.starts_with("a5:"))
+            || info
+                .payload()
+                .downcast_ref::<String>()
+                .is_some_and(|s| s.starts_with("notify: WorkerPool::"));
         if !expected {
             default(info);
         }
@@ -365,6 +369,87 @@ fn a5_detach_releases_a_blocked_publisher() {
         "event 1 discarded by the detach, event 2 refused by the closed mailbox"
     );
     assert_eq!((pool.delivered(), pool.pending()), (1, 0));
+    let report = pool.shutdown(Duration::from_secs(10));
+    assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
+}
+
+/// The threads of this process whose name starts with `prefix` (names are cut at 15 bytes).
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+/// Regression: the last `WorkerPool` clone, held by a callback's closure, is dropped on the pool's
+/// own worker after the subscription went away. The drop used to drain on that worker, waiting
+/// forever for the other subscriber's event, which only that worker could deliver. Now the other
+/// event is delivered and every pool thread (the hand-off thread included) ends.
+#[test]
+fn a4_last_clone_dropped_on_a_worker_shuts_down() {
+    let pool = WorkerPool::builder().threads(1).name("a4lastdrop").build();
+    let notifier = Notifier::new();
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let keep = pool.clone();
+    let holder = pool.subscribe(&notifier, "a4.drop", AsyncOptions::new(), move |_: &Event| {
+        let _ = &keep;
+        gate.lock().unwrap().recv().expect("released");
+    });
+    let (done, other_done) = mpsc::channel();
+    let done = Mutex::new(done);
+    let other_calls = Arc::new(AtomicU64::new(0));
+    let c = other_calls.clone();
+    let other = pool.subscribe(&notifier, "a4.drop", AsyncOptions::new(), move |_: &Event| {
+        c.fetch_add(1, Ordering::SeqCst);
+        let _ = done.lock().unwrap().send(());
+    });
+    publish(&notifier, "a4.drop", 0, 0);
+    // The worker is inside the holder's callback; drop everything but the closure's clone.
+    drop((holder, other, notifier, pool));
+    release.send(()).unwrap();
+    other_done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the other subscriber's event was never delivered (deadlock)");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while threads_named("a4lastdrop") > 0 {
+        assert!(std::time::Instant::now() < deadline, "the pool's threads never ended");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(other_calls.load(Ordering::SeqCst), 1);
+}
+
+/// Regression: `shutdown` called from a callback of the same pool used to wait for that callback
+/// and report it abandoned (`delivered: 0, abandoned: 1`), and cache that wrong report. It now
+/// panics at once with a message naming the problem (reported as the callback's panic), and a
+/// shutdown from another thread reports exactly.
+#[test]
+fn a4_shutdown_from_a_callback_panics() {
+    quiet_panics();
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = failures.clone();
+    let pool = WorkerPool::builder()
+        .threads(1)
+        .name("a4inside")
+        .failure_hook(move |f: &AsyncFailure| sink.lock().unwrap().push(f.message().to_owned()))
+        .build();
+    let notifier = Notifier::new();
+    let p = pool.clone();
+    pool.subscribe(&notifier, "a4.inside", AsyncOptions::new(), move |_: &Event| {
+        p.shutdown(Duration::from_millis(100));
+    });
+    publish(&notifier, "a4.inside", 0, 0);
+    let p = pool.clone();
+    within("flush", 60, move || p.flush());
+    assert_eq!(
+        *failures.lock().unwrap(),
+        [
+            "notify: WorkerPool::shutdown called from a callback of pool `a4inside` (on its own thread): it \
+          would wait for that callback; shut the pool down from another thread"
+        ]
+    );
+    assert!(!pool.is_shut_down());
     let report = pool.shutdown(Duration::from_secs(10));
     assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
 }

@@ -244,7 +244,55 @@ struct Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        self.shutdown(None);
+        if self.report.get_mut().is_some() {
+            return;
+        }
+        if !worker::on_worker_of(self.inner.shared.family) {
+            self.shutdown(None);
+            return;
+        }
+        // The last clone was dropped on one of the pool's own threads (a callback's closure held
+        // it): waiting here for the queued events would wait for this very thread. A short-lived
+        // thread shuts the pool down instead, delivering everything queued and joining the workers
+        // (this one included, once it is back in its loop).
+        let pools = self.pools();
+        let handoff = pools.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-shutdown", self.inner.shared.name))
+            .spawn(move || {
+                finish(&handoff, None);
+            });
+        if spawned.is_err() {
+            // No thread for the hand-off: stop without draining (what is queued is abandoned).
+            for pool in &pools {
+                pool.close();
+            }
+            for pool in &pools {
+                pool.stop();
+            }
+        }
+    }
+}
+
+/// Shuts `pools` down: refuses new events, drains until `deadline`, stops and joins the threads.
+fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>) -> ShutdownReport {
+    for pool in pools {
+        pool.close();
+    }
+    let mut drained = true;
+    for pool in pools {
+        drained &= pool.drain(deadline);
+    }
+    for pool in pools {
+        pool.stop();
+    }
+    for pool in pools {
+        pool.join();
+    }
+    ShutdownReport {
+        delivered: pools.iter().map(|p| p.delivered()).sum(),
+        abandoned: pools.iter().map(|p| p.pending()).sum(),
+        drained,
     }
 }
 
@@ -262,25 +310,7 @@ impl Owner {
         }
         // Close first, so no dedicated subscription can be added meanwhile from another thread.
         self.inner.close();
-        let pools = self.pools();
-        for pool in &pools {
-            pool.close();
-        }
-        let mut drained = true;
-        for pool in &pools {
-            drained &= pool.drain(deadline);
-        }
-        for pool in &pools {
-            pool.stop();
-        }
-        for pool in &pools {
-            pool.join();
-        }
-        let done = ShutdownReport {
-            delivered: pools.iter().map(|p| p.delivered()).sum(),
-            abandoned: pools.iter().map(|p| p.pending()).sum(),
-            drained,
-        };
+        let done = finish(&self.pools(), deadline);
         *report = Some(done);
         done
     }
@@ -289,6 +319,9 @@ impl Owner {
 /// A fixed pool of worker threads that delivers events to async subscribers (see the [module
 /// docs](self)). Cloning is cheap and shares the pool; the pool shuts down when its last clone is
 /// dropped (delivering everything queued first, with no deadline) or at [`WorkerPool::shutdown`].
+/// When the last clone is dropped on one of the pool's own threads (a callback's closure held it),
+/// the drop does not wait: a short-lived thread named `NAME-shutdown` delivers what is queued and
+/// joins the workers.
 ///
 /// ```
 /// use notify_core::pool::{AsyncOptions, WorkerPool};
@@ -573,6 +606,11 @@ impl WorkerPool {
     /// exactly how many accepted events were abandoned. A callback that never returns keeps this
     /// from returning. Calling it again returns the first report. `Duration::MAX`: no deadline.
     ///
+    /// # Panics
+    /// When called on one of this pool's threads (from one of its callbacks, dedicated threads
+    /// included): it would wait for that very callback, so it could neither drain nor report
+    /// exactly. The panic is reported like any panicking callback; shut down from another thread.
+    ///
     /// ```
     /// use notify_core::pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Payload};
@@ -586,6 +624,13 @@ impl WorkerPool {
     /// assert_eq!(pool.rejected(), 1);
     /// ```
     pub fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        if worker::on_worker_of(self.owner.inner.shared.family) {
+            panic!(
+                "notify: WorkerPool::shutdown called from a callback of pool `{}` (on its own thread): it \
+                 would wait for that callback; shut the pool down from another thread",
+                self.owner.inner.shared.name
+            );
+        }
         self.owner.shutdown(Instant::now().checked_add(deadline))
     }
 
