@@ -453,3 +453,52 @@ fn a4_shutdown_from_a_callback_panics() {
     let report = pool.shutdown(Duration::from_secs(10));
     assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
 }
+
+/// Regression: a dedicated subscription's thread ends, after delivering what was queued, when the
+/// subscription is unsubscribed or closed (it used to live until the pool shut down: 200 rounds of
+/// subscribe/unsubscribe left 200 threads). Its deliveries still count.
+#[test]
+fn a6_dedicated_thread_ends_with_its_subscription() {
+    const ROUNDS: u64 = 50;
+    let pool = WorkerPool::builder().threads(1).name("a6ded").build();
+    let notifier = Notifier::new();
+    let count = Arc::new(AtomicU64::new(0));
+    for round in 0..ROUNDS {
+        let c = count.clone();
+        let sub = pool.subscribe(
+            &notifier,
+            "a6.ded",
+            AsyncOptions::new().dedicated(),
+            move |_: &Event| {
+                c.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        publish(&notifier, "a6.ded", 0, round);
+        publish(&notifier, "a6.ded", 0, round);
+        if round % 2 == 0 {
+            sub.unsubscribe().unwrap();
+        } else {
+            sub.handle().close();
+        }
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while threads_named("a6ded-dedi") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} dedicated threads still running",
+            threads_named("a6ded-dedi")
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let p = pool.clone();
+    within("flush", 60, move || p.flush());
+    // Closed subscriptions still get what was queued before the close: every event arrived.
+    assert_eq!(count.load(Ordering::SeqCst), 2 * ROUNDS);
+    assert_eq!((pool.delivered(), pool.pending()), (2 * ROUNDS, 0));
+    assert_eq!(threads_named("a6ded-0"), 1, "the shared worker is unaffected");
+    let report = pool.shutdown(Duration::from_secs(10));
+    assert_eq!(
+        (report.delivered, report.abandoned, report.drained),
+        (2 * ROUNDS, 0, true)
+    );
+}

@@ -138,6 +138,10 @@ impl Mailbox {
                 }
                 Admit::Closed(closed) => {
                     pool.complete(closed.gen, 1);
+                    if pool.dedicated {
+                        // The thread may be waiting for this last pending event to end.
+                        pool.retire();
+                    }
                     return false;
                 }
                 Admit::Full(full, mut space) => {
@@ -200,6 +204,9 @@ impl Mailbox {
         if blocked {
             self.pool.wake_blocked();
         }
+        if self.pool.dedicated {
+            self.pool.retire();
+        }
     }
 
     /// Refuses later events; the queued ones are still delivered. Publishers blocked on the full
@@ -209,11 +216,23 @@ impl Mailbox {
         if blocked {
             self.pool.wake_blocked();
         }
+        if self.pool.dedicated {
+            self.pool.retire();
+        }
     }
 
     pub(crate) fn add_dropped(&self, n: u64) {
         if n > 0 {
             self.core.add_dropped(n);
+        }
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        // Nobody can queue into it any more: a dedicated thread has nothing left to serve.
+        if self.pool.dedicated {
+            self.pool.retire();
         }
     }
 }

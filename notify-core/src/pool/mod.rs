@@ -209,11 +209,11 @@ impl PoolBuilder {
             self.slow_hook,
             self.report_interval,
         ));
-        let inner = PoolInner::start(shared, self.threads, &self.name)?;
+        let inner = PoolInner::start(shared, self.threads, &self.name, false)?;
         Ok(WorkerPool {
             owner: Arc::new(Owner {
                 inner,
-                dedicated: Mutex::new(Vec::new()),
+                dedicated: Mutex::new(Dedicated::default()),
                 report: Mutex::new(None),
             }),
         })
@@ -237,7 +237,7 @@ impl PoolBuilder {
 struct Owner {
     inner: Arc<PoolInner>,
     /// The pools of one thread each that dedicated subscriptions run on.
-    dedicated: Mutex<Vec<Arc<PoolInner>>>,
+    dedicated: Mutex<Dedicated>,
     /// Set by the first shutdown; later calls return it.
     report: Mutex<Option<ShutdownReport>>,
 }
@@ -255,12 +255,12 @@ impl Drop for Owner {
         // it): waiting here for the queued events would wait for this very thread. A short-lived
         // thread shuts the pool down instead, delivering everything queued and joining the workers
         // (this one included, once it is back in its loop).
-        let pools = self.pools();
+        let (pools, retired) = self.pools();
         let handoff = pools.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("{}-shutdown", self.inner.shared.name))
             .spawn(move || {
-                finish(&handoff, None);
+                finish(&handoff, None, retired);
             });
         if spawned.is_err() {
             // No thread for the hand-off: stop without draining (what is queued is abandoned).
@@ -274,8 +274,38 @@ impl Drop for Owner {
     }
 }
 
+/// The dedicated threads' pools, and what the ended ones left.
+#[derive(Default)]
+struct Dedicated {
+    /// Running (or ending, not yet joined) dedicated pools.
+    pools: Vec<Arc<PoolInner>>,
+    /// Dedicated threads started so far (names them).
+    started: u64,
+    /// Callbacks delivered by dedicated threads that ended and were joined.
+    retired_delivered: u64,
+}
+
+impl Dedicated {
+    /// Joins and forgets the dedicated pools whose subscription was closed and whose thread ended,
+    /// keeping their delivered count.
+    fn reap(&mut self) {
+        let mut retired = 0;
+        self.pools.retain(|pool| {
+            if pool.retired() {
+                pool.join();
+                retired += pool.delivered();
+                false
+            } else {
+                true
+            }
+        });
+        self.retired_delivered += retired;
+    }
+}
+
 /// Shuts `pools` down: refuses new events, drains until `deadline`, stops and joins the threads.
-fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>) -> ShutdownReport {
+/// `retired_delivered`: callbacks delivered by dedicated threads that already ended.
+fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>, retired_delivered: u64) -> ShutdownReport {
     for pool in pools {
         pool.close();
     }
@@ -290,17 +320,21 @@ fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>) -> ShutdownReport
         pool.join();
     }
     ShutdownReport {
-        delivered: pools.iter().map(|p| p.delivered()).sum(),
+        delivered: retired_delivered + pools.iter().map(|p| p.delivered()).sum::<u64>(),
         abandoned: pools.iter().map(|p| p.pending()).sum(),
         drained,
     }
 }
 
 impl Owner {
-    fn pools(&self) -> Vec<Arc<PoolInner>> {
+    /// The shared pool and the live dedicated ones (ended dedicated threads are joined and
+    /// forgotten first), with the callbacks the ended ones delivered.
+    fn pools(&self) -> (Vec<Arc<PoolInner>>, u64) {
+        let mut dedicated = self.dedicated.lock();
+        dedicated.reap();
         let mut pools = vec![self.inner.clone()];
-        pools.extend(self.dedicated.lock().iter().cloned());
-        pools
+        pools.extend(dedicated.pools.iter().cloned());
+        (pools, dedicated.retired_delivered)
     }
 
     fn shutdown(&self, deadline: Option<Instant>) -> ShutdownReport {
@@ -310,7 +344,8 @@ impl Owner {
         }
         // Close first, so no dedicated subscription can be added meanwhile from another thread.
         self.inner.close();
-        let done = finish(&self.pools(), deadline);
+        let (pools, retired) = self.pools();
+        let done = finish(&pools, deadline, retired);
         *report = Some(done);
         done
     }
@@ -433,12 +468,14 @@ impl WorkerPool {
     fn dedicated_pool(&self) -> std::io::Result<Arc<PoolInner>> {
         let shared = self.owner.inner.shared.clone();
         let mut dedicated = self.owner.dedicated.lock();
-        let name = format!("{}-dedicated-{}", shared.name, dedicated.len());
-        let pool = PoolInner::start(shared, 1, &name)?;
+        dedicated.reap();
+        let name = format!("{}-dedicated-{}", shared.name, dedicated.started);
+        dedicated.started += 1;
+        let pool = PoolInner::start(shared, 1, &name, true)?;
         if self.owner.inner.state() != worker::RUNNING {
             pool.close();
         }
-        dedicated.push(pool.clone());
+        dedicated.pools.push(pool.clone());
         Ok(pool)
     }
 
@@ -595,7 +632,7 @@ impl WorkerPool {
         if self.is_shut_down() {
             return;
         }
-        for pool in self.owner.pools() {
+        for pool in self.owner.pools().0 {
             pool.flush();
         }
     }
@@ -665,7 +702,7 @@ impl WorkerPool {
     /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().pending(), 0);
     /// ```
     pub fn pending(&self) -> u64 {
-        self.owner.pools().iter().map(|p| p.pending()).sum()
+        self.owner.pools().0.iter().map(|p| p.pending()).sum()
     }
 
     /// Callbacks that returned or panicked so far (a count, dedicated threads included).
@@ -674,7 +711,8 @@ impl WorkerPool {
     /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().delivered(), 0);
     /// ```
     pub fn delivered(&self) -> u64 {
-        self.owner.pools().iter().map(|p| p.delivered()).sum()
+        let (pools, retired) = self.owner.pools();
+        retired + pools.iter().map(|p| p.delivered()).sum::<u64>()
     }
 
     /// How often each shared worker returned from parking (one count per worker, in worker order).
@@ -1078,6 +1116,34 @@ mod tests {
         drop(seen);
         let report = pool.shutdown(Duration::from_secs(5));
         assert_eq!((report.delivered, report.abandoned), (50, 0));
+    }
+
+    #[test]
+    fn pool_closed_dedicated_subscription_is_forgotten() {
+        let pool = WorkerPool::builder().threads(1).build();
+        let notifier = Notifier::new();
+        let subs: Vec<_> = (0..3)
+            .map(|_| pool.subscribe(&notifier, "d", AsyncOptions::new().dedicated(), |_: &Event| {}))
+            .collect();
+        notifier.instrument("d", Payload::new, |_| ());
+        subs[0].unsubscribe().unwrap();
+        subs[1].handle().close();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            pool.flush();
+            // flush reaps ended threads: only the open subscription's pool is left to visit.
+            if pool.owner.dedicated.lock().pools.len() == 1 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the closed subscriptions' threads never ended"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(pool.owner.dedicated.lock().retired_delivered, 2);
+        assert_eq!(pool.delivered(), 3);
+        assert_eq!(pool.shutdown(Duration::from_secs(5)).delivered, 3);
     }
 
     #[test]

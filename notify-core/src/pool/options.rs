@@ -59,7 +59,10 @@ pub struct AsyncOptions {
     /// What happens when the callback panics (default [`PanicPolicy::Keep`]).
     pub on_panic: PanicPolicy,
     /// Serve this subscriber from a thread of its own instead of the shared pool, for callbacks that
-    /// block on I/O (default `false`). The thread ends when the pool shuts down.
+    /// block on I/O (default `false`). The thread ends when the subscription is unsubscribed,
+    /// closed ([`AsyncHandle::close`](crate::pool::AsyncHandle::close)), detached after a panic or
+    /// dropped with its registry entry, once it delivered what was queued; or when the pool shuts
+    /// down.
     pub dedicated_thread: bool,
     /// A label shown in failure and slow-subscriber reports.
     pub label: Option<Cow<'static, str>>,

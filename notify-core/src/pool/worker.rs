@@ -160,11 +160,23 @@ pub(crate) struct PoolInner {
     pub(crate) space: Mutex<()>,
     pub(crate) space_cv: Condvar,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    /// A pool of one dedicated subscription (one thread, one mailbox).
+    pub(crate) dedicated: bool,
+    /// Set when the dedicated subscription was closed, detached or dropped: the thread ends once
+    /// nothing is queued or pending.
+    retiring: AtomicBool,
 }
 
 impl PoolInner {
     /// Starts a pool of `threads` workers (at least 1).
-    pub(crate) fn start(shared: Arc<Shared>, threads: usize, thread_name: &str) -> std::io::Result<Arc<PoolInner>> {
+    /// `dedicated`: the pool of one dedicated subscription, whose thread ends when the
+    /// subscription is closed ([`PoolInner::retire`]).
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        threads: usize,
+        thread_name: &str,
+        dedicated: bool,
+    ) -> std::io::Result<Arc<PoolInner>> {
         let threads = threads.max(1);
         let inner = Arc::new(PoolInner {
             shared,
@@ -181,6 +193,8 @@ impl PoolInner {
             space: Mutex::new(()),
             space_cv: Condvar::new(),
             handles: Mutex::new(Vec::with_capacity(threads)),
+            dedicated,
+            retiring: AtomicBool::new(false),
         });
         for index in 0..threads {
             let worker = inner.clone();
@@ -325,6 +339,12 @@ impl PoolInner {
                     self.queued.store(run.queue.len(), Ordering::Release);
                     return Some(task);
                 }
+                // A retired dedicated pool ends its thread once everything accepted is finished (a
+                // publisher that accepted an event before the close still counts as pending until
+                // its push was refused or its mailbox scheduled, so nothing is left behind).
+                if self.retiring.load(Ordering::SeqCst) && self.pending() == 0 {
+                    return None;
+                }
                 if spins >= SPINS {
                     if self.state() == STOPPED {
                         return None;
@@ -377,6 +397,22 @@ impl PoolInner {
                 task = next;
             }
         }
+    }
+
+    /// Marks a dedicated pool's subscription as gone and wakes its idle thread, which ends once
+    /// nothing is queued or pending (see `next`). Called again after a refused push, so the thread
+    /// rechecks.
+    pub(crate) fn retire(&self) {
+        self.retiring.store(true, Ordering::SeqCst);
+        let idle = mem_take(&mut self.run.lock().idle);
+        for index in idle {
+            self.wake(index);
+        }
+    }
+
+    /// True when the pool was retired and its threads have ended (they can be joined at once).
+    pub(crate) fn retired(&self) -> bool {
+        self.retiring.load(Ordering::SeqCst) && self.handles.lock().iter().all(|h| h.is_finished())
     }
 
     /// Wakes every publisher blocked on a full mailbox of this pool ([`Overflow::Block`]).
