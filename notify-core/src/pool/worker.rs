@@ -333,6 +333,10 @@ impl PoolInner {
             if self.state() == STOPPED {
                 return None;
             }
+            if self.retiring.load(Ordering::SeqCst) && self.queued.load(Ordering::Acquire) == 0 {
+                // Check at once rather than after the spins: see below.
+                spins = spins.max(SPINS);
+            }
             if self.queued.load(Ordering::Acquire) > 0 || spins >= SPINS {
                 let mut run = self.run.lock();
                 if let Some(task) = run.queue.pop_front() {
