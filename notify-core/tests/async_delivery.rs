@@ -502,3 +502,51 @@ fn a6_dedicated_thread_ends_with_its_subscription() {
         (2 * ROUNDS, 0, true)
     );
 }
+
+/// Regression: a callback on pool A publishing into a full `Overflow::Block` mailbox of pool B does
+/// not block (it used to, only same-pool publishers were exempt, so two pools publishing into each
+/// other deadlocked): the event is dropped as with `DropNewest` and counted.
+#[test]
+fn a6_block_from_another_pools_worker_drops_instead() {
+    let a = WorkerPool::builder().threads(1).build();
+    let b = WorkerPool::builder().threads(1).build();
+    let (na, nb) = (Notifier::new(), Notifier::new());
+    let (release, gate) = mpsc::channel::<()>();
+    let gate = Mutex::new(gate);
+    let b_calls = Arc::new(AtomicU64::new(0));
+    let c = b_calls.clone();
+    let b_sub = b.subscribe(
+        &nb,
+        "b",
+        AsyncOptions::new().capacity(1).overflow(Overflow::Block),
+        move |_: &Event| {
+            c.fetch_add(1, Ordering::SeqCst);
+            gate.lock().unwrap().recv().expect("released");
+        },
+    );
+    let nb2 = nb.clone();
+    a.subscribe(&na, "a", AsyncOptions::new(), move |_: &Event| {
+        for n in 0..3 {
+            publish(&nb2, "b", 1, n);
+        }
+    });
+    // B's worker takes event 0 and waits at the gate: B's mailbox is empty, with room for 1.
+    publish(&nb, "b", 0, 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while b_calls.load(Ordering::SeqCst) == 0 {
+        assert!(std::time::Instant::now() < deadline, "B never took its first event");
+        std::thread::yield_now();
+    }
+    // A's callback publishes 3 events into B: the first fills the mailbox, the other two would
+    // block A's worker.
+    publish(&na, "a", 0, 0);
+    let pa = a.clone();
+    within("pool A's flush", 60, move || pa.flush());
+    assert_eq!((b_sub.queued(), b_sub.dropped()), (1, 2));
+    for _ in 0..2 {
+        release.send(()).unwrap();
+    }
+    b.flush();
+    assert_eq!(b_calls.load(Ordering::SeqCst), 2);
+    assert_eq!((a.delivered(), b.delivered(), b.pending()), (1, 2, 0));
+}

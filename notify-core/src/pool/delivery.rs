@@ -12,7 +12,7 @@ use crate::failure::panic_message;
 use crate::pool::group::{shard_layout, GroupCore};
 use crate::pool::mailbox::{Admit, MailboxCore};
 use crate::pool::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, SlowSubscriber};
-use crate::pool::worker::{on_worker_of, PoolInner, RUNNING};
+use crate::pool::worker::{on_any_worker, PoolInner, RUNNING};
 use crate::subscriber::OwnedEventSubscriber;
 
 /// The callback of an async subscriber, run on a pool worker with the shared event. Implemented by
@@ -117,7 +117,7 @@ impl Mailbox {
         let pool = &*self.pool;
         let mut slot = Slot { event, gen };
         let mut overflow = self.config.overflow;
-        if overflow == Overflow::Block && on_worker_of(pool.shared.family) {
+        if overflow == Overflow::Block && on_any_worker() {
             overflow = Overflow::DropNewest;
         }
         loop {
@@ -395,7 +395,7 @@ impl Group {
             gen,
         };
         let mut overflow = self.config.overflow;
-        if overflow == Overflow::Block && on_worker_of(pool.shared.family) {
+        if overflow == Overflow::Block && on_any_worker() {
             overflow = Overflow::DropNewest;
         }
         loop {

@@ -16,9 +16,14 @@ pub enum Overflow {
     DropNewest,
     /// Evict the oldest queued event (counted as dropped) and queue the new one.
     DropOldest,
-    /// Block the publishing thread until the mailbox has room. On a pool worker thread (a callback
-    /// that publishes into a full mailbox of its own pool) and after shutdown began, blocking could
-    /// never end, so the event is dropped as with [`Overflow::DropNewest`] instead.
+    /// Block the publishing thread until the mailbox has room. A publisher that is itself a
+    /// worker or dedicated thread of **any** notify pool (a callback that publishes) never blocks:
+    /// its event is dropped as with [`Overflow::DropNewest`] instead (counted by
+    /// [`AsyncHandle::dropped`](crate::pool::AsyncHandle::dropped)), since the mailbox it waits for
+    /// may be drained only by a worker that waits for it in turn (its own pool, or two pools
+    /// publishing into each other). A publisher blocked when shutdown begins is released and its
+    /// event refused as every event after shutdown: counted by
+    /// [`WorkerPool::rejected`](crate::pool::WorkerPool::rejected), not as dropped.
     Block,
 }
 

@@ -86,6 +86,11 @@ pub(crate) fn on_worker_of(family: u64) -> bool {
     WORKER_OF.with(|w| w.get() == family)
 }
 
+/// True when this thread is a worker (or dedicated thread) of any notify pool.
+pub(crate) fn on_any_worker() -> bool {
+    WORKER_OF.with(|w| w.get() != 0)
+}
+
 /// Settings shared by a pool and the dedicated threads it starts.
 pub(crate) struct Shared {
     pub(crate) family: u64,
