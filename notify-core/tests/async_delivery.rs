@@ -550,3 +550,34 @@ fn a6_block_from_another_pools_worker_drops_instead() {
     assert_eq!(b_calls.load(Ordering::SeqCst), 2);
     assert_eq!((a.delivered(), b.delivered(), b.pending()), (1, 2, 0));
 }
+
+/// Regression: `flush` called from a callback of the same pool used to wait for that callback
+/// forever; it now panics at once with a message naming the problem (reported as the callback's
+/// panic), and the pool goes on.
+#[test]
+fn a5_flush_from_a_callback_panics() {
+    quiet_panics();
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = failures.clone();
+    let pool = WorkerPool::builder()
+        .threads(1)
+        .name("a5flush")
+        .failure_hook(move |f: &AsyncFailure| sink.lock().unwrap().push(f.message().to_owned()))
+        .build();
+    let notifier = Notifier::new();
+    let p = pool.clone();
+    let sub = pool.subscribe(&notifier, "a5.flush", AsyncOptions::new(), move |_: &Event| p.flush());
+    publish(&notifier, "a5.flush", 0, 0);
+    let p = pool.clone();
+    within("flush", 60, move || p.flush());
+    assert_eq!(
+        *failures.lock().unwrap(),
+        [
+            "notify: WorkerPool::flush called from a callback of pool `a5flush` (on its own thread): it would \
+          wait for that callback and never return; flush from another thread"
+        ]
+    );
+    assert!(!sub.is_closed(), "PanicPolicy::Keep");
+    let report = pool.shutdown(Duration::from_secs(10));
+    assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
+}

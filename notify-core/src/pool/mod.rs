@@ -622,13 +622,23 @@ impl WorkerPool {
     /// discarded by a detach. Events published meanwhile are not waited for. Blocks without
     /// polling; returns at once on a pool that was shut down.
     ///
-    /// Calling it from a callback of this pool waits for that callback itself: it deadlocks.
+    /// # Panics
+    /// When called on one of this pool's threads (from one of its callbacks, dedicated threads
+    /// included): it would wait for that very callback and never return. The panic is reported
+    /// like any panicking callback.
     ///
     /// ```
     /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
     /// pool.flush();
     /// ```
     pub fn flush(&self) {
+        if worker::on_worker_of(self.owner.inner.shared.family) {
+            panic!(
+                "notify: WorkerPool::flush called from a callback of pool `{}` (on its own thread): it \
+                 would wait for that callback and never return; flush from another thread",
+                self.owner.inner.shared.name
+            );
+        }
         if self.is_shut_down() {
             return;
         }
