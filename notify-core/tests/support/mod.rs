@@ -44,7 +44,9 @@ pub fn check_order(seen: &[(i64, i64)], producers: i64, per_producer: i64, dropp
 }
 
 /// Runs `f` on a thread of its own and returns its result, or fails the test when it has not
-/// returned within `secs` seconds: the bound only turns a hang into a failure.
+/// returned within `secs` seconds: the bound only turns a hang into a failure. (Not every test
+/// file that shares this module uses it.)
+#[allow(dead_code)]
 pub fn within<T: Send + 'static>(what: &str, secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (done, result) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
