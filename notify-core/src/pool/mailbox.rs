@@ -257,7 +257,10 @@ mod tests {
         assert_eq!(block.dropped(), 0);
         // Closing a full mailbox with a blocked publisher reports it, so the caller wakes it; the
         // retried push is refused and counted.
-        assert!(matches!(block.push(3, 1, Overflow::Block, || 'w'), Admit::Queued { .. }));
+        assert!(matches!(
+            block.push(3, 1, Overflow::Block, || 'w'),
+            Admit::Queued { .. }
+        ));
         assert!(matches!(block.push(4, 1, Overflow::Block, || 'w'), Admit::Full(4, 'w')));
         let (discarded, blocked) = block.close(true);
         assert_eq!((discarded.len(), blocked), (1, true));

@@ -7,7 +7,12 @@
 //! the first push into an idle mailbox hands it to the pool's run queue. A worker takes a bounded
 //! batch (64 events by default) per turn, runs the callbacks, and only then marks the mailbox idle
 //! or re-queues it, so each subscriber sees its events one at a time, in publish order per
-//! producing thread, and 100,000s of subscriptions cost a mailbox each (about 150 bytes idle).
+//! producing thread, and 100,000s of subscriptions cost a mailbox each, not a thread. Measured
+//! (64-bit Linux, live heap bytes): [`WorkerPool::mailbox`] allocates about 200 bytes; a
+//! subscription made by [`WorkerPool::subscribe_all`] about 410 bytes with its registry entry (440
+//! with the returned [`AsyncSubscription`]) before any event, and up to 128 bytes more after
+//! traffic (a drained mailbox keeps a queue buffer of up to 8 events); a
+//! [`WorkerPool::subscribe_fanout`] member 48 bytes, plus what its callback captures.
 //!
 //! * **Overflow**: each mailbox holds at most [`AsyncOptions::capacity`] events; the
 //!   [`Overflow`] policy drops the newest (default: the publisher never blocks), drops the oldest,
@@ -20,6 +25,7 @@
 //!   how many events it abandoned, and joins every thread.
 //! * **After shutdown** the pool does not restart: events for its subscribers are refused, counted
 //!   by [`WorkerPool::rejected`], and the first refusal is reported with `log::warn!`.
+//!   [`WorkerPool::pending`] is 0 then (what was abandoned is in the [`ShutdownReport`]).
 //! * **Panics**: a panicking callback never kills a worker; it is reported once per panic through
 //!   the failure hook ([`AsyncFailure`], default `log::error!`) and, per [`PanicPolicy`], the
 //!   subscriber is kept or detached.
@@ -215,6 +221,7 @@ impl PoolBuilder {
                 inner,
                 dedicated: Mutex::new(Dedicated::default()),
                 report: Mutex::new(None),
+                abandoned: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -240,6 +247,8 @@ struct Owner {
     dedicated: Mutex<Dedicated>,
     /// Set by the first shutdown; later calls return it.
     report: Mutex<Option<ShutdownReport>>,
+    /// The events the shutdown abandoned (they stay counted in the pools; `pending` hides them).
+    abandoned: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Owner {
@@ -346,6 +355,8 @@ impl Owner {
         self.inner.close();
         let (pools, retired) = self.pools();
         let done = finish(&pools, deadline, retired);
+        self.abandoned
+            .store(done.abandoned, std::sync::atomic::Ordering::SeqCst);
         *report = Some(done);
         done
     }
@@ -565,8 +576,8 @@ impl WorkerPool {
     /// whose callback blocks delays the other members of its shard (and makes them drop alike
     /// when the shard overflows), so give blocking callbacks [`WorkerPool::subscribe`]. A
     /// slow-subscriber report names the first member of the shard that overflowed. The cheapest way
-    /// to hold 100,000s of subscriptions: no registry entry, mailbox or queue per member (about 50
-    /// bytes each).
+    /// to hold 100,000s of subscriptions: no registry entry, mailbox or queue per member (48 bytes
+    /// each, measured, plus what the callback captures: 56 with one `Arc`).
     ///
     /// ```
     /// use notify_core::pool::{AsyncOptions, WorkerPool};
@@ -706,13 +717,16 @@ impl WorkerPool {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Events accepted into mailboxes and not yet delivered, dropped or discarded (a count).
+    /// Events accepted into mailboxes and not yet delivered, dropped or discarded (a count). After
+    /// [`WorkerPool::shutdown`] it is 0: the events shutdown abandoned are counted in its report
+    /// ([`ShutdownReport::abandoned`]), not here.
     ///
     /// ```
     /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().pending(), 0);
     /// ```
     pub fn pending(&self) -> u64 {
-        self.owner.pools().0.iter().map(|p| p.pending()).sum()
+        let pending: u64 = self.owner.pools().0.iter().map(|p| p.pending()).sum();
+        pending.saturating_sub(self.owner.abandoned.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Callbacks that returned or panicked so far (a count, dedicated threads included).

@@ -57,7 +57,9 @@ pub enum PanicPolicy {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsyncOptions {
     /// The most events the mailbox holds (a count, at least 1; default 1,024). The mailbox is a
-    /// growable queue, not a preallocated ring: an idle mailbox holds no event buffer.
+    /// growable queue, not a preallocated ring: a mailbox that never received an event holds no
+    /// event buffer, and a drained one keeps a buffer of at most 8 events (128 bytes), releasing
+    /// a larger one.
     pub capacity: usize,
     /// What happens when the mailbox is full (default [`Overflow::DropNewest`]).
     pub overflow: Overflow,
