@@ -80,13 +80,8 @@ impl Active {
     /// block, not its `start` subscribers). With `enter`, the event becomes this thread's current
     /// event until `finish`.
     pub(crate) fn start(&mut self, payload: &Payload, enter: bool) {
-        self.id = ids::next_event_id();
-        self.parent = ids::current_event_id();
-        self.transaction_id = ids::transaction_id();
-        if enter {
-            ids::enter(self.id);
-            self.entered = true;
-        }
+        (self.id, self.parent, self.transaction_id) = ids::begin(enter);
+        self.entered = enter;
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;

@@ -21,10 +21,95 @@ static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
 static NEXT_TRANSACTION: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    static NEXT_ID: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-    static TRANSACTION: Cell<u64> = const { Cell::new(0) };
-    static STACK: Stack = const { Stack { ids: [const { Cell::new(0) }; DEPTH], len: Cell::new(0) } };
-    static SEEN_ORPHANED: Cell<usize> = const { Cell::new(0) };
+    /// Everything per-thread in one place, so an event's start reads it through one access.
+    static THREAD: Thread = const {
+        Thread {
+            next_id: Cell::new(0),
+            end_id: Cell::new(0),
+            transaction: Cell::new(0),
+            seen_orphaned: Cell::new(0),
+            stack: Stack { ids: [const { Cell::new(0) }; DEPTH], len: Cell::new(0) },
+        }
+    };
+}
+
+/// A thread's ids: its block of event ids, its transaction id, its entered events. Plain `Cell`s:
+/// no destructor, each access a load or a store.
+struct Thread {
+    /// The next event id of this thread's block and the block's end.
+    next_id: Cell<u64>,
+    end_id: Cell<u64>,
+    /// 0 until first asked.
+    transaction: Cell<u64>,
+    /// The value of `ORPHANED` at this thread's last look at the orphans.
+    seen_orphaned: Cell<usize>,
+    stack: Stack,
+}
+
+impl Thread {
+    #[inline]
+    fn next_event_id(&self) -> u64 {
+        let (mut next, mut end) = (self.next_id.get(), self.end_id.get());
+        if next == end {
+            next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
+            end = next + BLOCK;
+            self.end_id.set(end);
+        }
+        self.next_id.set(next + 1);
+        next
+    }
+
+    #[inline]
+    fn transaction_id(&self) -> u64 {
+        let id = self.transaction.get();
+        if id != 0 {
+            return id;
+        }
+        let id = NEXT_TRANSACTION.fetch_add(1, Ordering::Relaxed);
+        self.transaction.set(id);
+        id
+    }
+
+    #[inline]
+    fn current_event_id(&self) -> Option<u64> {
+        let orphaned = ORPHANED.load(Ordering::Relaxed);
+        if orphaned != self.seen_orphaned.get() {
+            self.claim_orphans(orphaned);
+        }
+        self.stack.top()
+    }
+
+    #[cold]
+    fn claim_orphans(&self, orphaned: usize) {
+        self.seen_orphaned.set(orphaned);
+        let mut orphans = ORPHANS.lock();
+        orphans.retain(|&orphan| !self.stack.remove(orphan));
+    }
+
+    #[inline]
+    fn enter(&self, id: u64) {
+        let len = self.stack.len.get();
+        if len < DEPTH {
+            self.stack.ids[len].set(id);
+        }
+        self.stack.len.set(len + 1);
+    }
+}
+
+/// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
+/// parent (the current event) and the transaction id. With `enter`, the event becomes the
+/// thread's current event until [`leave`].
+#[inline]
+pub(crate) fn begin(enter: bool) -> (u64, Option<u64>, u64) {
+    THREAD.with(|thread| {
+        let id = thread.next_event_id();
+        let parent = thread.current_event_id();
+        let transaction = thread.transaction_id();
+        if enter {
+            thread.enter(id);
+        }
+        (id, parent, transaction)
+    })
 }
 
 /// How many entered events a thread records; deeper ones are counted, and events started inside
@@ -75,15 +160,7 @@ const MAX_ORPHANS: usize = 4096;
 
 /// A fresh event id, unique in this process (never 0).
 pub(crate) fn next_event_id() -> u64 {
-    NEXT_ID.with(|cell| {
-        let (mut next, mut end) = cell.get();
-        if next == end {
-            next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
-            end = next + BLOCK;
-        }
-        cell.set((next + 1, end));
-        next
-    })
+    THREAD.with(Thread::next_event_id)
 }
 
 /// The transaction id of the calling thread: unique per thread, stable for its lifetime, as AS::N's
@@ -96,15 +173,7 @@ pub(crate) fn next_event_id() -> u64 {
 /// assert_ne!(here, there);
 /// ```
 pub fn transaction_id() -> u64 {
-    TRANSACTION.with(|cell| {
-        let id = cell.get();
-        if id != 0 {
-            return id;
-        }
-        let id = NEXT_TRANSACTION.fetch_add(1, Ordering::Relaxed);
-        cell.set(id);
-        id
-    })
+    THREAD.with(Thread::transaction_id)
 }
 
 /// The id of the innermost unfinished listened event on this thread, if any: what a new event's
@@ -114,29 +183,20 @@ pub fn transaction_id() -> u64 {
 /// assert_eq!(notify_core::current_event_id(), None);
 /// ```
 pub fn current_event_id() -> Option<u64> {
-    let orphaned = ORPHANED.load(Ordering::Relaxed);
-    if orphaned != SEEN_ORPHANED.with(Cell::get) {
-        claim_orphans(orphaned);
-    }
-    STACK.with(Stack::top)
+    THREAD.with(Thread::current_event_id)
 }
 
 /// Makes `id` this thread's current event until [`leave`].
 pub(crate) fn enter(id: u64) {
-    STACK.with(|stack| {
-        let len = stack.len.get();
-        if len < DEPTH {
-            stack.ids[len].set(id);
-        }
-        stack.len.set(len + 1);
-    });
+    THREAD.with(|thread| thread.enter(id));
 }
 
 /// Removes `id` from this thread's stack of entered events, wherever it is (events may finish out
 /// of order). When it is not there — it was entered on another thread — it is orphaned for that
 /// thread to drop.
 pub(crate) fn leave(id: u64) {
-    let found = STACK.with(|stack| {
+    let found = THREAD.with(|thread| {
+        let stack = &thread.stack;
         let len = stack.len.get();
         if len > 0 && len <= DEPTH && stack.ids[len - 1].get() == id {
             stack.len.set(len - 1);
@@ -160,15 +220,6 @@ pub(crate) fn leave(id: u64) {
         orphans.push(id);
         ORPHANED.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-#[cold]
-fn claim_orphans(orphaned: usize) {
-    SEEN_ORPHANED.with(|seen| seen.set(orphaned));
-    let mut orphans = ORPHANS.lock();
-    STACK.with(|stack| {
-        orphans.retain(|&orphan| !stack.remove(orphan));
-    });
 }
 
 #[cfg(test)]
