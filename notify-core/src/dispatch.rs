@@ -72,6 +72,7 @@ impl Active {
         })
     }
 
+    /// The event id; 0 until `start` (ids are never 0).
     pub(crate) fn id(&self) -> u64 {
         self.id
     }

@@ -281,25 +281,22 @@ pub fn call_once<R>(_: Hint<R>, f: impl FnOnce() -> R) -> R {
 /// The event of one call of an instrumented function: `None` when nobody listens. Dropping it
 /// finishes the event (as [`Outcome::Panicked`] while unwinding).
 ///
-/// Listened, it holds the event and its payload directly (no [`Handle`]), built in the guard's
-/// own place: an event in flight is ~430 bytes, and each move of it was a `memcpy`. Unlistened,
-/// dropping it is one inline test of the `Option`: the event's drop glue is called only for a
-/// listened call (`ManuallyDrop` keeps the compiler from emitting it unconditionally).
+/// Listened, it holds the event and its payload directly (no [`Handle`]), built in the caller's
+/// guard ([`Guard::new`], then [`Guard::start`]): an event in flight is ~430 bytes, and each move
+/// of it was a `memcpy`. Unlistened, the guard is one `None` and its drop one inline test.
 pub struct Guard {
-    active: ManuallyDrop<Option<Active>>,
-    /// Empty and unused until the event starts.
-    payload: ManuallyDrop<Payload>,
-    state: GuardState,
+    event: Option<Started>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum GuardState {
-    /// Not started (unlistened, or the payload closure panicked).
-    NotStarted,
-    Started,
-    /// Started while the thread was already unwinding: the guard's drop during that unwinding is
-    /// the function returning, not panicking.
-    StartedPanicking,
+/// A listened call's event. `ManuallyDrop` fields: the guard drops them in `finish`, so the
+/// unlistened drop has no drop glue to call, and building one in place drops nothing.
+struct Started {
+    /// Started once its id is set (not when the payload expression panicked).
+    active: ManuallyDrop<Active>,
+    payload: ManuallyDrop<Payload>,
+    /// Whether the thread was already unwinding at start: then the guard's drop during that
+    /// unwinding is the function returning, not panicking.
+    panicking_at_start: bool,
 }
 
 impl Guard {
@@ -307,11 +304,7 @@ impl Guard {
     #[inline(always)]
     #[allow(clippy::new_without_default)]
     pub fn new() -> Guard {
-        Guard {
-            active: ManuallyDrop::new(None),
-            payload: ManuallyDrop::new(Payload::default()),
-            state: GuardState::NotStarted,
-        }
+        Guard { event: None }
     }
 
     /// Starts the event when someone listens (evaluating `payload` only then). Unlistened, this is
@@ -326,43 +319,46 @@ impl Guard {
 
     #[inline(never)]
     fn start_listened(&mut self, callsite: &'static Callsite, payload: impl FnOnce() -> Payload) {
-        // Assigning `ManuallyDrop`s drops nothing: the guard is fresh from `new`.
-        self.active = ManuallyDrop::new(callsite.prepare());
-        if let Some(active) = &mut *self.active {
-            // If `payload` panics, the event is dropped unstarted and delivers nothing.
-            self.payload = ManuallyDrop::new(payload());
-            self.state = if std::thread::panicking() {
-                GuardState::StartedPanicking
-            } else {
-                GuardState::Started
-            };
-            active.start(&self.payload, true);
-        }
+        let Some(active) = callsite.prepare() else {
+            return;
+        };
+        // Fresh from `new`: `insert` replaces a `None`. If `payload` panics, the event is dropped
+        // unstarted and delivers nothing.
+        let started = self.event.insert(Started {
+            active: ManuallyDrop::new(active),
+            payload: ManuallyDrop::new(Payload::default()),
+            panicking_at_start: std::thread::panicking(),
+        });
+        started.payload = ManuallyDrop::new(payload());
+        started.active.start(&started.payload, true);
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).
     #[inline(always)]
     pub fn record<T>(&mut self, value: &T, record: impl Fn(&mut Payload, &T)) {
-        if self.active.is_some() {
-            record(&mut self.payload, value);
+        if let Some(started) = &mut self.event {
+            record(&mut started.payload, value);
         }
     }
 
     /// Finishes a listened event and drops it.
     #[inline(never)]
     fn finish(&mut self) {
-        if let (Some(active), true) = (&mut *self.active, self.state != GuardState::NotStarted) {
-            let outcome = if self.state == GuardState::Started && std::thread::panicking() {
-                Outcome::Panicked
-            } else {
-                Outcome::Completed
-            };
-            active.finish_in_place(&Notifier::global().inner, &mut self.payload, outcome);
-        }
-        // SAFETY: called once, from `drop`; the fields are not used afterwards.
-        unsafe {
-            ManuallyDrop::drop(&mut self.active);
-            ManuallyDrop::drop(&mut self.payload);
+        if let Some(started) = &mut self.event {
+            if started.active.id() != 0 {
+                let outcome = if std::thread::panicking() && !started.panicking_at_start {
+                    Outcome::Panicked
+                } else {
+                    Outcome::Completed
+                };
+                let inner = &Notifier::global().inner;
+                started.active.finish_in_place(inner, &mut started.payload, outcome);
+            }
+            // SAFETY: called once, from `drop`; the fields are not used afterwards.
+            unsafe {
+                ManuallyDrop::drop(&mut started.active);
+                ManuallyDrop::drop(&mut started.payload);
+            }
         }
     }
 }
@@ -370,7 +366,7 @@ impl Guard {
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.active.is_some() {
+        if self.event.is_some() {
             self.finish();
         }
     }
