@@ -190,10 +190,9 @@ impl Callsite {
     #[inline(never)]
     fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         let resolved = self.resolved.load_full()?;
-        let notifier = Notifier::global();
         let name = resolved.name.clone();
-        let prepared = Active::prepare(&notifier.inner, resolved)?;
-        Some(Handle::prepared(notifier.clone(), name, prepared, payload()))
+        let prepared = Active::prepare(&Notifier::global().inner, resolved)?;
+        Some(Handle::prepared(name, prepared, payload()))
     }
 
     /// The listeners of a listened callsite, asked (silenceable ones) and ready to start; `None`

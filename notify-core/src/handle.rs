@@ -6,7 +6,7 @@ use crate::dispatch::Active;
 use crate::error::NotifyError;
 use crate::event::{Name, Outcome};
 use crate::ids;
-use crate::notifier::Notifier;
+use crate::notifier::{Inner, Notifier};
 use crate::payload::Payload;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +40,7 @@ enum State {
 /// # Ok::<(), NotifyError>(())
 /// ```
 pub struct Handle {
-    notifier: Notifier,
+    notifier: Source,
     name: Name,
     payload: Payload,
     state: State,
@@ -54,10 +54,27 @@ pub struct Handle {
     panicking_at_start: bool,
 }
 
+/// The notifier of a handle: callsite handles always use the global one, so they hold no
+/// reference count of it.
+enum Source {
+    Global,
+    Notifier(Notifier),
+}
+
+impl Source {
+    #[inline]
+    fn inner(&self) -> &Inner {
+        match self {
+            Source::Global => &Notifier::global().inner,
+            Source::Notifier(notifier) => &notifier.inner,
+        }
+    }
+}
+
 impl Handle {
     pub(crate) fn new(notifier: Notifier, name: Name, payload: Payload) -> Handle {
         Handle {
-            notifier,
+            notifier: Source::Notifier(notifier),
             name,
             payload,
             state: State::Built,
@@ -68,11 +85,18 @@ impl Handle {
         }
     }
 
-    /// A handle whose listeners are already resolved and asked (callsites).
-    pub(crate) fn prepared(notifier: Notifier, name: Name, prepared: Active, payload: Payload) -> Handle {
-        let mut handle = Handle::new(notifier, name, payload);
-        handle.active = Some(prepared);
-        handle
+    /// A handle of the global notifier whose listeners are already resolved and asked (callsites).
+    pub(crate) fn prepared(name: Name, prepared: Active, payload: Payload) -> Handle {
+        Handle {
+            notifier: Source::Global,
+            name,
+            payload,
+            state: State::Built,
+            active: Some(prepared),
+            id: None,
+            outcome: Outcome::Completed,
+            panicking_at_start: false,
+        }
     }
 
     fn begin(&mut self, enter: bool) -> Result<(), NotifyError> {
@@ -83,8 +107,9 @@ impl Handle {
         self.state = State::Started;
         self.panicking_at_start = std::thread::panicking();
         if self.active.is_none() {
-            let resolved = self.notifier.inner.snapshot.load().resolve(self.name.as_str());
-            self.active = resolved.and_then(|resolved| Active::prepare(&self.notifier.inner, resolved));
+            let inner = self.notifier.inner();
+            let resolved = inner.snapshot.load().resolve(self.name.as_str());
+            self.active = resolved.and_then(|resolved| Active::prepare(inner, resolved));
         }
         if let Some(active) = &mut self.active {
             active.start(&self.payload, enter);
@@ -240,7 +265,7 @@ impl Handle {
         }
         self.state = State::Finished;
         if let Some(active) = &mut self.active {
-            active.finish_in_place(&self.notifier.inner, &mut self.payload, self.outcome);
+            active.finish_in_place(self.notifier.inner(), &mut self.payload, self.outcome);
         }
         Ok(())
     }
