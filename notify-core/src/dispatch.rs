@@ -198,23 +198,50 @@ pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Re
     }
 }
 
+/// A payload whose drop is skipped, inline, when it holds nothing (no entries, nothing
+/// allocated): the common empty payload then costs no out-of-line drop call.
+pub(crate) struct CheapDrop(mem::ManuallyDrop<Payload>);
+
+impl CheapDrop {
+    #[inline(always)]
+    pub(crate) fn new(payload: Payload) -> CheapDrop {
+        CheapDrop(mem::ManuallyDrop::new(payload))
+    }
+}
+
+impl std::ops::Deref for CheapDrop {
+    type Target = Payload;
+
+    #[inline(always)]
+    fn deref(&self) -> &Payload {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CheapDrop {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Payload {
+        &mut self.0
+    }
+}
+
+impl Drop for CheapDrop {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !self.0.is_trivially_droppable() {
+            // SAFETY: the only drop of the payload; `self.0` is not used afterwards.
+            unsafe { mem::ManuallyDrop::drop(&mut self.0) }
+        }
+    }
+}
+
 /// Runs `body` with an empty scratch payload, for when nobody listens. The scratch is built with
 /// `Default` (the `const` constructor compiles to a memset of the whole ~260-byte payload) and
 /// dropped only when `body` put something in it, so the common case costs no call at all.
 #[inline(always)]
 pub(crate) fn unlistened<T>(body: impl FnOnce(&mut Payload) -> T) -> T {
-    struct Scratch(mem::ManuallyDrop<Payload>);
-    impl Drop for Scratch {
-        #[inline(always)]
-        fn drop(&mut self) {
-            if !self.0.is_trivially_droppable() {
-                // SAFETY: the only drop of the payload; `self.0` is not used afterwards.
-                unsafe { mem::ManuallyDrop::drop(&mut self.0) }
-            }
-        }
-    }
-    let mut scratch = Scratch(mem::ManuallyDrop::new(Payload::default()));
-    body(&mut scratch.0)
+    let mut scratch = CheapDrop::new(Payload::default());
+    body(&mut scratch)
 }
 
 /// Runs `body` as one event of `resolved`: the engine of `instrument`.
@@ -231,7 +258,7 @@ pub(crate) fn run<T>(
     let mut guard = FinishOnDrop {
         inner,
         active,
-        payload: payload(),
+        payload: CheapDrop::new(payload()),
         finished: false,
     };
     guard.active.start(&guard.payload, true);
@@ -244,7 +271,7 @@ pub(crate) fn run<T>(
 struct FinishOnDrop<'a> {
     inner: &'a Inner,
     active: Active,
-    payload: Payload,
+    payload: CheapDrop,
     finished: bool,
 }
 
@@ -260,5 +287,27 @@ impl FinishOnDrop<'_> {
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
         self.finish(Outcome::Panicked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cheap_drop_drops_inline_and_spilled_payloads_and_skips_empty_ones() {
+        drop(CheapDrop::new(Payload::default()));
+        drop(CheapDrop::new(Payload::new().with("a", String::from("inline"))));
+        let mut spilled = CheapDrop::new(Payload::default());
+        for key in ["a", "b", "c", "d", "e", "f"] {
+            spilled.insert(key, key.repeat(40));
+        }
+        assert_eq!(spilled.len(), 6);
+        drop(spilled);
+        let mut emptied = CheapDrop::new(Payload::new().with("a", String::from("x")));
+        let taken = mem::take(&mut *emptied);
+        assert!(emptied.is_trivially_droppable());
+        drop(emptied);
+        assert_eq!(taken.len(), 1);
     }
 }

@@ -357,7 +357,10 @@ impl Guard {
             // SAFETY: called once, from `drop`; the fields are not used afterwards.
             unsafe {
                 ManuallyDrop::drop(&mut started.active);
-                ManuallyDrop::drop(&mut started.payload);
+                // An empty payload (a function without fields) has nothing to drop.
+                if !started.payload.is_trivially_droppable() {
+                    ManuallyDrop::drop(&mut started.payload);
+                }
             }
         }
     }
