@@ -311,14 +311,14 @@ impl Guard {
     /// the callsite's one atomic load and a branch. The guard is filled where it is (the caller's
     /// local), never moved.
     #[inline(always)]
-    pub fn start(&mut self, callsite: &'static Callsite, payload: impl FnOnce() -> Payload) {
+    pub fn start(&mut self, callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) {
         if callsite.is_enabled() {
             self.start_listened(callsite, payload);
         }
     }
 
     #[inline(never)]
-    fn start_listened(&mut self, callsite: &'static Callsite, payload: impl FnOnce() -> Payload) {
+    fn start_listened(&mut self, callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) {
         let Some(active) = callsite.prepare() else {
             return;
         };
@@ -329,7 +329,7 @@ impl Guard {
             payload: ManuallyDrop::new(Payload::default()),
             panicking_at_start: std::thread::panicking(),
         });
-        started.payload = ManuallyDrop::new(payload());
+        payload(&mut started.payload);
         started.active.start(&started.payload, true);
     }
 
@@ -382,7 +382,7 @@ impl Drop for Guard {
 /// Builds and starts (detached) the event of an instrumented async fn, on its first poll. Boxed so
 /// the future grows by one pointer, not by a whole handle.
 #[inline(always)]
-pub fn start_detached(callsite: &'static Callsite, payload: impl FnOnce() -> Payload) -> Option<Box<Handle>> {
+pub fn start_detached(callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) -> Option<Box<Handle>> {
     if !callsite.is_enabled() {
         return None;
     }
@@ -390,8 +390,12 @@ pub fn start_detached(callsite: &'static Callsite, payload: impl FnOnce() -> Pay
 }
 
 #[inline(never)]
-fn start_detached_listened(callsite: &'static Callsite, payload: impl FnOnce() -> Payload) -> Option<Box<Handle>> {
-    let mut handle = Box::new(callsite.handle(payload)?);
+fn start_detached_listened(callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) -> Option<Box<Handle>> {
+    let mut handle = Box::new(callsite.handle(|| {
+        let mut filled = Payload::default();
+        payload(&mut filled);
+        filled
+    })?);
     // A fresh handle cannot be started already.
     let _ = handle.start_detached();
     Some(handle)

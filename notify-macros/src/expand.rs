@@ -141,11 +141,9 @@ fn callsite(args: &Args, function: &Ident, callsite: &Ident) -> TokenStream {
     }
 }
 
-/// The payload closure (or `Payload::new` when there are no fields).
+/// The payload closure: it fills the event's payload in place (no payload built and moved).
 fn payload(args: &Args) -> TokenStream {
-    if args.fields.is_empty() {
-        return quote!(::notify_core::__private::Payload::new);
-    }
+    let payload = format_ident!("notify_payload", span = Span::mixed_site());
     let entries = args.fields.iter().map(|field| {
         let key = &field.key;
         let value = &field.value;
@@ -155,9 +153,9 @@ fn payload(args: &Args) -> TokenStream {
             Format::Display => quote_spanned!(span=> ::notify_core::__private::display),
             Format::Debug => quote_spanned!(span=> ::notify_core::__private::debug),
         };
-        quote_spanned!(span=> .with(#key, #convert(&(#value))))
+        quote_spanned!(span=> ::notify_core::__private::Payload::insert(#payload, #key, #convert(&(#value)));)
     });
-    quote!(|| ::notify_core::__private::Payload::new() #(#entries)*)
+    quote!(|#payload: &mut ::notify_core::__private::Payload| { #(#entries)* })
 }
 
 /// Which `record_*` function records the result, or `None`.
