@@ -8,10 +8,33 @@ use std::time::Duration;
 
 mod support;
 
-use support::{check_order, field, publish, recorder, within, Seen};
+use support::{check_order, field, publish, quiet_panics, recorder, within, Seen};
 
-use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
+use notify_core::pool::{AsyncFailure, AsyncOptions, AsyncSubscription, Overflow, PanicPolicy, WorkerPool};
 use notify_core::{Event, Notifier, Pattern};
+
+/// One subscriber per `seen` on `name`: a third with `small` mailboxes dropping the newest, a third
+/// with `small` mailboxes dropping the oldest (so gaps really happen), a third with room for `room`.
+fn mixed_subscribers(
+    pool: &WorkerPool,
+    notifier: &Notifier,
+    name: &'static str,
+    seen: &[Seen],
+    small: usize,
+    room: usize,
+) -> Vec<AsyncSubscription> {
+    pool.subscribe_all(
+        notifier,
+        seen.iter().enumerate().map(|(i, s)| {
+            let options = match i % 3 {
+                0 => AsyncOptions::new().capacity(small).overflow(Overflow::DropNewest),
+                1 => AsyncOptions::new().capacity(small).overflow(Overflow::DropOldest),
+                _ => AsyncOptions::new().capacity(room),
+            };
+            (Pattern::exact(name), options, recorder(s))
+        }),
+    )
+}
 
 /// A1, one producer. The case asks for 1,000,000 events x 1,000 subscribers (10^9 deliveries);
 /// this runs 1,000 x 1,000 (10^6 deliveries) so it finishes in seconds in a debug build. A third
@@ -24,17 +47,7 @@ fn a1_one_producer_order_with_exact_drop_counts() {
     let pool = WorkerPool::builder().threads(2).build();
     let notifier = Notifier::new();
     let seen: Vec<Seen> = (0..SUBSCRIBERS).map(|_| Seen::default()).collect();
-    let subs = pool.subscribe_all(
-        &notifier,
-        seen.iter().enumerate().map(|(i, s)| {
-            let options = match i % 3 {
-                0 => AsyncOptions::new().capacity(4).overflow(Overflow::DropNewest),
-                1 => AsyncOptions::new().capacity(4).overflow(Overflow::DropOldest),
-                _ => AsyncOptions::new().capacity(EVENTS as usize),
-            };
-            (Pattern::exact("a1.one"), options, recorder(s))
-        }),
-    );
+    let subs = mixed_subscribers(&pool, &notifier, "a1.one", &seen, 4, EVENTS as usize);
     for n in 0..EVENTS {
         publish(&notifier, "a1.one", 0, n);
     }
@@ -58,17 +71,7 @@ fn a1_two_producers_each_sequence_in_order() {
     let pool = WorkerPool::builder().threads(2).build();
     let notifier = Notifier::new();
     let seen: Vec<Seen> = (0..SUBSCRIBERS).map(|_| Seen::default()).collect();
-    let subs = pool.subscribe_all(
-        &notifier,
-        seen.iter().enumerate().map(|(i, s)| {
-            let options = match i % 3 {
-                0 => AsyncOptions::new().capacity(8).overflow(Overflow::DropNewest),
-                1 => AsyncOptions::new().capacity(8).overflow(Overflow::DropOldest),
-                _ => AsyncOptions::new().capacity(2 * EVENTS as usize),
-            };
-            (Pattern::exact("a1.two"), options, recorder(s))
-        }),
-    );
+    let subs = mixed_subscribers(&pool, &notifier, "a1.two", &seen, 8, 2 * EVENTS as usize);
     std::thread::scope(|scope| {
         for producer in 0..2 {
             let notifier = &notifier;
@@ -133,24 +136,6 @@ fn a2_never_two_at_once() {
     for count in &counters {
         assert_eq!(count.load(Ordering::SeqCst), PRODUCERS * EVENTS);
     }
-}
-
-fn quiet_panics() {
-    // The workers' panics are expected here; keep the test output readable.
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let expected = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|s| s.starts_with("a5:"))
-            || info
-                .payload()
-                .downcast_ref::<String>()
-                .is_some_and(|s| s.starts_with("notify: WorkerPool::"));
-        if !expected {
-            default(info);
-        }
-    }));
 }
 
 /// A5: a panicking subscriber does not kill a worker: everyone else, and (policy `Keep`) that

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 mod support;
 
-use support::{check_order, field, publish, recorder, Seen};
+use support::{check_order, field, publish, quiet_panics, recorder, Seen};
 
 use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
 use notify_core::{Event, Notifier};
@@ -307,19 +307,6 @@ fn a4_fanout_shutdown_reports_abandoned_exactly() {
     assert_eq!(dropped, 0, "abandoned events are not drops");
     publish(&notifier, "a4.fan", 0, EVENTS);
     assert_eq!(pool.rejected(), MEMBERS, "one refusal per member");
-}
-
-fn quiet_panics() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let expected = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|s| s.starts_with("a5:"));
-        if !expected {
-            default(info);
-        }
-    }));
 }
 
 /// A5 for a group: a member that panics on every third event keeps getting its events (`Keep`),

@@ -41,15 +41,7 @@ impl<'a> LogEvent<'a> {
     /// ```
     pub fn new(name: &'a str, payload: &'a Payload, duration: Option<Duration>) -> LogEvent<'a> {
         let (method, namespace) = name.split_once('.').unwrap_or((name, ""));
-        LogEvent {
-            name,
-            method,
-            namespace,
-            id: 0,
-            payload,
-            duration,
-            color: false,
-        }
+        LogEvent::from_parts(name, method, namespace, 0, payload, duration, false)
     }
 
     /// The event of an attached method: `method` and `namespace` come from its configuration.

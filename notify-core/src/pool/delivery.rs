@@ -12,7 +12,7 @@ use crate::failure::panic_message;
 use crate::pool::group::{shard_layout, GroupCore};
 use crate::pool::mailbox::{Admit, MailboxCore};
 use crate::pool::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, SlowSubscriber};
-use crate::pool::worker::{on_any_worker, PoolInner, RUNNING};
+use crate::pool::worker::{on_any_worker, PoolInner, Shared, RUNNING};
 use crate::subscriber::OwnedEventSubscriber;
 
 /// The callback of an async subscriber, run on a pool worker with the shared event. Implemented by
@@ -165,15 +165,7 @@ impl Mailbox {
     fn overflowed(&self) {
         let shared = &self.pool.shared;
         if let Some(dropped) = self.core.report_due(shared.now_ns(), shared.report_interval_ns) {
-            let report = SlowSubscriber {
-                mailbox: self.id,
-                subscriber: self.label(),
-                capacity: self.config.capacity,
-                dropped,
-                overflow: self.config.overflow,
-            };
-            let hook = &shared.slow_hook;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
+            report_slow(shared, &self.config, self.id, self.label(), dropped);
         }
     }
 
@@ -235,6 +227,20 @@ impl Drop for Mailbox {
             self.pool.retire();
         }
     }
+}
+
+/// Calls the pool's slow-subscriber hook for one mailbox (or fan-out shard); a panicking hook is
+/// ignored.
+fn report_slow(shared: &Shared, config: &Config, mailbox: u64, subscriber: Cow<'static, str>, dropped: u64) {
+    let report = SlowSubscriber {
+        mailbox,
+        subscriber,
+        capacity: config.capacity,
+        dropped,
+        overflow: config.overflow,
+    };
+    let hook = &shared.slow_hook;
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
 }
 
 /// The registry's view of one async subscriber.
@@ -373,15 +379,13 @@ impl Group {
         let now = shared.now_ns();
         for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
             if let Some(dropped) = self.core.report_due(shard, now, shared.report_interval_ns) {
-                let report = SlowSubscriber {
-                    mailbox: self.first_id + self.shard(shard).0 as u64,
-                    subscriber: self.label(),
-                    capacity: self.config.capacity,
+                report_slow(
+                    shared,
+                    &self.config,
+                    self.first_id + self.shard(shard).0 as u64,
+                    self.label(),
                     dropped,
-                    overflow: self.config.overflow,
-                };
-                let hook = &shared.slow_hook;
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
+                );
             }
         }
     }

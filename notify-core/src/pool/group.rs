@@ -477,18 +477,23 @@ mod loom_model {
     }
 
     impl Model {
+        /// One member callback: records `item`, failing if another turn of `shard` is inside.
+        fn deliver(&self, shard: usize, item: (u8, u8)) {
+            assert!(
+                !self.inside[shard].swap(true, Ordering::SeqCst),
+                "two turns of one shard at once"
+            );
+            self.seen[shard].lock().unwrap().push(item);
+            thread::yield_now();
+            self.inside[shard].store(false, Ordering::SeqCst);
+        }
+
         fn run(&self, shard: usize) {
             let mut batch = Vec::new();
             loop {
                 self.group.take(shard, 1, &mut batch);
                 for (_, item) in batch.drain(..) {
-                    assert!(
-                        !self.inside[shard].swap(true, Ordering::SeqCst),
-                        "two turns of one shard at once"
-                    );
-                    self.seen[shard].lock().unwrap().push(item);
-                    thread::yield_now();
-                    self.inside[shard].store(false, Ordering::SeqCst);
+                    self.deliver(shard, item);
                 }
                 if !self.group.finish_turn(shard) {
                     return;
@@ -507,13 +512,7 @@ mod loom_model {
                 state.idle += 1;
             }
             for (_, item) in batch.drain(..) {
-                assert!(
-                    !self.inside[shard].swap(true, Ordering::SeqCst),
-                    "two turns of one shard at once"
-                );
-                self.seen[shard].lock().unwrap().push(item);
-                thread::yield_now();
-                self.inside[shard].store(false, Ordering::SeqCst);
+                self.deliver(shard, item);
             }
         }
 

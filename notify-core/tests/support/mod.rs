@@ -56,3 +56,19 @@ pub fn within<T: Send + 'static>(what: &str, secs: u64, f: impl FnOnce() -> T + 
         .recv_timeout(std::time::Duration::from_secs(secs))
         .unwrap_or_else(|_| panic!("{what}: still blocked after {secs} s (deadlock)"))
 }
+
+/// Keeps the expected panics of these tests (messages starting with `a5:`, and the pool's own
+/// `notify: WorkerPool::` misuse panics) out of the output; any other panic prints as usual.
+pub fn quiet_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let expected = payload.downcast_ref::<&str>().is_some_and(|s| s.starts_with("a5:"))
+            || payload
+                .downcast_ref::<String>()
+                .is_some_and(|s| s.starts_with("notify: WorkerPool::"));
+        if !expected {
+            default(info);
+        }
+    }));
+}
