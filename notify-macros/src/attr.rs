@@ -1,4 +1,4 @@
-//! Parsing the attribute: `#[instrument_event("name", fields(...), err, ret)]`.
+//! Parsing the attribute: `#[instrument_event("name", fields(...), err, ret, crate = path)]`.
 //!
 //! Every problem found is kept and reported together (`syn::Error::combine`), each pointing at
 //! the key or value at fault; parsing stops only where the input cannot be read any further.
@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, LitStr, Token};
 
 /// The keys the attribute accepts, for error messages.
-const KEYS: &str = "`name`, `fields`, `err` or `ret`";
+const KEYS: &str = "`name`, `fields`, `err`, `ret` or `crate`";
 
 /// The parsed attribute.
 #[derive(Default)]
@@ -23,6 +23,8 @@ pub(crate) struct Args {
     pub err: Option<Span>,
     /// `ret`: the span of the key.
     pub ret: Option<Span>,
+    /// `crate = path`: where notify-core is, for crates that reach it through a re-export.
+    pub krate: Option<syn::Path>,
 }
 
 /// How a field value is turned into a payload value.
@@ -136,6 +138,15 @@ fn parse_args(input: ParseStream, args: &mut Args, errors: &mut Errors) -> syn::
                         skip_value(input)?;
                     }
                 }
+                "crate" => {
+                    if args.krate.is_some() {
+                        errors.at(span, "duplicate key `crate`");
+                    }
+                    if expect_eq_path(input, &key, errors)? {
+                        let path = parse_crate_path(input)?;
+                        args.krate.get_or_insert(path);
+                    }
+                }
                 other => {
                     errors.at(span, format_args!("unknown key `{other}`: expected {KEYS}"));
                     skip_value(input)?;
@@ -174,6 +185,40 @@ fn expect_eq(input: ParseStream, key: &Ident, errors: &mut Errors) -> syn::Resul
     errors.at(key.span(), format_args!("`{key}` expects a value: `{key} = \"...\"`"));
     skip_value(input)?;
     Ok(false)
+}
+
+/// Parses `=` after `crate`; reports a missing `=` and returns whether there was one.
+fn expect_eq_path(input: ParseStream, key: &Ident, errors: &mut Errors) -> syn::Result<bool> {
+    if input.peek(Token![=]) {
+        input.parse::<Token![=]>()?;
+        return Ok(true);
+    }
+    errors.at(
+        key.span(),
+        format_args!("`{key}` expects a path: `{key} = my_facade::notify_core`"),
+    );
+    skip_value(input)?;
+    Ok(false)
+}
+
+/// The value of `crate = ...`: a path (`facade::notify_core`), or the same path in a string
+/// literal (`"facade::notify_core"`, as serde's `crate` option is written).
+fn parse_crate_path(input: ParseStream) -> syn::Result<syn::Path> {
+    if input.peek(LitStr) {
+        let text: LitStr = input.parse()?;
+        return text.parse_with(syn::Path::parse_mod_style).map_err(|_| {
+            syn::Error::new(
+                text.span(),
+                "`crate` expects a path to notify-core, like `crate = my_facade::notify_core`",
+            )
+        });
+    }
+    input.call(syn::Path::parse_mod_style).map_err(|error| {
+        syn::Error::new(
+            error.span(),
+            "`crate` expects a path to notify-core, like `crate = my_facade::notify_core`",
+        )
+    })
 }
 
 /// Skips what follows a key (`= expr` or `(...)`), so parsing can go on after an error.

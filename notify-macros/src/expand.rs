@@ -11,6 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Pat, Signature, Token, Visibility};
 
 use crate::attr::{Args, Errors, Format};
+use crate::krate::Private;
 
 /// A function with a body: a free fn, an inherent or trait-impl method, or a trait's default method.
 pub(crate) struct Function {
@@ -124,48 +125,54 @@ fn used_by_fields(args: &Args, ident: &Ident) -> bool {
 }
 
 /// The `static` callsite, named by the attribute or by the convention `"{fn}.{module}"`.
-fn callsite(args: &Args, function: &Ident, callsite: &Ident) -> TokenStream {
+fn callsite(args: &Args, private: &Private, function: &Ident, callsite: &Ident) -> TokenStream {
+    let private = private.at(Span::call_site());
     let name = if let Some(name) = &args.name {
         name.to_token_stream()
     } else {
         let text = function.to_string();
         let text = text.strip_prefix("r#").unwrap_or(&text);
         quote! {{
-            const LEN: usize = ::notify_core::__private::default_name_len(#text, ::core::module_path!());
-            const NAME: [u8; LEN] = ::notify_core::__private::default_name::<LEN>(#text, ::core::module_path!());
-            ::notify_core::__private::name_str(&NAME)
+            const LEN: usize = #private::default_name_len(#text, ::core::module_path!());
+            const NAME: [u8; LEN] = #private::default_name::<LEN>(#text, ::core::module_path!());
+            #private::name_str(&NAME)
         }}
     };
     quote! {
-        static #callsite: ::notify_core::__private::Callsite = ::notify_core::__private::Callsite::new(#name);
+        static #callsite: #private::Callsite = #private::Callsite::new(#name);
     }
 }
 
 /// The payload closure: it fills the event's payload in place (no payload built and moved).
-fn payload(args: &Args) -> TokenStream {
+fn payload(args: &Args, private: &Private) -> TokenStream {
     let payload = format_ident!("notify_payload", span = Span::mixed_site());
     let entries = args.fields.iter().map(|field| {
         let key = &field.key;
         let value = &field.value;
         let span = value.span();
+        let private = private.at(span);
         let convert = match field.format {
-            Format::Value => quote_spanned!(span=> ::notify_core::__private::value),
-            Format::Display => quote_spanned!(span=> ::notify_core::__private::display),
-            Format::Debug => quote_spanned!(span=> ::notify_core::__private::debug),
+            Format::Value => quote_spanned!(span=> #private::value),
+            Format::Display => quote_spanned!(span=> #private::display),
+            Format::Debug => quote_spanned!(span=> #private::debug),
         };
-        quote_spanned!(span=> ::notify_core::__private::Payload::insert(#payload, #key, #convert(&(#value)));)
+        quote_spanned!(span=> #private::Payload::insert(#payload, #key, #convert(&(#value)));)
     });
-    quote!(|#payload: &mut ::notify_core::__private::Payload| { #(#entries)* })
+    let private = private.at(Span::call_site());
+    quote!(|#payload: &mut #private::Payload| { #(#entries)* })
 }
 
 /// Which `record_*` function records the result, or `None`.
-fn record(args: &Args) -> Option<TokenStream> {
-    match (args.err, args.ret) {
-        (Some(err), Some(_)) => Some(quote_spanned!(err=> ::notify_core::__private::record_err_ret)),
-        (Some(err), None) => Some(quote_spanned!(err=> ::notify_core::__private::record_err)),
-        (None, Some(ret)) => Some(quote_spanned!(ret=> ::notify_core::__private::record_ret)),
-        (None, None) => None,
-    }
+fn record(args: &Args, private: &Private) -> Option<TokenStream> {
+    let (span, function) = match (args.err, args.ret) {
+        (Some(err), Some(_)) => (err, "record_err_ret"),
+        (Some(err), None) => (err, "record_err"),
+        (None, Some(ret)) => (ret, "record_ret"),
+        (None, None) => return None,
+    };
+    let private = private.at(span);
+    let function = Ident::new(function, span);
+    Some(quote_spanned!(span=> #private::#function))
 }
 
 /// Checks the shorthand fields against the arguments.
@@ -199,12 +206,18 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         errors.at(constness.span, "#[instrument_event] cannot instrument a `const fn`");
     }
     check_fields(args, &function.sig, &mut errors);
+    let private = match crate::krate::private_path(args.krate.as_ref(), Span::call_site()) {
+        Ok(private) => private,
+        Err(error) => return Err(errors.with(error)),
+    };
     errors.finish()?;
 
     let site = Ident::new("__NOTIFY_CALLSITE", Span::call_site());
-    let static_item = callsite(args, &function.sig.ident, &site);
-    let payload = payload(args);
-    let record = record(args);
+    let static_item = callsite(args, &private, &function.sig.ident, &site);
+    let payload = payload(args, &private);
+    let record = record(args, &private);
+    let record_at = |span: Span| private.at(span);
+    let private = private.at(Span::call_site());
     let Function {
         attrs,
         vis,
@@ -221,7 +234,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
 
     let hint = format_ident!("notify_hint", span = Span::mixed_site());
     let hint_let = quote! {
-        let #hint = ::notify_core::__private::Hint::new();
+        let #hint = #private::Hint::new();
         if false {
             return #hint.unreachable();
         }
@@ -246,11 +259,11 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             quote!(#allow let #mutability #ident = #ident;)
         });
         let handle = format_ident!("notify_handle", span = Span::mixed_site());
-        let record = record.unwrap_or_else(|| quote!(::notify_core::__private::record_nothing));
+        let record = record.unwrap_or_else(|| quote!(#private::record_nothing));
         quote! {
             #hint_let
-            let #handle = ::notify_core::__private::start_detached(&#site, #payload);
-            ::notify_core::__private::instrumented(
+            let #handle = #private::start_detached(&#site, #payload);
+            #private::instrumented(
                 #handle,
                 #hint,
                 async move {
@@ -267,21 +280,22 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
     } else if let Some(record) = record {
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
         let value = format_ident!("notify_value", span = Span::mixed_site());
-        let record_call =
-            quote_spanned!(record.span()=> ::notify_core::__private::Guard::record(&mut #guard, &#value, #record););
+        let span = record.span();
+        let private_at_key = record_at(span);
+        let record_call = quote_spanned!(span=> #private_at_key::Guard::record(&mut #guard, &#value, #record););
         quote! {
             #hint_let
-            let mut #guard = ::notify_core::__private::Guard::new();
-            ::notify_core::__private::Guard::start(&mut #guard, &#site, #payload);
-            let #value = ::notify_core::__private::call_once(#hint, move || #user_block);
+            let mut #guard = #private::Guard::new();
+            #private::Guard::start(&mut #guard, &#site, #payload);
+            let #value = #private::call_once(#hint, move || #user_block);
             #record_call
             #value
         }
     } else {
         let guard = format_ident!("_notify_guard", span = Span::mixed_site());
         quote! {
-            let mut #guard = ::notify_core::__private::Guard::new();
-            ::notify_core::__private::Guard::start(&mut #guard, &#site, #payload);
+            let mut #guard = #private::Guard::new();
+            #private::Guard::start(&mut #guard, &#site, #payload);
             #body
         }
     };

@@ -1,11 +1,13 @@
 //! The `#[instrument_event]` attribute of notify. Use it through `notify_core::instrument_event`
-//! (notify-core's default feature "macros"); the code it generates refers to `::notify_core`
-//! only, so depending on notify-core alone is enough.
+//! (notify-core's default feature "macros"); the code it generates refers to notify-core by the
+//! name the crate's Cargo.toml gives it (or the `crate = path` option), so depending on notify-core
+//! alone is enough, renamed or not.
 //!
-//! `attr` parses the attribute, `expand` writes the instrumented function.
+//! `attr` parses the attribute, `krate` finds notify-core, `expand` writes the instrumented function.
 
 mod attr;
 mod expand;
+mod krate;
 
 use proc_macro::TokenStream;
 
