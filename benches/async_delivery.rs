@@ -32,8 +32,8 @@ use std::thread::{self, JoinHandle, Thread};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
-use notify_core::pool::{AsyncOptions, WorkerPool};
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_pool::{AsyncOptions, WorkerPool};
 
 const EVENTS_PER_SUBSCRIPTION: u64 = 10;
 

@@ -28,8 +28,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::log_subscriber::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
 use notify_core::{instrument_event, Callsite, Event, EventedSubscriber, Notifier, Payload, Subscriber};
+use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
 
 /// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
 const SUBSCRIBERS: usize = 10;

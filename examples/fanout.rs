@@ -20,8 +20,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use notify_core::pool::{AsyncOptions, WorkerPool};
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_pool::{AsyncOptions, WorkerPool};
 
 /// The system allocator, keeping a running total of live heap bytes.
 struct Counting;

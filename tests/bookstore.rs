@@ -9,8 +9,8 @@ use std::sync::{LazyLock, Mutex, MutexGuard, Once};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use notify_app::bookstore::{self, Options, SummaryRow};
-use notify_core::log_subscriber::ColorChoice;
 use notify_core::Notifier;
+use notify_log::ColorChoice;
 use regex::Regex;
 
 struct Capture(Mutex<Vec<(Level, String, String)>>);

@@ -169,8 +169,18 @@ pub(crate) fn default_hook() -> Hook {
     Arc::new(|failure: &SubscriberFailure| log::error!(target: "notify", "{failure}"))
 }
 
-/// Text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+/// The message of a caught panic's payload, as `std`'s panic hook prints it.
+///
+/// A `panic!("...")` payload is a `&'static str` or a `String`; a [`SubscriberErrors`] (what
+/// [`FailurePolicy::Strict`] raises) is rendered with its `Display`; any other payload (from
+/// `std::panic::panic_any`) is `"<non-string panic payload>"`. Crates built on notify-core
+/// (the worker pool, the log subscribers) use it to report what a subscriber's panic said.
+///
+/// ```
+/// let payload = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
+/// assert_eq!(notify_core::panic_message(&*payload), "boom 7");
+/// ```
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -42,7 +42,7 @@
 //! | evented | `start` before the block, `finish` after | [`Subscriber::evented`] |
 //! | silenceable | evented, asked `silenced(name)` on every event | [`Subscriber::silenceable`] |
 //! | owned | `&Arc<Event>`, for queues and exporters | [`Subscriber::owned`] |
-//! | async | `&Event` later, on a shared worker pool ([`pool`]) | [`WorkerPool::subscribe`] |
+//! | async | `&Event` later, on a shared worker pool | `notify_pool::WorkerPool::subscribe` (crate `notify-pool`) |
 //!
 //! ## Failures
 //!
@@ -59,11 +59,9 @@ mod event;
 mod failure;
 mod handle;
 mod ids;
-pub mod log_subscriber;
 mod notifier;
 mod pattern;
 mod payload;
-pub mod pool;
 mod registry;
 mod subscriber;
 mod sync;
@@ -73,13 +71,12 @@ pub use crate::alloc::{thread_allocations, CountingAllocator};
 pub use crate::callsite::{Callsite, Interest};
 pub use crate::error::{NotifyError, PatternError};
 pub use crate::event::{Event, Outcome};
-pub use crate::failure::{FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+pub use crate::failure::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
-pub use crate::pool::{AsyncOptions, AsyncSubscriber, Overflow, WorkerPool};
 pub use crate::subscriber::{
     EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber, SilenceableSubscriber,
     Subscriber, TimedSubscriber,

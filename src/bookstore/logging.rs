@@ -1,7 +1,7 @@
 //! The bookstore's log subscribers: SQL statements at debug, requests and the import at info.
 
-use notify_core::log_subscriber::{Color, ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
 use notify_core::Value;
+use notify_log::{Color, ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
 
 /// Logs every `"query.sql"` event at debug, to target `sql`, as Rails' `ActiveRecord::LogSubscriber`
 /// does: `  Book Load (0.4ms)  SELECT … WHERE author = ?1  ["Ada Abbott"]`.
@@ -9,7 +9,7 @@ use notify_core::Value;
 /// ```
 /// use notify_app::bookstore::SqlLog;
 /// use notify_core::Payload;
-/// use notify_core::log_subscriber::LogEvent;
+/// use notify_log::LogEvent;
 /// let payload = Payload::new().with("name", "Book Load").with("sql", "SELECT ?1").with("binds", "[7]");
 /// let event = LogEvent::new("query.sql", &payload, Some(std::time::Duration::from_micros(400)));
 /// assert_eq!(SqlLog::default().query(&event).unwrap(), "  Book Load (0.4ms)  SELECT ?1  [7]");
@@ -26,7 +26,7 @@ impl SqlLog {
     /// `INSERT` is shown with its first row of placeholders only.
     ///
     /// ```
-    /// use notify_core::log_subscriber::LogEvent;
+    /// use notify_log::LogEvent;
     /// let sql = "INSERT INTO t (a) VALUES (?), (?)";
     /// let payload = notify_core::Payload::new().with("name", "T Bulk Insert").with("sql", sql).with("rows", 2_u64);
     /// let event = LogEvent::new("query.sql", &payload, None);
@@ -93,7 +93,7 @@ fn sql_color(sql: &str) -> Color {
 /// ```
 /// use notify_app::bookstore::AppLog;
 /// use notify_core::Payload;
-/// use notify_core::log_subscriber::LogEvent;
+/// use notify_log::LogEvent;
 /// let payload = Payload::new().with("method", "GET").with("path", "/stats").with("status", 200_u64).with("rows", 8_u64);
 /// let event = LogEvent::new("request.bookstore", &payload, Some(std::time::Duration::from_micros(1250)));
 /// assert_eq!(AppLog::default().request(&event).unwrap(), "Completed 200 OK in 1.2ms (GET /stats, 8 rows)");
@@ -108,7 +108,7 @@ impl AppLog {
     /// Formats a finished request: status, duration, method, path and rows.
     ///
     /// ```
-    /// use notify_core::log_subscriber::LogEvent;
+    /// use notify_log::LogEvent;
     /// let payload = notify_core::Payload::new().with("method", "POST").with("path", "/orders").with("status", 409_u64).with("rows", 0_u64);
     /// let event = LogEvent::new("request.bookstore", &payload, None);
     /// assert_eq!(notify_app::bookstore::AppLog::default().request(&event).unwrap(), "Completed 409 Conflict in ?ms (POST /orders, 0 rows)");
@@ -138,7 +138,7 @@ impl AppLog {
     /// Formats the import of the data file.
     ///
     /// ```
-    /// use notify_core::log_subscriber::LogEvent;
+    /// use notify_log::LogEvent;
     /// let payload = notify_core::Payload::new().with("file", "books.csv").with("rows", 1200_u64);
     /// let event = LogEvent::new("import.bookstore", &payload, Some(std::time::Duration::from_millis(35)));
     /// assert_eq!(notify_app::bookstore::AppLog::default().import(&event).unwrap(), "Imported 1200 books from books.csv in 35.0ms");

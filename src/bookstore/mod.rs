@@ -14,7 +14,7 @@
 //! subscriber on every event) prints count, total, p50 and p99 per event name.
 //!
 //! Events follow notify's `"<method>.<namespace>"` convention (see
-//! [`notify_core::log_subscriber`]).
+//! [`notify_log`]).
 
 mod cli;
 mod data;
@@ -26,8 +26,8 @@ mod summary;
 use std::fmt;
 use std::path::PathBuf;
 
-use notify_core::log_subscriber::{ColorChoice, LogSubscriber, LogSubscriberError};
 use notify_core::Notifier;
+use notify_log::{ColorChoice, LogSubscriber, LogSubscriberError};
 
 pub use cli::{default_data_file, run_cli};
 pub use data::{load_books, Book, DataError, HEADER};
@@ -89,7 +89,7 @@ impl From<LogSubscriberError> for AppError {
 ///
 /// ```
 /// let options = notify_app::bookstore::Options::new("books.csv", "/tmp/books.sqlite");
-/// assert_eq!(options.color, notify_core::log_subscriber::ColorChoice::Auto);
+/// assert_eq!(options.color, notify_log::ColorChoice::Auto);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Options {

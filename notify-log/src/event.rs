@@ -5,13 +5,13 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Color;
-use crate::payload::Payload;
+use notify_core::Payload;
 
 /// One event as a formatting method sees it: name, method, namespace, payload, duration, and
 /// AS::N's `color` helper.
 ///
 /// ```
-/// use notify_core::log_subscriber::{Color, LogEvent};
+/// use notify_log::{Color, LogEvent};
 /// use notify_core::Payload;
 /// let payload = Payload::new().with("sql", "SELECT 1");
 /// let event = LogEvent::new("query.db", &payload, Some(std::time::Duration::from_micros(420)));
@@ -36,7 +36,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let payload = notify_core::Payload::new();
-    /// let event = notify_core::log_subscriber::LogEvent::new("request", &payload, None);
+    /// let event = notify_log::LogEvent::new("request", &payload, None);
     /// assert_eq!((event.method(), event.namespace()), ("request", ""));
     /// ```
     pub fn new(name: &'a str, payload: &'a Payload, duration: Option<Duration>) -> LogEvent<'a> {
@@ -69,7 +69,7 @@ impl<'a> LogEvent<'a> {
     /// subscriber sets it from its [`ColorChoice`]).
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Color, LogEvent};
+    /// use notify_log::{Color, LogEvent};
     /// let payload = notify_core::Payload::new();
     /// let event = LogEvent::new("query.db", &payload, None).with_color(true);
     /// assert_eq!(event.color("x", Some(Color::Red), false).to_string(), "\u{1b}[31mx\u{1b}[0m");
@@ -86,7 +86,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).name(), "query.sql");
+    /// assert_eq!(notify_log::LogEvent::new("query.sql", &p, None).name(), "query.sql");
     /// ```
     pub fn name(&self) -> &'a str {
         self.name
@@ -96,7 +96,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).method(), "query");
+    /// assert_eq!(notify_log::LogEvent::new("query.sql", &p, None).method(), "query");
     /// ```
     pub fn method(&self) -> &'a str {
         self.method
@@ -106,7 +106,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.db.replica", &p, None).namespace(), "db.replica");
+    /// assert_eq!(notify_log::LogEvent::new("query.db.replica", &p, None).namespace(), "db.replica");
     /// ```
     pub fn namespace(&self) -> &'a str {
         self.namespace
@@ -116,7 +116,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert_eq!(notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).id(), 0);
+    /// assert_eq!(notify_log::LogEvent::new("query.sql", &p, None).id(), 0);
     /// ```
     pub fn id(&self) -> u64 {
         self.id
@@ -126,7 +126,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new().with("rows", 3_u64);
-    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, None);
+    /// let event = notify_log::LogEvent::new("query.sql", &p, None);
     /// assert_eq!(event.payload().get("rows").and_then(|v| v.as_i64()), Some(3));
     /// ```
     pub fn payload(&self) -> &'a Payload {
@@ -139,7 +139,7 @@ impl<'a> LogEvent<'a> {
     /// ```
     /// use std::time::Duration;
     /// let p = notify_core::Payload::new();
-    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, Some(Duration::from_millis(2)));
+    /// let event = notify_log::LogEvent::new("query.sql", &p, Some(Duration::from_millis(2)));
     /// assert_eq!(event.duration(), Some(Duration::from_millis(2)));
     /// ```
     pub fn duration(&self) -> Option<Duration> {
@@ -153,7 +153,7 @@ impl<'a> LogEvent<'a> {
     /// ```
     /// use std::time::Duration;
     /// let p = notify_core::Payload::new();
-    /// let event = notify_core::log_subscriber::LogEvent::new("query.sql", &p, Some(Duration::from_micros(12_040)));
+    /// let event = notify_log::LogEvent::new("query.sql", &p, Some(Duration::from_micros(12_040)));
     /// assert_eq!(event.elapsed().to_string(), "12.0ms");
     /// ```
     pub fn elapsed(&self) -> Elapsed {
@@ -167,7 +167,7 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert!(!notify_core::log_subscriber::LogEvent::new("query.sql", &p, None).color_enabled());
+    /// assert!(!notify_log::LogEvent::new("query.sql", &p, None).color_enabled());
     /// ```
     pub fn color_enabled(&self) -> bool {
         self.color
@@ -177,7 +177,7 @@ impl<'a> LogEvent<'a> {
     /// `color(text, color, bold: true)`. Plain `text` when colour is off.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Color, LogEvent};
+    /// use notify_log::{Color, LogEvent};
     /// let p = notify_core::Payload::new();
     /// let event = LogEvent::new("query.sql", &p, None).with_color(true);
     /// assert_eq!(event.color("Book Load", None, true).to_string(), "\u{1b}[1mBook Load\u{1b}[0m");
@@ -199,7 +199,7 @@ impl<'a> LogEvent<'a> {
 ///
 /// ```
 /// let p = notify_core::Payload::new();
-/// let styled = notify_core::log_subscriber::LogEvent::new("a.b", &p, None).color(7, None, true);
+/// let styled = notify_log::LogEvent::new("a.b", &p, None).color(7, None, true);
 /// assert_eq!(format!("[{styled}]"), "[7]");
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -222,7 +222,7 @@ impl<D: fmt::Display> fmt::Display for Styled<D> {
 ///
 /// ```
 /// let p = notify_core::Payload::new();
-/// assert_eq!(notify_core::log_subscriber::LogEvent::new("a.b", &p, None).elapsed().to_string(), "?ms");
+/// assert_eq!(notify_log::LogEvent::new("a.b", &p, None).elapsed().to_string(), "?ms");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Elapsed {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::pool::delivery::{Group, Mailbox, Slot};
-use crate::pool::options::{AsyncFailure, SlowSubscriber};
+use crate::delivery::{Group, Mailbox, Slot};
+use crate::options::{AsyncFailure, SlowSubscriber};
 
 pub(crate) const RUNNING: u8 = 0;
 /// Shutdown began: publishing is refused, workers drain.
@@ -426,7 +426,7 @@ impl PoolInner {
 
     /// Wakes every publisher blocked on a full mailbox of this pool ([`Overflow::Block`]).
     ///
-    /// [`Overflow::Block`]: crate::pool::Overflow::Block
+    /// [`Overflow::Block`]: crate::Overflow::Block
     pub(crate) fn wake_blocked(&self) {
         let _space = self.space.lock();
         self.space_cv.notify_all();

@@ -11,8 +11,8 @@ mod support;
 
 use support::{check_order, field, publish, quiet_panics, recorder, Seen};
 
-use notify_core::pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
 use notify_core::{Event, Notifier};
+use notify_pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
 
 fn recorders(n: usize) -> Vec<Seen> {
     (0..n).map(|_| Seen::default()).collect()

@@ -7,7 +7,7 @@ use std::fmt;
 /// What a mailbox does with an event that arrives when it already holds `capacity` events.
 ///
 /// ```
-/// assert_eq!(notify_core::pool::Overflow::default(), notify_core::pool::Overflow::DropNewest);
+/// assert_eq!(notify_pool::Overflow::default(), notify_pool::Overflow::DropNewest);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Overflow {
@@ -19,11 +19,11 @@ pub enum Overflow {
     /// Block the publishing thread until the mailbox has room. A publisher that is itself a
     /// worker or dedicated thread of **any** notify pool (a callback that publishes) never blocks:
     /// its event is dropped as with [`Overflow::DropNewest`] instead (counted by
-    /// [`AsyncHandle::dropped`](crate::pool::AsyncHandle::dropped)), since the mailbox it waits for
+    /// [`AsyncHandle::dropped`](crate::AsyncHandle::dropped)), since the mailbox it waits for
     /// may be drained only by a worker that waits for it in turn (its own pool, or two pools
     /// publishing into each other). A publisher blocked when shutdown begins is released and its
     /// event refused as every event after shutdown: counted by
-    /// [`WorkerPool::rejected`](crate::pool::WorkerPool::rejected), not as dropped.
+    /// [`WorkerPool::rejected`](crate::WorkerPool::rejected), not as dropped.
     Block,
 }
 
@@ -32,7 +32,7 @@ pub enum Overflow {
 /// `notify::pool`).
 ///
 /// ```
-/// assert_eq!(notify_core::pool::PanicPolicy::default(), notify_core::pool::PanicPolicy::Keep);
+/// assert_eq!(notify_pool::PanicPolicy::default(), notify_pool::PanicPolicy::Keep);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PanicPolicy {
@@ -41,7 +41,7 @@ pub enum PanicPolicy {
     Keep,
     /// Detach the subscriber: the events still queued are discarded (and counted as dropped), later
     /// events are refused (publishers blocked on its full mailbox by [`Overflow::Block`] are
-    /// released, their events counted as dropped), and [`AsyncHandle::is_closed`](crate::pool::AsyncHandle::is_closed)
+    /// released, their events counted as dropped), and [`AsyncHandle::is_closed`](crate::AsyncHandle::is_closed)
     /// becomes true. Its registry entry stays until you unsubscribe it.
     Detach,
 }
@@ -49,7 +49,7 @@ pub enum PanicPolicy {
 /// Per-subscription options of an async subscriber.
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, Overflow};
+/// use notify_pool::{AsyncOptions, Overflow};
 /// let options = AsyncOptions::new().capacity(16).overflow(Overflow::DropOldest).named("exporter");
 /// assert_eq!(options.capacity, 16);
 /// assert_eq!(AsyncOptions::default().capacity, 1024);
@@ -67,7 +67,7 @@ pub struct AsyncOptions {
     pub on_panic: PanicPolicy,
     /// Serve this subscriber from a thread of its own instead of the shared pool, for callbacks that
     /// block on I/O (default `false`). The thread ends when the subscription is unsubscribed,
-    /// closed ([`AsyncHandle::close`](crate::pool::AsyncHandle::close)), detached after a panic or
+    /// closed ([`AsyncHandle::close`](crate::AsyncHandle::close)), detached after a panic or
     /// dropped with its registry entry, once it delivered what was queued; or when the pool shuts
     /// down.
     pub dedicated_thread: bool,
@@ -91,7 +91,7 @@ impl AsyncOptions {
     /// The defaults: 1,024 events, drop newest, keep on panic, shared pool, no label.
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::AsyncOptions::new(), Default::default());
+    /// assert_eq!(notify_pool::AsyncOptions::new(), Default::default());
     /// ```
     pub fn new() -> AsyncOptions {
         AsyncOptions::default()
@@ -100,7 +100,7 @@ impl AsyncOptions {
     /// Sets [`AsyncOptions::capacity`] (values below 1 become 1).
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::AsyncOptions::new().capacity(0).capacity, 1);
+    /// assert_eq!(notify_pool::AsyncOptions::new().capacity(0).capacity, 1);
     /// ```
     #[must_use]
     pub fn capacity(mut self, events: usize) -> AsyncOptions {
@@ -111,7 +111,7 @@ impl AsyncOptions {
     /// Sets [`AsyncOptions::overflow`].
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, Overflow};
+    /// use notify_pool::{AsyncOptions, Overflow};
     /// assert_eq!(AsyncOptions::new().overflow(Overflow::Block).overflow, Overflow::Block);
     /// ```
     #[must_use]
@@ -123,7 +123,7 @@ impl AsyncOptions {
     /// Sets [`AsyncOptions::on_panic`].
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, PanicPolicy};
+    /// use notify_pool::{AsyncOptions, PanicPolicy};
     /// assert_eq!(AsyncOptions::new().on_panic(PanicPolicy::Detach).on_panic, PanicPolicy::Detach);
     /// ```
     #[must_use]
@@ -135,7 +135,7 @@ impl AsyncOptions {
     /// Asks for a dedicated thread ([`AsyncOptions::dedicated_thread`]).
     ///
     /// ```
-    /// assert!(notify_core::pool::AsyncOptions::new().dedicated().dedicated_thread);
+    /// assert!(notify_pool::AsyncOptions::new().dedicated().dedicated_thread);
     /// ```
     #[must_use]
     pub fn dedicated(mut self) -> AsyncOptions {
@@ -146,7 +146,7 @@ impl AsyncOptions {
     /// Sets [`AsyncOptions::label`].
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::AsyncOptions::new().named("audit").label.as_deref(), Some("audit"));
+    /// assert_eq!(notify_pool::AsyncOptions::new().named("audit").label.as_deref(), Some("audit"));
     /// ```
     #[must_use]
     pub fn named(mut self, label: impl Into<Cow<'static, str>>) -> AsyncOptions {
@@ -158,14 +158,14 @@ impl AsyncOptions {
 /// One panic of one async subscriber's callback, as the pool's failure hook receives it.
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_pool::{AsyncOptions, WorkerPool};
 /// use notify_core::{Event, Notifier, Payload};
 /// use std::sync::{Arc, Mutex};
 ///
 /// let reports = Arc::new(Mutex::new(Vec::new()));
 /// let sink = reports.clone();
 /// let pool = WorkerPool::builder().threads(1)
-///     .failure_hook(move |f: &notify_core::pool::AsyncFailure| sink.lock().unwrap().push(f.to_string()))
+///     .failure_hook(move |f: &notify_pool::AsyncFailure| sink.lock().unwrap().push(f.to_string()))
 ///     .build();
 /// let notifier = Notifier::new();
 /// pool.subscribe(&notifier, "x", AsyncOptions::new().named("audit"), |_: &Event| panic!("boom"));
@@ -183,10 +183,10 @@ pub struct AsyncFailure {
 }
 
 impl AsyncFailure {
-    /// The mailbox id ([`AsyncHandle::id`](crate::pool::AsyncHandle::id)).
+    /// The mailbox id ([`AsyncHandle::id`](crate::AsyncHandle::id)).
     ///
     /// ```
-    /// # let f = notify_core::pool::__doc::failure();
+    /// # let f = notify_pool::__doc::failure();
     /// assert_eq!(f.mailbox(), 7);
     /// ```
     pub fn mailbox(&self) -> u64 {
@@ -196,7 +196,7 @@ impl AsyncFailure {
     /// The subscriber's label, or `"async"` when it has none.
     ///
     /// ```
-    /// # let f = notify_core::pool::__doc::failure();
+    /// # let f = notify_pool::__doc::failure();
     /// assert_eq!(f.subscriber(), "audit");
     /// ```
     pub fn subscriber(&self) -> &str {
@@ -206,7 +206,7 @@ impl AsyncFailure {
     /// The name of the event being delivered.
     ///
     /// ```
-    /// # let f = notify_core::pool::__doc::failure();
+    /// # let f = notify_pool::__doc::failure();
     /// assert_eq!(f.event(), "x");
     /// ```
     pub fn event(&self) -> &str {
@@ -216,7 +216,7 @@ impl AsyncFailure {
     /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
     ///
     /// ```
-    /// # let f = notify_core::pool::__doc::failure();
+    /// # let f = notify_pool::__doc::failure();
     /// assert_eq!(f.message(), "boom");
     /// ```
     pub fn message(&self) -> &str {
@@ -226,7 +226,7 @@ impl AsyncFailure {
     /// True when the subscriber was detached because of this panic ([`PanicPolicy::Detach`]).
     ///
     /// ```
-    /// # let f = notify_core::pool::__doc::failure();
+    /// # let f = notify_pool::__doc::failure();
     /// assert!(!f.detached());
     /// ```
     pub fn detached(&self) -> bool {
@@ -254,7 +254,7 @@ impl fmt::Display for AsyncFailure {
 /// reads no clock.
 ///
 /// ```
-/// # let s = notify_core::pool::__doc::slow();
+/// # let s = notify_pool::__doc::slow();
 /// assert_eq!(s.to_string(), "async subscriber `audit` (mailbox #7) is slow: mailbox full at 16 events, 3 dropped so far (drop newest)");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -270,7 +270,7 @@ impl SlowSubscriber {
     /// The mailbox id.
     ///
     /// ```
-    /// # let s = notify_core::pool::__doc::slow();
+    /// # let s = notify_pool::__doc::slow();
     /// assert_eq!(s.mailbox(), 7);
     /// ```
     pub fn mailbox(&self) -> u64 {
@@ -280,7 +280,7 @@ impl SlowSubscriber {
     /// The subscriber's label, or `"async"`.
     ///
     /// ```
-    /// # let s = notify_core::pool::__doc::slow();
+    /// # let s = notify_pool::__doc::slow();
     /// assert_eq!(s.subscriber(), "audit");
     /// ```
     pub fn subscriber(&self) -> &str {
@@ -290,7 +290,7 @@ impl SlowSubscriber {
     /// The mailbox capacity (events).
     ///
     /// ```
-    /// # let s = notify_core::pool::__doc::slow();
+    /// # let s = notify_pool::__doc::slow();
     /// assert_eq!(s.capacity(), 16);
     /// ```
     pub fn capacity(&self) -> usize {
@@ -300,7 +300,7 @@ impl SlowSubscriber {
     /// Events dropped by this mailbox so far (a count; 0 for [`Overflow::Block`] that blocked).
     ///
     /// ```
-    /// # let s = notify_core::pool::__doc::slow();
+    /// # let s = notify_pool::__doc::slow();
     /// assert_eq!(s.dropped(), 3);
     /// ```
     pub fn dropped(&self) -> u64 {
@@ -310,8 +310,8 @@ impl SlowSubscriber {
     /// The mailbox's overflow policy.
     ///
     /// ```
-    /// # let s = notify_core::pool::__doc::slow();
-    /// assert_eq!(s.overflow(), notify_core::pool::Overflow::DropNewest);
+    /// # let s = notify_pool::__doc::slow();
+    /// assert_eq!(s.overflow(), notify_pool::Overflow::DropNewest);
     /// ```
     pub fn overflow(&self) -> Overflow {
         self.overflow
@@ -333,10 +333,10 @@ impl fmt::Display for SlowSubscriber {
     }
 }
 
-/// What [`WorkerPool::shutdown`](crate::pool::WorkerPool::shutdown) did.
+/// What [`WorkerPool::shutdown`](crate::WorkerPool::shutdown) did.
 ///
 /// ```
-/// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+/// let pool = notify_pool::WorkerPool::builder().threads(1).build();
 /// let report = pool.shutdown(std::time::Duration::from_secs(1));
 /// assert_eq!(report.abandoned, 0);
 /// ```

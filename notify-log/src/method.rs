@@ -11,10 +11,10 @@ use log::Level;
 
 use super::config::MethodSpec;
 use super::{starts, LogEvent, LogSubscriber, LogSubscriberError};
-use crate::failure::panic_message;
-use crate::notifier::Subscription;
-use crate::payload::Payload;
-use crate::subscriber::{EventedSubscriber, SilenceableSubscriber};
+use notify_core::panic_message;
+use notify_core::Payload;
+use notify_core::Subscription;
+use notify_core::{EventedSubscriber, SilenceableSubscriber};
 
 /// What every [`LogMethod`] of one attached log subscriber shares.
 struct Shared<T> {
@@ -30,7 +30,7 @@ struct Shared<T> {
 /// them yourself (another pattern, a label, a wrapper).
 ///
 /// ```
-/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+/// use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
 /// use notify_core::{Notifier, Pattern, Subscriber};
 /// struct Db;
 /// impl LogSubscriber for Db {
@@ -44,7 +44,7 @@ struct Shared<T> {
 ///     notifier.subscribe(Pattern::exact(method.event_name()), Subscriber::silenceable(method));
 /// }
 /// assert_eq!(notifier.subscriber_count(), 1);
-/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// # Ok::<(), notify_log::LogSubscriberError>(())
 /// ```
 pub struct LogMethod<T> {
     shared: Arc<Shared<T>>,
@@ -68,7 +68,7 @@ impl<T: LogSubscriber> LogMethod<T> {
     /// [`LogSubscriberError`] when the configuration is invalid.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
     /// struct Db;
     /// impl LogSubscriber for Db {
     ///     fn config() -> LogConfig<Db> {
@@ -79,7 +79,7 @@ impl<T: LogSubscriber> LogMethod<T> {
     /// }
     /// let names: Vec<String> = LogMethod::all(Db)?.iter().map(|m| m.event_name().to_owned()).collect();
     /// assert_eq!(names, ["query.db", "connect.db"]);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn all(subscriber: T) -> Result<Vec<LogMethod<T>>, LogSubscriberError> {
         let config = T::config();
@@ -110,13 +110,13 @@ impl<T> LogMethod<T> {
     /// The event name this method formats, `"<method>.<namespace>"`.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(LogMethod::all(Db)?[0].event_name(), "query.db");
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn event_name(&self) -> &str {
         &self.spec().event_name
@@ -125,13 +125,13 @@ impl<T> LogMethod<T> {
     /// The level this method logs at.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(LogMethod::all(Db)?[0].level(), Level::Debug);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn level(&self) -> Level {
         self.spec().level
@@ -140,13 +140,13 @@ impl<T> LogMethod<T> {
     /// The `log` target of this method's lines.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(LogMethod::all(Db)?[0].target(), "db");
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn target(&self) -> &str {
         &self.shared.target
@@ -155,13 +155,13 @@ impl<T> LogMethod<T> {
     /// The subscriber value the methods are called on.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogMethod, LogSubscriber};
     /// struct Db { prefix: &'static str }
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(LogMethod::all(Db { prefix: "db" })?[0].subscriber().prefix, "db");
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn subscriber(&self) -> &T {
         &self.shared.subscriber
@@ -230,7 +230,7 @@ impl<T> fmt::Debug for LogMethod<T> {
 /// the subscriptions (as AS::N's `attach_to` does); [`Attached::detach`] removes them.
 ///
 /// ```
-/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+/// use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
 /// struct Db;
 /// impl LogSubscriber for Db {
 ///     fn config() -> LogConfig<Db> {
@@ -240,7 +240,7 @@ impl<T> fmt::Debug for LogMethod<T> {
 /// let attached = Db.attach_to(&notify_core::Notifier::new())?;
 /// assert_eq!((attached.namespace(), attached.target()), ("db", "app::db"));
 /// assert_eq!(attached.events_at(Level::Debug), ["query.db"]);
-/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// # Ok::<(), notify_log::LogSubscriberError>(())
 /// ```
 pub struct Attached<T> {
     methods: Vec<LogMethod<T>>,
@@ -255,13 +255,13 @@ impl<T> Attached<T> {
     /// The namespace.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.namespace(), "db");
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn namespace(&self) -> &str {
         self.methods.first().map_or("", |m| m.shared.namespace.as_str())
@@ -270,13 +270,13 @@ impl<T> Attached<T> {
     /// The `log` target of every line.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.target(), "db");
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn target(&self) -> &str {
         self.methods.first().map_or("", |m| m.shared.target.as_str())
@@ -285,13 +285,13 @@ impl<T> Attached<T> {
     /// The attached methods, in declaration order.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.methods()[0].level(), Level::Debug);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn methods(&self) -> &[LogMethod<T>] {
         &self.methods
@@ -300,14 +300,14 @@ impl<T> Attached<T> {
     /// The event names of the methods, in declaration order.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// let attached = Db.attach_to(&notify_core::Notifier::new())?;
     /// assert_eq!(attached.event_names().collect::<Vec<_>>(), ["query.db"]);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn event_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.methods.iter().map(|m| m.event_name())
@@ -316,13 +316,13 @@ impl<T> Attached<T> {
     /// The event names whose methods log at exactly `level` (AS::N's per-class `log_levels`).
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert!(Db.attach_to(&notify_core::Notifier::new())?.events_at(Level::Info).is_empty());
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn events_at(&self, level: Level) -> Vec<String> {
         self.methods
@@ -335,13 +335,13 @@ impl<T> Attached<T> {
     /// The subscriptions, one per method.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.subscriptions().len(), 1);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn subscriptions(&self) -> &[Subscription] {
         &self.subscriptions
@@ -350,13 +350,13 @@ impl<T> Attached<T> {
     /// Unsubscribes every method (AS::N's `detach_from`); returns how many subscriptions were removed.
     ///
     /// ```
-    /// # use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// # use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// # struct Db;
     /// # impl LogSubscriber for Db {
     /// #     fn config() -> LogConfig<Db> { LogConfig::new("db").method("query", Level::Debug, |_: &Db, _: &LogEvent<'_>| None) }
     /// # }
     /// assert_eq!(Db.attach_to(&notify_core::Notifier::new())?.detach(), 1);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn detach(self) -> usize {
         self.subscriptions.iter().filter(|s| s.unsubscribe().is_ok()).count()

@@ -10,8 +10,8 @@ mod support;
 
 use support::{check_order, field, publish, quiet_panics, recorder, within, Seen};
 
-use notify_core::pool::{AsyncFailure, AsyncOptions, AsyncSubscription, Overflow, PanicPolicy, WorkerPool};
 use notify_core::{Event, Notifier, Pattern};
+use notify_pool::{AsyncFailure, AsyncOptions, AsyncSubscription, Overflow, PanicPolicy, WorkerPool};
 
 /// One subscriber per `seen` on `name`: a third with `small` mailboxes dropping the newest, a third
 /// with `small` mailboxes dropping the oldest (so gaps really happen), a third with room for `room`.

@@ -1,5 +1,5 @@
 //! The thread-local stack of start instants, keyed by (log method, event id). See the module docs
-//! of [`log_subscriber`](super).
+//! of this crate.
 
 use std::cell::RefCell;
 use std::time::Instant;

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use notify_core::log_subscriber::{ColorChoice, LogConfig, LogEvent, LogMethod, LogSubscriber};
 use notify_core::{
     EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, SubscriberFailure,
 };
+use notify_log::{ColorChoice, LogConfig, LogEvent, LogMethod, LogSubscriber};
 
 /// One captured record: level, target, message.
 type Line = (Level, String, String);

@@ -38,7 +38,7 @@
 //!   log; the same guarantees hold per member (one at a time, in order, bounded, exact counters).
 //!
 //! ```
-//! use notify_core::pool::{AsyncOptions, WorkerPool};
+//! use notify_pool::{AsyncOptions, WorkerPool};
 //! use notify_core::{Event, Notifier, Payload};
 //! use std::sync::{Arc, Mutex};
 //!
@@ -63,6 +63,7 @@ mod delivery;
 mod group;
 mod mailbox;
 mod options;
+mod sync;
 mod worker;
 
 use std::borrow::Cow;
@@ -72,10 +73,7 @@ use std::time::{Duration, Instant};
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 
-use crate::error::NotifyError;
-use crate::notifier::{Notifier, Subscription};
-use crate::pattern::Pattern;
-use crate::subscriber::Subscriber;
+use notify_core::{Notifier, NotifyError, Pattern, Subscriber, Subscription};
 
 pub use self::delivery::AsyncSubscriber;
 pub use self::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, ShutdownReport, SlowSubscriber};
@@ -86,7 +84,7 @@ use self::worker::{FailureHook, PoolInner, Shared, SlowHook};
 /// Configures a [`WorkerPool`].
 ///
 /// ```
-/// use notify_core::pool::WorkerPool;
+/// use notify_pool::WorkerPool;
 /// use std::time::Duration;
 /// let pool = WorkerPool::builder()
 ///     .threads(2)
@@ -122,7 +120,7 @@ impl PoolBuilder {
     /// Worker threads (a count, at least 1; default: `std::thread::available_parallelism`).
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(0).build().threads(), 1);
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(0).build().threads(), 1);
     /// ```
     #[must_use]
     pub fn threads(mut self, threads: usize) -> PoolBuilder {
@@ -134,7 +132,7 @@ impl PoolBuilder {
     /// one (a count, at least 1; default 64): fairness between busy subscribers.
     ///
     /// ```
-    /// let _pool = notify_core::pool::WorkerPool::builder().threads(1).batch(1).build();
+    /// let _pool = notify_pool::WorkerPool::builder().threads(1).batch(1).build();
     /// ```
     #[must_use]
     pub fn batch(mut self, events: usize) -> PoolBuilder {
@@ -145,7 +143,7 @@ impl PoolBuilder {
     /// The worker threads' name prefix (default `notify-pool`; threads are `NAME-0`, `NAME-1`, …).
     ///
     /// ```
-    /// let _pool = notify_core::pool::WorkerPool::builder().threads(1).name("audit").build();
+    /// let _pool = notify_pool::WorkerPool::builder().threads(1).name("audit").build();
     /// ```
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> PoolBuilder {
@@ -157,9 +155,9 @@ impl PoolBuilder {
     /// (default: `log::error!`, target `notify::pool`). A panic in the hook is swallowed.
     ///
     /// ```
-    /// let _pool = notify_core::pool::WorkerPool::builder()
+    /// let _pool = notify_pool::WorkerPool::builder()
     ///     .threads(1)
-    ///     .failure_hook(|f: &notify_core::pool::AsyncFailure| eprintln!("{f}"))
+    ///     .failure_hook(|f: &notify_pool::AsyncFailure| eprintln!("{f}"))
     ///     .build();
     /// ```
     #[must_use]
@@ -173,9 +171,9 @@ impl PoolBuilder {
     /// `notify::pool`). A panic in the hook is swallowed.
     ///
     /// ```
-    /// let _pool = notify_core::pool::WorkerPool::builder()
+    /// let _pool = notify_pool::WorkerPool::builder()
     ///     .threads(1)
-    ///     .slow_subscriber_hook(|s: &notify_core::pool::SlowSubscriber| eprintln!("{s}"))
+    ///     .slow_subscriber_hook(|s: &notify_pool::SlowSubscriber| eprintln!("{s}"))
     ///     .build();
     /// ```
     #[must_use]
@@ -188,7 +186,7 @@ impl PoolBuilder {
     /// only when an event overflows: no timer runs.
     ///
     /// ```
-    /// let _pool = notify_core::pool::WorkerPool::builder().threads(1).report_interval(std::time::Duration::ZERO).build();
+    /// let _pool = notify_pool::WorkerPool::builder().threads(1).report_interval(std::time::Duration::ZERO).build();
     /// ```
     #[must_use]
     pub fn report_interval(mut self, interval: Duration) -> PoolBuilder {
@@ -203,7 +201,7 @@ impl PoolBuilder {
     /// are stopped and joined).
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).try_build()?;
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).try_build()?;
     /// # drop(pool);
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -232,7 +230,7 @@ impl PoolBuilder {
     /// When a thread cannot be spawned; see [`PoolBuilder::try_build`].
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # drop(pool);
     /// ```
     pub fn build(self) -> WorkerPool {
@@ -370,7 +368,7 @@ impl Owner {
 /// joins the workers.
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_pool::{AsyncOptions, WorkerPool};
 /// use notify_core::{Event, Notifier, Payload};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
@@ -404,7 +402,7 @@ impl WorkerPool {
     /// When a thread cannot be spawned.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::new();
+    /// let pool = notify_pool::WorkerPool::new();
     /// assert!(pool.threads() >= 1);
     /// ```
     pub fn new() -> WorkerPool {
@@ -414,7 +412,7 @@ impl WorkerPool {
     /// A builder for a pool with other settings.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(3).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(3).build();
     /// assert_eq!(pool.threads(), 3);
     /// ```
     pub fn builder() -> PoolBuilder {
@@ -425,7 +423,7 @@ impl WorkerPool {
     /// `notify-global-N`). It is never shut down by notify; [`WorkerPool::shutdown`] on it is final.
     ///
     /// ```
-    /// let a = notify_core::pool::WorkerPool::global();
+    /// let a = notify_pool::WorkerPool::global();
     /// assert!(a.threads() >= 1);
     /// ```
     pub fn global() -> &'static WorkerPool {
@@ -435,7 +433,7 @@ impl WorkerPool {
     /// How many shared worker threads the pool runs (dedicated threads not counted).
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(2).build().threads(), 2);
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(2).build().threads(), 2);
     /// ```
     pub fn threads(&self) -> usize {
         self.owner.inner.slots.len()
@@ -449,7 +447,7 @@ impl WorkerPool {
     /// spawned.
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, WorkerPool};
+    /// use notify_pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Pattern};
     /// let pool = WorkerPool::builder().threads(1).build();
     /// let notifier = Notifier::new();
@@ -497,7 +495,7 @@ impl WorkerPool {
     /// When a dedicated thread cannot be spawned.
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, Overflow, WorkerPool};
+    /// use notify_pool::{AsyncOptions, Overflow, WorkerPool};
     /// use notify_core::{Event, Notifier, Pattern, Payload};
     /// let pool = WorkerPool::builder().threads(1).build();
     /// let notifier = Notifier::new();
@@ -529,7 +527,7 @@ impl WorkerPool {
     /// When a dedicated thread cannot be spawned.
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, WorkerPool};
+    /// use notify_pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Pattern};
     /// let pool = WorkerPool::builder().threads(1).build();
     /// let notifier = Notifier::new();
@@ -580,7 +578,7 @@ impl WorkerPool {
     /// each, measured, plus what the callback captures: 56 with one `Arc`).
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, WorkerPool};
+    /// use notify_pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Payload};
     /// use std::sync::atomic::{AtomicU64, Ordering};
     /// use std::sync::Arc;
@@ -639,7 +637,7 @@ impl WorkerPool {
     /// like any panicking callback.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// pool.flush();
     /// ```
     pub fn flush(&self) {
@@ -670,7 +668,7 @@ impl WorkerPool {
     /// exactly. The panic is reported like any panicking callback; shut down from another thread.
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, WorkerPool};
+    /// use notify_pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Payload};
     /// let pool = WorkerPool::builder().threads(1).build();
     /// let notifier = Notifier::new();
@@ -695,7 +693,7 @@ impl WorkerPool {
     /// True once [`WorkerPool::shutdown`] ran.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// assert!(!pool.is_shut_down());
     /// pool.shutdown(std::time::Duration::ZERO);
     /// assert!(pool.is_shut_down());
@@ -707,7 +705,7 @@ impl WorkerPool {
     /// Events refused because the pool was shut down (a count, one per subscriber per event).
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().rejected(), 0);
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(1).build().rejected(), 0);
     /// ```
     pub fn rejected(&self) -> u64 {
         self.owner
@@ -722,7 +720,7 @@ impl WorkerPool {
     /// ([`ShutdownReport::abandoned`]), not here.
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().pending(), 0);
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(1).build().pending(), 0);
     /// ```
     pub fn pending(&self) -> u64 {
         let pending: u64 = self.owner.pools().0.iter().map(|p| p.pending()).sum();
@@ -732,7 +730,7 @@ impl WorkerPool {
     /// Callbacks that returned or panicked so far (a count, dedicated threads included).
     ///
     /// ```
-    /// assert_eq!(notify_core::pool::WorkerPool::builder().threads(1).build().delivered(), 0);
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(1).build().delivered(), 0);
     /// ```
     pub fn delivered(&self) -> u64 {
         let (pools, retired) = self.owner.pools();
@@ -743,7 +741,7 @@ impl WorkerPool {
     /// An idle pool keeps these unchanged: workers park with no timeout.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(2).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(2).build();
     /// assert_eq!(pool.wakeups().len(), 2);
     /// ```
     pub fn wakeups(&self) -> Vec<u64> {
@@ -764,7 +762,7 @@ impl std::fmt::Debug for WorkerPool {
 /// One async subscriber's mailbox, for its counters. Cloning shares it.
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_pool::{AsyncOptions, WorkerPool};
 /// let pool = WorkerPool::builder().threads(1).build();
 /// let (_subscriber, handle) = pool.mailbox(AsyncOptions::new(), |_: &notify_core::Event| {})?;
 /// assert_eq!((handle.queued(), handle.dropped(), handle.is_closed()), (0, 0, false));
@@ -793,7 +791,7 @@ impl AsyncHandle {
     /// reports name it.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// let (_, handle) = pool.mailbox(Default::default(), |_: &notify_core::Event| {})?;
     /// assert_eq!(handle.id(), 1);
     /// # Ok::<(), std::io::Error>(())
@@ -808,8 +806,8 @@ impl AsyncHandle {
     /// The label from [`AsyncOptions::named`].
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
-    /// let (_, handle) = pool.mailbox(notify_core::pool::AsyncOptions::new().named("a"), |_: &notify_core::Event| {})?;
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
+    /// let (_, handle) = pool.mailbox(notify_pool::AsyncOptions::new().named("a"), |_: &notify_core::Event| {})?;
     /// assert_eq!(handle.label(), Some("a"));
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -825,7 +823,7 @@ impl AsyncHandle {
     /// it after it was closed.
     ///
     /// ```
-    /// use notify_core::pool::{AsyncOptions, WorkerPool};
+    /// use notify_pool::{AsyncOptions, WorkerPool};
     /// use notify_core::{Event, Notifier, Payload};
     /// let pool = WorkerPool::builder().threads(1).build();
     /// let notifier = Notifier::new();
@@ -851,7 +849,7 @@ impl AsyncHandle {
     /// Events queued in the mailbox now (a count; those a worker already took are not counted).
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// let (_, handle) = pool.mailbox(Default::default(), |_: &notify_core::Event| {})?;
     /// assert_eq!(handle.queued(), 0);
     /// # Ok::<(), std::io::Error>(())
@@ -867,7 +865,7 @@ impl AsyncHandle {
     /// unsubscribed.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// let (_, handle) = pool.mailbox(Default::default(), |_: &notify_core::Event| {})?;
     /// assert!(!handle.is_closed());
     /// # Ok::<(), std::io::Error>(())
@@ -882,7 +880,7 @@ impl AsyncHandle {
     /// Refuses events from now on; the queued ones are still delivered.
     ///
     /// ```
-    /// let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// let (_, handle) = pool.mailbox(Default::default(), |_: &notify_core::Event| {})?;
     /// handle.close();
     /// assert!(handle.is_closed());
@@ -911,7 +909,7 @@ impl std::fmt::Debug for AsyncHandle {
 /// ([`AsyncHandle`]). Dropping it does not unsubscribe (as for every subscription).
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_pool::{AsyncOptions, WorkerPool};
 /// let pool = WorkerPool::builder().threads(1).build();
 /// let notifier = notify_core::Notifier::new();
 /// let sub = pool.subscribe(&notifier, "x", AsyncOptions::new(), |_: &notify_core::Event| {});
@@ -928,7 +926,7 @@ impl AsyncSubscription {
     /// The mailbox.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// assert_eq!(sub.handle().queued(), 0);
@@ -940,7 +938,7 @@ impl AsyncSubscription {
     /// The registry subscription.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// assert_eq!(notifier.listeners_for("x"), vec![(sub.subscription().id(), "owned")]);
@@ -952,7 +950,7 @@ impl AsyncSubscription {
     /// [`AsyncHandle::dropped`].
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// assert_eq!(sub.dropped(), 0);
@@ -964,7 +962,7 @@ impl AsyncSubscription {
     /// [`AsyncHandle::queued`].
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// assert_eq!(sub.queued(), 0);
@@ -976,7 +974,7 @@ impl AsyncSubscription {
     /// [`AsyncHandle::is_closed`].
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// assert!(!sub.is_closed());
@@ -992,7 +990,7 @@ impl AsyncSubscription {
     /// [`NotifyError::NotFound`] when the subscription was already removed.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "x", Default::default(), |_: &notify_core::Event| {});
     /// sub.unsubscribe()?;
@@ -1009,7 +1007,7 @@ impl AsyncSubscription {
 /// Many async subscribers behind one registry subscription ([`WorkerPool::subscribe_fanout`]).
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, WorkerPool};
+/// use notify_pool::{AsyncOptions, WorkerPool};
 /// let pool = WorkerPool::builder().threads(1).build();
 /// let notifier = notify_core::Notifier::new();
 /// let fanout = pool.subscribe_fanout(&notifier, "x", AsyncOptions::new(), (0..3).map(|_| |_: &notify_core::Event| {}));
@@ -1036,7 +1034,7 @@ impl FanoutSubscription {
     /// The members' mailboxes, in the order given.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let fanout = pool.subscribe_fanout(&notifier, "x", Default::default(), [|_: &notify_core::Event| {}]);
     /// assert_eq!(fanout.members()[0].dropped(), 0);
@@ -1048,7 +1046,7 @@ impl FanoutSubscription {
     /// The one registry subscription.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let fanout = pool.subscribe_fanout(&notifier, "x", Default::default(), [|_: &notify_core::Event| {}]);
     /// assert_eq!(fanout.subscription().id(), 1);
@@ -1064,7 +1062,7 @@ impl FanoutSubscription {
     /// [`NotifyError::NotFound`] when it was already removed.
     ///
     /// ```
-    /// # let pool = notify_core::pool::WorkerPool::builder().threads(1).build();
+    /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let fanout = pool.subscribe_fanout(&notifier, "x", Default::default(), [|_: &notify_core::Event| {}]);
     /// fanout.unsubscribe()?;
@@ -1106,8 +1104,8 @@ pub mod __doc {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::event::Event;
-    use crate::payload::Payload;
+    use notify_core::Event;
+    use notify_core::Payload;
 
     #[test]
     fn pool_idle_mailbox_is_small() {

@@ -16,7 +16,7 @@
 use std::collections::VecDeque;
 use std::mem;
 
-use crate::pool::options::Overflow;
+use crate::options::Overflow;
 use crate::sync::Mutex;
 
 /// A drained mailbox keeps a buffer of at most this many slots; a larger one is released, so a

@@ -14,7 +14,7 @@ type FormatFn<T> = Box<dyn Fn(&T, &LogEvent<'_>) -> Option<String> + Send + Sync
 /// Built with [`LogConfig::new`] and the builder methods; returned by [`LogSubscriber::config`].
 ///
 /// ```
-/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent};
+/// use notify_log::{Level, LogConfig, LogEvent};
 /// struct Sql;
 /// let config = LogConfig::<Sql>::new("sql")
 ///     .target("app::sql")
@@ -47,7 +47,7 @@ impl<T> LogConfig<T> {
     /// [`ColorChoice::Auto`]. The namespace is checked when the subscriber is attached.
     ///
     /// ```
-    /// let config = notify_core::log_subscriber::LogConfig::<()>::new("db");
+    /// let config = notify_log::LogConfig::<()>::new("db");
     /// assert_eq!(config.namespace(), "db");
     /// assert_eq!(config.target_name(), "db");
     /// ```
@@ -64,7 +64,7 @@ impl<T> LogConfig<T> {
     /// `RUST_LOG=app::sql=debug` select it.
     ///
     /// ```
-    /// let config = notify_core::log_subscriber::LogConfig::<()>::new("db").target("myapp::db");
+    /// let config = notify_log::LogConfig::<()>::new("db").target("myapp::db");
     /// assert_eq!(config.target_name(), "myapp::db");
     /// ```
     #[must_use]
@@ -78,7 +78,7 @@ impl<T> LogConfig<T> {
     /// for this event. Declaring a method twice keeps the last declaration.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent};
+    /// use notify_log::{Level, LogConfig, LogEvent};
     /// let config = LogConfig::<()>::new("db")
     ///     .method("query", Level::Info, |_: &(), _: &LogEvent<'_>| None)
     ///     .method("query", Level::Debug, |_: &(), _: &LogEvent<'_>| None);
@@ -106,7 +106,7 @@ impl<T> LogConfig<T> {
     /// Sets when lines are coloured (default [`ColorChoice::Auto`]).
     ///
     /// ```
-    /// use notify_core::log_subscriber::{ColorChoice, LogConfig};
+    /// use notify_log::{ColorChoice, LogConfig};
     /// let config = LogConfig::<()>::new("db").color(ColorChoice::Never);
     /// assert_eq!(config.color_choice(), ColorChoice::Never);
     /// ```
@@ -119,7 +119,7 @@ impl<T> LogConfig<T> {
     /// The namespace.
     ///
     /// ```
-    /// assert_eq!(notify_core::log_subscriber::LogConfig::<()>::new("sql").namespace(), "sql");
+    /// assert_eq!(notify_log::LogConfig::<()>::new("sql").namespace(), "sql");
     /// ```
     pub fn namespace(&self) -> &str {
         &self.namespace
@@ -128,7 +128,7 @@ impl<T> LogConfig<T> {
     /// The `log` target: the one set with [`LogConfig::target`], else the namespace.
     ///
     /// ```
-    /// assert_eq!(notify_core::log_subscriber::LogConfig::<()>::new("sql").target_name(), "sql");
+    /// assert_eq!(notify_log::LogConfig::<()>::new("sql").target_name(), "sql");
     /// ```
     pub fn target_name(&self) -> &str {
         self.target.as_deref().unwrap_or(&self.namespace)
@@ -137,7 +137,7 @@ impl<T> LogConfig<T> {
     /// The colour choice.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{ColorChoice, LogConfig};
+    /// use notify_log::{ColorChoice, LogConfig};
     /// assert_eq!(LogConfig::<()>::new("sql").color_choice(), ColorChoice::Auto);
     /// ```
     pub fn color_choice(&self) -> ColorChoice {
@@ -147,7 +147,7 @@ impl<T> LogConfig<T> {
     /// The level of the method for the event `event_name`, if this configuration has one.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent};
+    /// use notify_log::{Level, LogConfig, LogEvent};
     /// let config = LogConfig::<()>::new("db").method("query", Level::Debug, |_: &(), _: &LogEvent<'_>| None);
     /// assert_eq!(config.level_of("query.db"), Some(Level::Debug));
     /// assert_eq!(config.level_of("query.other"), None);
@@ -163,7 +163,7 @@ impl<T> LogConfig<T> {
     /// same per class in `log_levels`).
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent};
+    /// use notify_log::{Level, LogConfig, LogEvent};
     /// let config = LogConfig::<()>::new("db")
     ///     .method("query", Level::Debug, |_: &(), _: &LogEvent<'_>| None)
     ///     .method("connect", Level::Info, |_: &(), _: &LogEvent<'_>| None);
@@ -217,7 +217,7 @@ impl<T> fmt::Debug for LogConfig<T> {
 /// An invalid [`LogConfig`]; nothing was subscribed.
 ///
 /// ```
-/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber, LogSubscriberError};
+/// use notify_log::{Level, LogConfig, LogEvent, LogSubscriber, LogSubscriberError};
 /// struct Bad;
 /// impl LogSubscriber for Bad {
 ///     fn config() -> LogConfig<Bad> {
@@ -260,7 +260,7 @@ impl std::error::Error for LogSubscriberError {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log_subscriber::{LogMethod, LogSubscriber};
+    use crate::{LogMethod, LogSubscriber};
 
     #[test]
     fn invalid_configurations_are_errors() {

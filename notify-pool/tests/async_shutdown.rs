@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify_core::pool::{AsyncOptions, Overflow, WorkerPool};
 use notify_core::{Event, Notifier, Payload};
+use notify_pool::{AsyncOptions, Overflow, WorkerPool};
 
 /// The `Threads:` line of /proc/self/status.
 fn threads() -> usize {

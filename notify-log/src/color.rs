@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 /// When a log subscriber writes ANSI colours (AS::N's `colorize_logging`).
 ///
 /// ```
-/// use notify_core::log_subscriber::ColorChoice;
+/// use notify_log::ColorChoice;
 /// assert_eq!(ColorChoice::default(), ColorChoice::Auto);
 /// assert!(ColorChoice::Always.resolve());
 /// assert!(!ColorChoice::Never.resolve());
@@ -27,7 +27,7 @@ impl ColorChoice {
     /// [`ColorChoice::Auto`]. A log subscriber resolves its choice once, when it is attached.
     ///
     /// ```
-    /// use notify_core::log_subscriber::ColorChoice;
+    /// use notify_log::ColorChoice;
     /// // Under a test harness standard error is usually captured, so `Auto` means no colour there.
     /// let _ = ColorChoice::Auto.resolve();
     /// ```
@@ -46,7 +46,7 @@ impl ColorChoice {
 /// The eight basic ANSI colours, for [`LogEvent::color`] (AS::N's `color(text, :red)` symbols).
 ///
 /// ```
-/// use notify_core::log_subscriber::Color;
+/// use notify_log::Color;
 /// assert_ne!(Color::Red, Color::Green);
 /// ```
 ///

@@ -7,20 +7,20 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::event::Event;
-use crate::failure::panic_message;
-use crate::pool::group::{shard_layout, GroupCore};
-use crate::pool::mailbox::{Admit, MailboxCore};
-use crate::pool::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, SlowSubscriber};
-use crate::pool::worker::{on_any_worker, PoolInner, Shared, RUNNING};
-use crate::subscriber::OwnedEventSubscriber;
+use crate::group::{shard_layout, GroupCore};
+use crate::mailbox::{Admit, MailboxCore};
+use crate::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, SlowSubscriber};
+use crate::worker::{on_any_worker, PoolInner, Shared, RUNNING};
+use notify_core::panic_message;
+use notify_core::Event;
+use notify_core::OwnedEventSubscriber;
 
 /// The callback of an async subscriber, run on a pool worker with the shared event. Implemented by
 /// every `Fn(&Event) + Send + Sync + 'static`; implement it yourself to keep the `Arc` (an exporter
 /// that batches events, say).
 ///
 /// ```
-/// use notify_core::pool::{AsyncOptions, AsyncSubscriber, WorkerPool};
+/// use notify_pool::{AsyncOptions, AsyncSubscriber, WorkerPool};
 /// use notify_core::{Event, Notifier, Payload};
 /// use std::sync::{Arc, Mutex};
 ///
@@ -274,7 +274,7 @@ pub(crate) struct Member {
 }
 
 /// Many async subscribers sharing one event log (see the `group` module): the state behind a
-/// [`WorkerPool::subscribe_fanout`](crate::pool::WorkerPool::subscribe_fanout) subscription.
+/// [`WorkerPool::subscribe_fanout`](crate::WorkerPool::subscribe_fanout) subscription.
 pub(crate) struct Group {
     pub(crate) core: GroupCore<Slot>,
     pub(crate) members: Box<[Member]>,

@@ -34,7 +34,7 @@
 //! thread-local stack; `finish` takes its entry back by event id. No lock, no allocation after the
 //! first event of a thread, no sharing between threads. Start and finish of a synchronous event
 //! (`instrument`, a callsite, a handle finished where it was started) run on one thread, so the
-//! entry is always found. An event finished on *another* thread (a [`Handle`](crate::Handle) sent
+//! entry is always found. An event finished on *another* thread (a [`Handle`](notify_core::Handle) sent
 //! elsewhere, an async event resumed on another worker) finds no entry: its
 //! [`LogEvent::duration`] is `None` and [`LogEvent::elapsed`] prints `?ms`; the line is still
 //! logged. The stack keeps at most 64 open entries per thread (the oldest is dropped), so an event
@@ -49,7 +49,7 @@
 //! `log_exception`), and the next events are logged normally. The instrumented code never sees it.
 //!
 //! ```
-//! use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+//! use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
 //! use notify_core::{Notifier, Payload};
 //!
 //! struct Db;
@@ -67,10 +67,10 @@
 //! // No logger is installed here, so the `log` facade drops everything: the subscriber is silenced.
 //! assert!(!notifier.listening("query.db"));
 //! notifier.instrument("query.db", || Payload::new().with("sql", "SELECT 1"), |_| ());
-//! # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+//! # Ok::<(), notify_log::LogSubscriberError>(())
 //! ```
 //!
-//! [`SilenceableSubscriber::silenced`]: crate::SilenceableSubscriber::silenced
+//! [`SilenceableSubscriber::silenced`]: notify_core::SilenceableSubscriber::silenced
 
 mod color;
 mod config;
@@ -85,16 +85,14 @@ pub use self::config::{LogConfig, LogSubscriberError};
 pub use self::event::{Elapsed, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
 
-use crate::notifier::Notifier;
-use crate::pattern::Pattern;
-use crate::subscriber::Subscriber;
+use notify_core::{Notifier, Pattern, Subscriber};
 
 /// A type whose values log the events of one namespace — AS::N's `ActiveSupport::LogSubscriber`
 /// subclass. [`LogSubscriber::config`] plays the part of the class body (its methods and
 /// `subscribe_log_level` calls); [`LogSubscriber::attach_to`] is AS::N's `attach_to`.
 ///
 /// ```
-/// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+/// use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
 ///
 /// struct Mailer;
 /// impl Mailer {
@@ -109,7 +107,7 @@ use crate::subscriber::Subscriber;
 /// }
 /// let attached = Mailer.attach_to(&notify_core::Notifier::new())?;
 /// assert_eq!(attached.target(), "mailer");
-/// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+/// # Ok::<(), notify_log::LogSubscriberError>(())
 /// ```
 pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// The namespace, target and methods of this type. Called once per attach; the result is kept
@@ -121,7 +119,7 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// `Some` (default `None`), so one type can colour in a terminal program and not in another.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
+    /// use notify_log::{ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
     /// struct Plain(Option<ColorChoice>);
     /// impl LogSubscriber for Plain {
     ///     fn config() -> LogConfig<Plain> {
@@ -143,7 +141,7 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// is empty or contains a dot); nothing is subscribed then.
     ///
     /// ```
-    /// use notify_core::log_subscriber::{Level, LogConfig, LogEvent, LogSubscriber};
+    /// use notify_log::{Level, LogConfig, LogEvent, LogSubscriber};
     /// struct Jobs;
     /// impl LogSubscriber for Jobs {
     ///     fn config() -> LogConfig<Jobs> {
@@ -155,7 +153,7 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// assert_eq!(notifier.subscriber_count(), 1);
     /// assert_eq!(attached.detach(), 1);
     /// assert_eq!(notifier.subscriber_count(), 0);
-    /// # Ok::<(), notify_core::log_subscriber::LogSubscriberError>(())
+    /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     fn attach_to(self, notifier: &Notifier) -> Result<Attached<Self>, LogSubscriberError> {
         let methods = LogMethod::all(self)?;

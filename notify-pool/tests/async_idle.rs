@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use notify_core::pool::{AsyncOptions, WorkerPool};
 use notify_core::{Event, Notifier, Pattern};
+use notify_pool::{AsyncOptions, WorkerPool};
 
 /// utime + stime of this process, in clock ticks (fields 14 and 15 of /proc/self/stat).
 fn cpu_ticks() -> u64 {

@@ -1,6 +1,6 @@
 //! The fan-out group: one shared event log for many members, read through a cursor per shard.
 //!
-//! [`GroupCore`] holds what a [`WorkerPool::subscribe_fanout`](crate::pool::WorkerPool::subscribe_fanout)
+//! [`GroupCore`] holds what a [`WorkerPool::subscribe_fanout`](crate::WorkerPool::subscribe_fanout)
 //! group shares, under **one** lock: the log of events (appended once per event, whatever the
 //! number of members) and, per shard (a run of consecutive members, at most [`MAX_SHARDS`]), a
 //! read cursor, the scheduling flag and the overflow counters. A shard is what the pool schedules:
@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 use std::mem;
 
-use crate::pool::options::Overflow;
+use crate::options::Overflow;
 use crate::sync::Mutex;
 
 /// The most shards a group has (each log entry keeps one refusal bit per shard).
