@@ -405,7 +405,10 @@ fn start_detached_listened(callsite: &'static Callsite, payload: impl FnOnce(&mu
 /// thread's current one; completion finishes it; a drop before completion finishes it as
 /// [`Outcome::Cancelled`]; a panic in a poll finishes it as [`Outcome::Panicked`]. Unlistened
 /// (`handle` is `None`), a poll is the inner poll and one branch.
-pub struct Instrumented<F: Future, R: Fn(&mut Payload, &F::Output)> {
+///
+/// The struct has no bounds (its `Future` impl has them), so a `record` that does not fit the
+/// output is one error at the attribute's key, not one more wherever the type appears.
+pub struct Instrumented<F, R> {
     inner: ManuallyDrop<F>,
     handle: Option<Box<Handle>>,
     record: R,
@@ -476,7 +479,7 @@ impl<F: Future, R: Fn(&mut Payload, &F::Output)> Future for Instrumented<F, R> {
     }
 }
 
-impl<F: Future, R: Fn(&mut Payload, &F::Output)> Drop for Instrumented<F, R> {
+impl<F, R> Drop for Instrumented<F, R> {
     fn drop(&mut self) {
         let entered = self.handle.as_deref().map(Handle::enter);
         // SAFETY: dropped in place exactly once, never used again.

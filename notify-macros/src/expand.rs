@@ -259,23 +259,28 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             quote!(#allow let #mutability #ident = #ident;)
         });
         let handle = format_ident!("notify_handle", span = Span::mixed_site());
+        // With `err` or `ret`, every use of the record function is spanned at the key, so a type
+        // that does not fit is one error there (rustc reports identical diagnostics once).
+        let key = record.as_ref().map_or_else(Span::call_site, Spanned::span);
         let record = record.unwrap_or_else(|| quote!(#private::record_nothing));
+        let private_at_key = record_at(key);
+        let instrumented = quote_spanned!(key=> #private_at_key::instrumented);
+        let body = quote! {
+            async move {
+                if false {
+                    #inner_return
+                }
+                #(#rebind)*
+                #user_block
+            }
+        };
+        let mut call = Group::new(Delimiter::Parenthesis, quote!(#handle, #hint, #body, #record,));
+        call.set_span(key);
+        let dot_await = quote_spanned!(key=> .await);
         quote! {
             #hint_let
             let #handle = #private::start_detached(&#site, #payload);
-            #private::instrumented(
-                #handle,
-                #hint,
-                async move {
-                    if false {
-                        #inner_return
-                    }
-                    #(#rebind)*
-                    #body
-                },
-                #record,
-            )
-            .await
+            #instrumented #call #dot_await
         }
     } else if let Some(record) = record {
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
