@@ -11,6 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Pat, Signature, Token, Visibility};
 
 use crate::attr::{Args, Errors, Format};
+use crate::future::{returns_future, FutureBody};
 use crate::krate::Private;
 
 /// A function with a body: a free fn, an inherent or trait-impl method, or a trait's default method.
@@ -245,7 +246,57 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         syn::ReturnType::Default => Span::call_site(),
     };
     let inner_return = quote_spanned!(output_span=> return #hint.unreachable(););
-    let instrumented = if sig.asyncness.is_some() {
+    // The event of a future: started on its first poll, entered during each poll (see
+    // macro_support::Instrumented). With `err` or `ret`, every use of the record function is
+    // spanned at the key, so a type that does not fit is one error there.
+    let instrument_future = |future: TokenStream| {
+        let handle = format_ident!("notify_handle", span = Span::mixed_site());
+        let key = record.as_ref().map_or_else(Span::call_site, Spanned::span);
+        let record = record.clone().unwrap_or_else(|| quote!(#private::record_nothing));
+        let private_at_key = record_at(key);
+        let instrumented = quote_spanned!(key=> #private_at_key::instrumented);
+        let mut call = Group::new(Delimiter::Parenthesis, quote!(#handle, #hint, #future, #record,));
+        call.set_span(key);
+        let dot_await = quote_spanned!(key=> .await);
+        quote! {
+            let #handle = #private::start_detached(&#site, #payload);
+            #instrumented #call #dot_await
+        }
+    };
+    let future_body = if sig.asyncness.is_none() {
+        FutureBody::find(&body)
+    } else {
+        None
+    };
+    let instrumented = if let Some(future_body) = future_body {
+        // `#[async_trait]` methods and functions ending in `async move { .. }` (possibly boxed):
+        // the async block is instrumented, as if it were an async fn's body.
+        future_body.rewrite(|block| {
+            let run = instrument_future(block.into_token_stream());
+            quote! {
+                async move {
+                    let #hint = #private::Hint::new();
+                    #run
+                }
+            }
+        })
+    } else if sig.asyncness.is_none() && returns_future(&sig.output) {
+        let syn::ReturnType::Type(_, ty) = &sig.output else {
+            unreachable!("returns_future is false without a return type")
+        };
+        let error = syn::Error::new_spanned(
+            ty,
+            "#[instrument_event] would time only the creation of this future, not its run (it cannot \
+             find the future's async block): make it an `async fn`, or end its body with \
+             `async move { ... }` or `Box::pin(async move { ... })` (as `#[async_trait]` writes it), \
+             which it instruments",
+        )
+        .into_compile_error();
+        // The function stays as written, so its uses raise no further errors.
+        let mut block = Group::new(Delimiter::Brace, quote!(#(#inner_attrs)* #body));
+        block.set_span(brace);
+        return Ok(quote!(#error #(#attrs)* #vis #sig #block));
+    } else if sig.asyncness.is_some() {
         let mut rebind = Vec::new();
         for input in &mut sig.inputs {
             if let FnArg::Typed(arg) = input {
@@ -258,14 +309,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             let allow = used_by_fields(args, ident).then(|| quote!(#[allow(unused_variables)]));
             quote!(#allow let #mutability #ident = #ident;)
         });
-        let handle = format_ident!("notify_handle", span = Span::mixed_site());
-        // With `err` or `ret`, every use of the record function is spanned at the key, so a type
-        // that does not fit is one error there (rustc reports identical diagnostics once).
-        let key = record.as_ref().map_or_else(Span::call_site, Spanned::span);
-        let record = record.unwrap_or_else(|| quote!(#private::record_nothing));
-        let private_at_key = record_at(key);
-        let instrumented = quote_spanned!(key=> #private_at_key::instrumented);
-        let body = quote! {
+        let run = instrument_future(quote! {
             async move {
                 if false {
                     #inner_return
@@ -273,14 +317,10 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
                 #(#rebind)*
                 #user_block
             }
-        };
-        let mut call = Group::new(Delimiter::Parenthesis, quote!(#handle, #hint, #body, #record,));
-        call.set_span(key);
-        let dot_await = quote_spanned!(key=> .await);
+        });
         quote! {
             #hint_let
-            let #handle = #private::start_detached(&#site, #payload);
-            #instrumented #call #dot_await
+            #run
         }
     } else if let Some(record) = record {
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
