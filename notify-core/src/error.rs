@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::escape::Escaped;
+
 /// A pattern that could not be compiled. Names the pattern and, when known, the byte offset of the
 /// problem. Subscribing never happened.
 ///
@@ -56,13 +58,32 @@ impl PatternError {
     }
 }
 
+/// Characters of the pattern an error message quotes; longer patterns are cut (with their length).
+const QUOTED_PATTERN_CHARS: usize = 80;
+/// Characters of the underlying message an error message quotes.
+const QUOTED_MESSAGE_CHARS: usize = 200;
+
+/// One line: the pattern is quoted escaped and, beyond 80 characters, truncated
+/// (`…[N bytes]`); the message is escaped and cut at 200 characters. [`PatternError::pattern`]
+/// keeps the whole pattern.
+///
+/// ```
+/// let err = notify_core::Pattern::regex(&format!("{}(", "a".repeat(1 << 20))).unwrap_err();
+/// assert_eq!(err.to_string(), format!("invalid regex pattern `{}…[1048577 bytes]` at byte 1048576: unclosed group", "a".repeat(80)));
+/// assert_eq!(err.pattern().len(), 1048577);
+/// ```
 impl fmt::Display for PatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid {} pattern `{}`", self.kind, self.pattern)?;
+        write!(
+            f,
+            "invalid {} pattern `{}`",
+            self.kind,
+            Escaped::truncated(&self.pattern, QUOTED_PATTERN_CHARS)
+        )?;
         if let Some(at) = self.position {
             write!(f, " at byte {at}")?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", Escaped::truncated(&self.message, QUOTED_MESSAGE_CHARS))
     }
 }
 

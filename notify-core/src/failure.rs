@@ -8,6 +8,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use crate::escape::Escaped;
 use crate::registry::Entry;
 use crate::subscriber::SilenceableSubscriber;
 
@@ -110,12 +111,31 @@ impl SubscriberFailure {
     }
 }
 
+/// One line: the label, event name and panic message are escaped ([`Escaped`]), so a name or message
+/// holding a newline or a terminal escape sequence cannot forge a log line; the accessors return them
+/// as they are.
+///
+/// ```
+/// use notify_core::{Notifier, Payload, Subscriber};
+/// use std::sync::{Arc, Mutex};
+/// let notifier = Notifier::new();
+/// let lines = Arc::new(Mutex::new(Vec::new()));
+/// let sink = lines.clone();
+/// notifier.set_failure_hook(move |f: &notify_core::SubscriberFailure| sink.lock().unwrap().push(f.to_string()));
+/// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("no\n[INFO  auth] admin logged in")));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// assert_eq!(lines.lock().unwrap()[0], r"subscriber `event` (event, subscription #1) panicked on `x`: no\n[INFO  auth] admin logged in");
+/// ```
 impl fmt::Display for SubscriberFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "subscriber `{}` ({}, subscription #{}) panicked on `{}`: {}",
-            self.subscriber, self.kind, self.subscription, self.event, self.message
+            Escaped::new(&self.subscriber),
+            self.kind,
+            self.subscription,
+            Escaped::new(&self.event),
+            Escaped::new(&self.message)
         )
     }
 }
@@ -164,7 +184,8 @@ impl std::error::Error for SubscriberErrors {}
 /// The failure hook's type.
 pub(crate) type Hook = Arc<dyn Fn(&SubscriberFailure) + Send + Sync>;
 
-/// The default failure hook: `log::error!` with target `notify`.
+/// The default failure hook: `log::error!` with target `notify`, one line (see
+/// [`SubscriberFailure`]'s `Display`).
 pub(crate) fn default_hook() -> Hook {
     Arc::new(|failure: &SubscriberFailure| log::error!(target: "notify", "{failure}"))
 }

@@ -48,6 +48,13 @@
 //!
 //! A subscriber that panics never unwinds into instrumented code and never keeps the others from
 //! running; see [`FailurePolicy`].
+//!
+//! ## Lines notify writes
+//!
+//! Every line the library writes itself (the default failure report, [`SubscriberFailure`]'s
+//! `Display`, [`PatternError`]'s `Display`) escapes control characters of the names and messages it
+//! quotes, and quotes long inputs truncated; see [`escape`], which log subscribers and the worker
+//! pool use too ([`Value::escaped`] for payload values).
 
 #![warn(missing_docs)]
 
@@ -55,6 +62,7 @@ mod alloc;
 mod callsite;
 mod dispatch;
 mod error;
+pub mod escape;
 mod event;
 mod failure;
 mod handle;

@@ -98,7 +98,7 @@ impl Pattern {
         }
         match regex::Regex::new(regex) {
             Ok(re) => Ok(Pattern { repr: Repr::Regex(re) }),
-            Err(e) => Err(PatternError::new("regex", regex, None, &e.to_string())),
+            Err(e) => Err(compile_error(regex, &e)),
         }
     }
 
@@ -144,6 +144,25 @@ impl Pattern {
             Repr::Exact(name) => Some(name),
             _ => None,
         }
+    }
+}
+
+/// The error of a regex that parsed but did not compile. A translation error (a Unicode class this
+/// build lacks, say) is told by its kind and offset: the `regex` crate's own message quotes the whole
+/// pattern with a caret diagram, which for a long pattern is as long as the pattern.
+#[cold]
+fn compile_error(regex: &str, error: &regex::Error) -> PatternError {
+    if let Err(regex_syntax::Error::Translate(e)) = regex_syntax::Parser::new().parse(regex) {
+        return PatternError::new("regex", regex, Some(e.span().start.offset), &e.kind().to_string());
+    }
+    match error {
+        regex::Error::CompiledTooBig(limit) => PatternError::new(
+            "regex",
+            regex,
+            None,
+            &format!("the compiled regex exceeds the size limit of {limit} bytes"),
+        ),
+        other => PatternError::new("regex", regex, None, &other.to_string()),
     }
 }
 
@@ -230,5 +249,39 @@ mod tests {
         let big = r"(\w{1000}){1000}".to_owned();
         let err = Pattern::regex(&big).unwrap_err();
         assert_eq!(err.pattern(), big);
+        assert_eq!(err.position(), None);
+        assert!(
+            err.message()
+                .starts_with("the compiled regex exceeds the size limit of "),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn translation_error_is_short_with_a_position() {
+        // Parses, but this build has no Unicode script tables: a translation error.
+        let pattern = format!("{}\\p{{Greek}}", "a".repeat(1 << 20));
+        let err = Pattern::regex(&pattern).unwrap_err();
+        assert_eq!(err.position(), Some(1 << 20));
+        let shown = err.to_string();
+        assert!(shown.len() < 400, "{} bytes", shown.len());
+        assert_eq!(
+            shown,
+            format!(
+                "invalid regex pattern `{}…[1048585 bytes]` at byte 1048576: {}",
+                "a".repeat(80),
+                err.message()
+            )
+        );
+    }
+
+    #[test]
+    fn pattern_errors_escape_what_they_quote() {
+        let err = Pattern::glob("x\n[INFO  auth] admin\r\u{1b}]0;t\u{7}\u{202e}").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r"invalid glob pattern `x\n[INFO  auth] admin\r\u{1b}]0;t\u{7}\u{202e}`: it has no `*`; use Pattern::exact for one name"
+        );
     }
 }

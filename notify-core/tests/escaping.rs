@@ -1,0 +1,54 @@
+//! Lines notify-core writes itself cannot be forged (issue 16, item 6): the default failure report
+//! through the `log` facade, with a hostile event name and a hostile panic message.
+
+use std::sync::Mutex;
+
+use notify_core::escape::needs_escape;
+use notify_core::{Notifier, Payload, Subscriber};
+
+/// Newline (a forged line), CR, ESC (clear screen), OSC (window title), a right-to-left override.
+const HOSTILE: &str = "\n[INFO  auth] admin logged in\r\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}exe.txt";
+const ESCAPED: &str = r"\n[INFO  auth] admin logged in\r\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}exe.txt";
+
+struct Capture(Mutex<Vec<(String, String)>>);
+
+impl log::Log for Capture {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((record.target().to_owned(), record.args().to_string()));
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: Capture = Capture(Mutex::new(Vec::new()));
+
+#[test]
+fn default_failure_report_escapes_the_event_name_and_the_panic_message() {
+    log::set_logger(&LOGGER).unwrap();
+    log::set_max_level(log::LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let name = format!("login.auth{HOSTILE}");
+    notifier.subscribe(
+        name.as_str(),
+        Subscriber::event(|_: &notify_core::Event| std::panic::panic_any(format!("boom{HOSTILE}"))).named("audit"),
+    );
+    let prior = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    notifier.instrument(&name, Payload::new, |_| ());
+    std::panic::set_hook(prior);
+
+    let lines = LOGGER.0.lock().unwrap();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let (target, line) = &lines[0];
+    assert_eq!(target, "notify");
+    assert_eq!(
+        *line,
+        format!("subscriber `audit` (event, subscription #1) panicked on `login.auth{ESCAPED}`: boom{ESCAPED}")
+    );
+    assert!(!line.chars().any(needs_escape), "{line:?}");
+}
