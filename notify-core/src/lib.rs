@@ -44,6 +44,14 @@
 //! | owned | `&Arc<Event>`, for queues and exporters | [`Subscriber::owned`] |
 //! | async | `&Event` later, on a shared worker pool | `notify_pool::WorkerPool::subscribe` (crate `notify-pool`) |
 //!
+//! ## Subscriber types with a method per event
+//!
+//! A [`NamespaceSubscriber`] (AS::N's `ActiveSupport::Subscriber`) lists its namespace and its
+//! methods ([`Methods`]); method `sql` of namespace `active_record` handles `"sql.active_record"`,
+//! each method as the subscriber kind it declares. `attach_to(&notifier)` subscribes them all and
+//! returns one [`Attachment`] that detaches them all. Log subscribers (crate `notify-log`) are built
+//! on it.
+//!
 //! ## Failures
 //!
 //! A subscriber that panics never unwinds into instrumented code and never keeps the others from
@@ -67,6 +75,7 @@ mod event;
 mod failure;
 mod handle;
 mod ids;
+mod namespace_subscriber;
 mod notifier;
 mod pattern;
 mod payload;
@@ -82,6 +91,7 @@ pub use crate::event::{Event, Outcome};
 pub use crate::failure::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
+pub use crate::namespace_subscriber::{Attachment, Method, Methods, MethodsError, NamespaceSubscriber};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
