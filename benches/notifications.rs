@@ -37,8 +37,8 @@ const SUBSCRIBERS: usize = 10;
 struct NoopEvented;
 
 impl EventedSubscriber for NoopEvented {
-    fn start(&self, _: &str, _: u64, _: &Payload) {}
-    fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
 }
 
 /// A log subscriber at `debug`: silenced while the `log` facade drops `debug` (here: always, as

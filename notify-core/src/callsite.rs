@@ -167,7 +167,7 @@ impl Callsite {
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
         match self.resolved.load_full() {
-            Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, payload, body),
+            Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, None, payload, body),
             None => dispatch::unlistened(body),
         }
     }

@@ -8,23 +8,31 @@ use std::time::{Duration, Instant, SystemTime};
 use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
+use crate::context::EventContext;
 use crate::event::{Event, Outcome};
 use crate::failure::{guarded, guarded_silenced_reporting, SubscriberFailure};
 use crate::ids;
 use crate::notifier::Inner;
 use crate::payload::Payload;
 use crate::registry::Resolved;
+use crate::subscriber::EventedSubscriber;
+use crate::trace_id::TraceId;
+
+/// The trace id of an event not started yet (never seen by a subscriber).
+const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
+    Some(id) => id,
+    None => unreachable!(),
+};
 
 /// An event between start and finish. Dropping it without `finish` delivers nothing.
 pub(crate) struct Active {
     resolved: Arc<Resolved>,
-    id: u64,
-    parent: Option<u64>,
+    /// Its ids (id 0 until `start`; ids are never 0) and monotonic times.
+    context: EventContext,
     /// The thread that started the event (its transaction id).
     transaction_id: u64,
     /// True when the event became its thread's current event at start.
     entered: bool,
-    start: Option<Instant>,
     start_wall: Option<SystemTime>,
     cpu_start: Option<Duration>,
     allocations_start: Option<u64>,
@@ -59,11 +67,9 @@ impl Active {
         }
         Some(Active {
             resolved,
-            id: 0,
-            parent: None,
+            context: EventContext::new(0, None, UNSTARTED_TRACE),
             transaction_id: 0,
             entered: false,
-            start: None,
             start_wall: None,
             cpu_start: None,
             allocations_start: None,
@@ -74,27 +80,41 @@ impl Active {
 
     /// The event id; 0 until `start` (ids are never 0).
     pub(crate) fn id(&self) -> u64 {
-        self.id
+        self.context.id
     }
 
-    /// Starts the event: ids, evented `start` calls, then the clocks (so the event measures the
-    /// block, not its `start` subscribers). With `enter`, the event becomes this thread's current
-    /// event until `finish`.
-    pub(crate) fn start(&mut self, payload: &Payload, enter: bool) {
-        (self.id, self.parent, self.transaction_id) = ids::begin(enter);
+    /// The event's ids (meaningful once started).
+    pub(crate) fn context(&self) -> &EventContext {
+        &self.context
+    }
+
+    /// Starts the event: ids (under `parent` when given, else the thread's current context),
+    /// evented `start` calls, then the clocks (so the event measures the block, not its `start`
+    /// subscribers). With `enter`, the event becomes this thread's current event until `finish`.
+    #[inline]
+    pub(crate) fn start(&mut self, payload: &Payload, enter: bool, parent: Option<ids::Frame>) {
+        let begun = match parent {
+            None => ids::begin(enter),
+            Some(parent) => ids::begin_in(parent, enter),
+        };
+        self.context.id = begun.id;
+        self.context.parent_id = begun.parent;
+        self.context.trace_id = begun.trace;
+        self.transaction_id = begun.transaction;
         self.entered = enter;
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
+        let context = &self.context;
         for l in &listeners.evented {
             guarded(&mut self.failures, &l.entry, name, || {
-                l.subscriber.start(name, self.id, payload)
+                l.subscriber.start(name, context, payload)
             });
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
             guarded(&mut self.failures, &l.entry, name, || {
-                l.subscriber.start(name, self.id, payload)
+                l.subscriber.start(name, context, payload)
             });
         }
         let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
@@ -107,8 +127,46 @@ impl Active {
         if !listeners.timed.is_empty() {
             self.start_wall = Some(SystemTime::now());
         }
-        if needs_event || !listeners.monotonic.is_empty() {
-            self.start = Some(Instant::now());
+        if needs_event || !listeners.monotonic.is_empty() || listeners.evented_duration {
+            self.context.start = Some(Instant::now());
+        }
+    }
+
+    /// Makes the started event this thread's current event (one poll of an async event) and calls
+    /// the evented `enter`s; [`Active::exit`] undoes it.
+    pub(crate) fn enter(&self, inner: &Inner) {
+        ids::enter(self.context.id, self.context.trace_id);
+        self.each_evented(inner, |l, name, context| l.enter(name, context));
+    }
+
+    /// The evented `exit`s, then the event stops being current on this thread.
+    pub(crate) fn exit(&self, inner: &Inner) {
+        self.each_evented(inner, |l, name, context| l.exit(name, context));
+        ids::leave(self.context.id);
+    }
+
+    /// Calls the evented and unsilenced silenceable listeners; failures are handled at once.
+    fn each_evented(&self, inner: &Inner, call: impl Fn(&dyn EventedSubscriber, &str, &EventContext)) {
+        let resolved = &*self.resolved;
+        let listeners = &resolved.listeners;
+        if listeners.evented.is_empty() && self.silenceable.is_empty() {
+            return;
+        }
+        let name = resolved.name.as_str();
+        let mut failures = Vec::new();
+        for l in &listeners.evented {
+            guarded(&mut failures, &l.entry, name, || {
+                call(&*l.subscriber, name, &self.context)
+            });
+        }
+        for &i in &self.silenceable {
+            let l = &listeners.silenceable[i as usize];
+            guarded(&mut failures, &l.entry, name, || {
+                call(&*l.subscriber, name, &self.context)
+            });
+        }
+        if !failures.is_empty() {
+            inner.handle_failures(failures);
         }
     }
 
@@ -117,7 +175,8 @@ impl Active {
     /// event object is built, so the synchronous kinds cost no ~260-byte payload moves. Called at
     /// most once per event.
     pub(crate) fn finish_in_place(&mut self, inner: &Inner, payload: &mut Payload, outcome: Outcome) {
-        let end = self.start.map(|_| Instant::now());
+        let end = self.context.start.map(|_| Instant::now());
+        self.context.end = end;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
         // CPU time and allocations are per-thread counters: an event finished on another thread
         // than it started on (a handle sent away, an async fn resumed elsewhere) has neither.
@@ -129,7 +188,7 @@ impl Active {
             .filter(|_| same_thread)
             .and_then(|_| thread_allocations());
         if self.entered {
-            ids::leave(self.id);
+            ids::leave(self.context.id);
         }
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
@@ -143,7 +202,8 @@ impl Active {
                 });
             }
         }
-        if let (Some(start), Some(end)) = (self.start, end) {
+        let context = &self.context;
+        if let (Some(start), Some(end)) = (context.start, end) {
             for l in &listeners.monotonic {
                 guarded(failures, &l.entry, name, || {
                     l.subscriber.call(name, start, end, transaction_id, payload)
@@ -151,21 +211,22 @@ impl Active {
             }
         }
         for l in &listeners.evented {
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, payload));
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, context, payload));
         }
         for &i in &self.silenceable {
             let l = &listeners.silenceable[i as usize];
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, self.id, payload));
+            guarded(failures, &l.entry, name, || l.subscriber.finish(name, context, payload));
         }
-        if let (Some(start), Some(end)) = (self.start, end) {
+        if let (Some(start), Some(end)) = (context.start, end) {
             if !listeners.event.is_empty() || !listeners.owned.is_empty() {
                 let event = Event {
                     name: resolved.name.clone(),
                     start,
                     end,
                     transaction_id,
-                    id: self.id,
-                    parent_id: self.parent,
+                    id: context.id,
+                    parent_id: context.parent_id,
+                    trace_id: context.trace_id,
                     payload: mem::take(payload),
                     cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
                     allocations: self
@@ -244,11 +305,13 @@ pub(crate) fn unlistened<T>(body: impl FnOnce(&mut Payload) -> T) -> T {
     body(&mut scratch)
 }
 
-/// Runs `body` as one event of `resolved`: the engine of `instrument`.
+/// Runs `body` as one event of `resolved`, under `parent` when given (else the thread's current
+/// context): the engine of `instrument`.
 #[inline]
 pub(crate) fn run<T>(
     inner: &Inner,
     resolved: Arc<Resolved>,
+    parent: Option<ids::Frame>,
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
@@ -261,7 +324,7 @@ pub(crate) fn run<T>(
         payload: CheapDrop::new(payload()),
         finished: false,
     };
-    guard.active.start(&guard.payload, true);
+    guard.active.start(&guard.payload, true, parent);
     let value = body(&mut guard.payload);
     guard.finish(Outcome::Completed);
     value

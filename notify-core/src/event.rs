@@ -9,8 +9,10 @@ use once_cell::sync::Lazy;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use crate::context::Context;
 use crate::ids;
 use crate::payload::Payload;
+use crate::trace_id::TraceId;
 
 /// How the instrumented block ended.
 ///
@@ -97,6 +99,7 @@ pub struct Event {
     pub(crate) transaction_id: u64,
     pub(crate) id: u64,
     pub(crate) parent_id: Option<u64>,
+    pub(crate) trace_id: TraceId,
     pub(crate) payload: Payload,
     pub(crate) cpu_time: Option<Duration>,
     pub(crate) allocations: Option<u64>,
@@ -105,7 +108,8 @@ pub struct Event {
 
 impl Event {
     /// Builds an event from known times, for [`Notifier::publish_event`](crate::Notifier::publish_event)
-    /// and tests. It gets a fresh event id, this thread's transaction id and the current event as parent.
+    /// and tests. It gets a fresh event id, this thread's transaction id, and the current
+    /// [`Context`]'s event as parent and trace id (a new random trace id when there is none).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -124,13 +128,15 @@ impl Event {
 
     /// An event with a name already shared (no copy of the text).
     pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
+        let begun = ids::begin(false);
         Event {
             name,
             start,
             end,
-            transaction_id: ids::transaction_id(),
-            id: ids::next_event_id(),
-            parent_id: ids::current_event_id(),
+            transaction_id: begun.transaction,
+            id: begun.id,
+            parent_id: begun.parent,
+            trace_id: begun.trace,
             payload,
             cpu_time: None,
             allocations: None,
@@ -203,7 +209,9 @@ impl Event {
         self.end.saturating_duration_since(self.start)
     }
 
-    /// The id of the thread that ran the block (see [`transaction_id`](crate::transaction_id)).
+    /// The id of the thread that started the event (see [`transaction_id`](crate::transaction_id)):
+    /// AS::N's per-thread instrumenter id. To group the events of one request, use
+    /// [`Event::trace_id`]: under an async runtime one worker thread runs many requests.
     ///
     /// ```
     /// # let now = std::time::Instant::now();
@@ -236,6 +244,32 @@ impl Event {
     /// ```
     pub fn parent_id(&self) -> Option<u64> {
         self.parent_id
+    }
+
+    /// The trace id: the parent's, or a random one for a root (W3C trace-context compatible, see
+    /// [`TraceId`]). The events of one request share it, whichever threads and tasks ran them, as
+    /// long as the [`Context`] was carried along.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let a = notify_core::Event::new("a", now, now, Default::default());
+    /// # let b = notify_core::Event::new("b", now, now, Default::default());
+    /// assert_ne!(a.trace_id(), b.trace_id(), "two roots, two traces");
+    /// ```
+    pub fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// The context of this event (its trace id and id), to start children of it elsewhere, e.g.
+    /// after it finished ([`Handle::set_parent`](crate::Handle::set_parent), [`Context::attach`]).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.context().event_id(), Some(e.id()));
+    /// ```
+    pub fn context(&self) -> Context {
+        Context::new(self.trace_id, Some(self.id))
     }
 
     /// The payload.
@@ -309,6 +343,7 @@ impl fmt::Debug for Event {
             .field("transaction_id", &self.transaction_id)
             .field("id", &self.id)
             .field("parent_id", &self.parent_id)
+            .field("trace_id", &self.trace_id)
             .field("payload", &self.payload)
             .field("cpu_time", &self.cpu_time)
             .field("allocations", &self.allocations)
@@ -320,13 +355,14 @@ impl fmt::Debug for Event {
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let epoch_ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut st = s.serialize_struct("Event", 10)?;
+        let mut st = s.serialize_struct("Event", 11)?;
         st.serialize_field("name", self.name())?;
         st.serialize_field("start_unix_ns", &epoch_ns(self.start_time()))?;
         st.serialize_field("duration_ns", &self.duration().as_nanos())?;
         st.serialize_field("transaction_id", &self.transaction_id)?;
         st.serialize_field("id", &self.id)?;
         st.serialize_field("parent_id", &self.parent_id)?;
+        st.serialize_field("trace_id", &self.trace_id)?;
         st.serialize_field("payload", &self.payload)?;
         st.serialize_field("cpu_time_ns", &self.cpu_time.map(|d| d.as_nanos()))?;
         st.serialize_field("allocations", &self.allocations)?;

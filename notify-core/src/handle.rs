@@ -2,10 +2,10 @@
 
 use std::marker::PhantomData;
 
+use crate::context::{Context, EventContext};
 use crate::dispatch::Active;
 use crate::error::NotifyError;
 use crate::event::{Name, Outcome};
-use crate::ids;
 use crate::notifier::{Inner, Notifier};
 use crate::payload::Payload;
 
@@ -48,6 +48,8 @@ pub struct Handle {
     /// the event in flight, if anybody listens.
     active: Option<Active>,
     id: Option<u64>,
+    /// The explicit parent given with [`Handle::set_parent`].
+    parent: Option<Context>,
     outcome: Outcome,
     /// Whether the thread was already unwinding at `start`: then a drop during that unwinding is
     /// not this event's panic.
@@ -80,6 +82,7 @@ impl Handle {
             state: State::Built,
             active: None,
             id: None,
+            parent: None,
             outcome: Outcome::Completed,
             panicking_at_start: false,
         }
@@ -94,6 +97,7 @@ impl Handle {
             state: State::Built,
             active: Some(prepared),
             id: None,
+            parent: None,
             outcome: Outcome::Completed,
             panicking_at_start: false,
         }
@@ -112,10 +116,56 @@ impl Handle {
             self.active = resolved.and_then(|resolved| Active::prepare(inner, resolved));
         }
         if let Some(active) = &mut self.active {
-            active.start(&self.payload, enter);
+            active.start(&self.payload, enter, self.parent.as_ref().map(Context::frame));
             self.id = Some(active.id());
         }
         Ok(())
+    }
+
+    /// Gives the event an explicit parent: at `start`, its parent id and trace id come from
+    /// `parent` instead of the thread's current context (tracing's `parent:`). `Context::none()`
+    /// makes it a root of a new trace.
+    ///
+    /// # Errors
+    /// [`NotifyError::AlreadyStarted`] after `start` (the ids are taken then).
+    ///
+    /// ```
+    /// use notify_core::{Context, Event, Notifier, Payload, Subscriber, TraceId};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("job", Subscriber::event(|e: &Event| {
+    ///     assert_eq!(e.parent_id(), Some(41));
+    ///     assert_eq!(e.trace_id(), TraceId::new(5).unwrap());
+    /// }));
+    /// let mut handle = notifier.build_handle("job", Payload::new());
+    /// handle.set_parent(Context::new(TraceId::new(5).unwrap(), Some(41)))?;
+    /// handle.start()?;
+    /// handle.finish()?;
+    /// assert!(handle.set_parent(Context::none()).is_err());
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn set_parent(&mut self, parent: impl Into<Context>) -> Result<(), NotifyError> {
+        if self.state != State::Built {
+            return Err(NotifyError::AlreadyStarted);
+        }
+        self.parent = Some(parent.into());
+        Ok(())
+    }
+
+    /// The event's ids (id, parent id, trace id) once started and listened, also after `finish`.
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
+    /// let mut h = notifier.build_handle("x", Payload::new());
+    /// assert_eq!(h.context(), None);
+    /// h.start()?;
+    /// assert_eq!(h.context().map(|c| c.id()), h.id());
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn context(&self) -> Option<EventContext> {
+        self.id?;
+        self.active.as_ref().map(|active| *active.context())
     }
 
     /// Starts the event: captures the listener set, calls evented `start`s, reads the clocks, and
@@ -150,7 +200,10 @@ impl Handle {
     }
 
     /// Makes this (started, listened) event the thread's current event until the guard drops, so
-    /// events started meanwhile get it as parent. Does nothing for an unlistened or unstarted handle.
+    /// events started meanwhile get it as parent, and calls the evented subscribers'
+    /// [`enter`](crate::EventedSubscriber::enter) (their `exit` when the guard drops). What an
+    /// instrumented future does around each poll. Does nothing for an unlistened or unstarted
+    /// handle.
     ///
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber};
@@ -166,17 +219,13 @@ impl Handle {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn enter(&self) -> Entered<'_> {
-        let id = self
-            .active
-            .as_ref()
-            .filter(|_| self.state == State::Started)
-            .map(Active::id);
-        if let Some(id) = id {
-            ids::enter(id);
+        let active = self.active.as_ref().filter(|_| self.state == State::Started);
+        if let Some(active) = active {
+            active.enter(self.notifier.inner());
         }
         Entered {
-            id,
-            _handle: PhantomData,
+            handle: active.map(|_| self),
+            _not_send: PhantomData,
         }
     }
 
@@ -297,14 +346,17 @@ impl std::fmt::Debug for Handle {
 /// it must drop on the thread that entered.
 #[must_use = "the event is current only while the guard lives"]
 pub struct Entered<'a> {
-    id: Option<u64>,
-    _handle: PhantomData<(&'a Handle, *const ())>,
+    /// The entered handle, when it had an event to enter.
+    handle: Option<&'a Handle>,
+    _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        if let Some(id) = self.id {
-            ids::leave(id);
+        if let Some(handle) = self.handle {
+            if let Some(active) = &handle.active {
+                active.exit(handle.notifier.inner());
+            }
         }
     }
 }

@@ -1,24 +1,52 @@
-//! Transaction ids, event ids and the current (innermost unfinished) event of each thread.
+//! Transaction ids, event ids, trace ids and the current context of each thread.
 //!
-//! Ids come from per-thread blocks reserved from one global counter, so handing one out is a
-//! thread-local increment, not a contended atomic.
+//! Event ids come from per-thread blocks reserved from one global counter, so handing one out is a
+//! thread-local increment, not a contended atomic. Root trace ids come from a per-thread generator.
 //!
-//! The current event is the top of a per-thread stack of entered events. An event finished out of
-//! order is removed wherever it is in the stack. An event entered on one thread and finished on
-//! another (a handle sent away) cannot reach its thread's stack: it is *orphaned* into a small
-//! global list, and its thread drops it from its stack the next time it asks for the current
-//! event (one relaxed load when there are no orphans).
+//! The current context is the top of a per-thread stack of *frames*: an event entered on this
+//! thread (a synchronous event from start to finish, an async event while it is polled) or a
+//! [`Context`](crate::Context) attached here. Each frame has a key (the event id, or a fresh id for
+//! an attached context), the event it makes current (0: none) and its trace id (0: none). The first
+//! [`DEPTH`] frames live in plain `Cell`s (no destructor, each access a load or a store); deeper
+//! ones spill into a vector, so the stack is exact at any depth.
+//!
+//! A frame is removed by key wherever it is in the stack (events may finish out of order). An event
+//! entered on one thread and finished on another (a handle sent away) cannot reach its thread's
+//! stack: its key is *orphaned* into a small global list, and its thread drops it from its stack the
+//! next time it asks for the current context (one relaxed load when there are no orphans).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
+
+use crate::trace_id::{Rng, TraceId};
 
 /// How many ids a thread reserves at a time.
 const BLOCK: u64 = 1024;
 
 static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
 static NEXT_TRANSACTION: AtomicU64 = AtomicU64::new(1);
+
+/// Frames kept in the thread-local's `Cell`s; deeper ones go to [`DEEP`].
+const DEPTH: usize = 16;
+
+/// One entry of a thread's stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// What removes it: the event id, or a fresh id for an attached context.
+    key: u64,
+    /// The event it makes current; 0 for none.
+    pub(crate) event: u64,
+    /// Its trace id; 0 for none (a new event then starts a trace).
+    pub(crate) trace: u128,
+}
+
+const NO_FRAME: Frame = Frame {
+    key: 0,
+    event: 0,
+    trace: 0,
+};
 
 thread_local! {
     /// Everything per-thread in one place, so an event's start reads it through one access.
@@ -28,13 +56,17 @@ thread_local! {
             end_id: Cell::new(0),
             transaction: Cell::new(0),
             seen_orphaned: Cell::new(0),
-            stack: Stack { ids: [const { Cell::new(0) }; DEPTH], len: Cell::new(0) },
+            rng: Cell::new(0),
+            frames: [const { Cell::new(NO_FRAME) }; DEPTH],
+            len: Cell::new(0),
         }
     };
+    /// The frames beyond [`DEPTH`], bottom first: touched only by stacks that deep.
+    static DEEP: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A thread's ids: its block of event ids, its transaction id, its entered events. Plain `Cell`s:
-/// no destructor, each access a load or a store.
+/// A thread's ids: its block of event ids, its transaction id, its random generator, its stack.
+/// Plain `Cell`s: no destructor, each access a load or a store.
 struct Thread {
     /// The next event id of this thread's block and the block's end.
     next_id: Cell<u64>,
@@ -43,7 +75,21 @@ struct Thread {
     transaction: Cell<u64>,
     /// The value of `ORPHANED` at this thread's last look at the orphans.
     seen_orphaned: Cell<usize>,
-    stack: Stack,
+    /// The trace id generator's state; 0 until seeded.
+    rng: Cell<u64>,
+    /// The bottom [`DEPTH`] frames.
+    frames: [Cell<Frame>; DEPTH],
+    /// Frames on the stack, those in [`DEEP`] included.
+    len: Cell<usize>,
+}
+
+/// The ids of an event starting on this thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Begun {
+    pub(crate) id: u64,
+    pub(crate) parent: Option<u64>,
+    pub(crate) trace: TraceId,
+    pub(crate) transaction: u64,
 }
 
 impl Thread {
@@ -70,84 +116,209 @@ impl Thread {
         id
     }
 
+    /// A random trace id for a root event.
     #[inline]
-    fn current_event_id(&self) -> Option<u64> {
+    fn random_trace(&self) -> TraceId {
+        let mut state = self.rng.get();
+        if state == 0 {
+            state = Rng::seeded().state();
+        }
+        let id = Rng::trace_id(&mut state);
+        self.rng.set(state);
+        id
+    }
+
+    /// The top frame ([`NO_FRAME`] on an empty stack), after dropping orphans.
+    #[inline]
+    fn current(&self) -> Frame {
         let orphaned = ORPHANED.load(Ordering::Relaxed);
         if orphaned != self.seen_orphaned.get() {
             self.claim_orphans(orphaned);
         }
-        self.stack.top()
+        let len = self.len.get();
+        if len == 0 {
+            NO_FRAME
+        } else if len <= DEPTH {
+            self.frames[len - 1].get()
+        } else {
+            deep_top()
+        }
     }
 
     #[cold]
     fn claim_orphans(&self, orphaned: usize) {
         self.seen_orphaned.set(orphaned);
         let mut orphans = ORPHANS.lock();
-        orphans.retain(|&orphan| !self.stack.remove(orphan));
+        orphans.retain(|&orphan| !self.remove(orphan));
     }
 
     #[inline]
-    fn enter(&self, id: u64) {
-        let len = self.stack.len.get();
-        if len < DEPTH {
-            self.stack.ids[len].set(id);
-        }
-        self.stack.len.set(len + 1);
-    }
-}
-
-/// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
-/// parent (the current event) and the transaction id. With `enter`, the event becomes the
-/// thread's current event until [`leave`].
-#[inline]
-pub(crate) fn begin(enter: bool) -> (u64, Option<u64>, u64) {
-    THREAD.with(|thread| {
-        let id = thread.next_event_id();
-        let parent = thread.current_event_id();
-        let transaction = thread.transaction_id();
-        if enter {
-            thread.enter(id);
-        }
-        (id, parent, transaction)
-    })
-}
-
-/// How many entered events a thread records; deeper ones are counted, and events started inside
-/// them get the deepest recorded one as parent.
-const DEPTH: usize = 16;
-
-/// A thread's entered events: a fixed array of `Cell`s, so the thread-local needs no destructor
-/// and each access is a plain load or store.
-struct Stack {
-    ids: [Cell<u64>; DEPTH],
-    /// Entered and not yet left; may exceed `DEPTH`.
-    len: Cell<usize>,
-}
-
-impl Stack {
-    fn top(&self) -> Option<u64> {
-        let stored = self.len.get().min(DEPTH);
-        stored.checked_sub(1).map(|i| self.ids[i].get())
-    }
-
-    /// Removes the recorded entry `id`; false when it is not recorded here.
-    fn remove(&self, id: u64) -> bool {
+    fn push(&self, frame: Frame) {
         let len = self.len.get();
-        let stored = len.min(DEPTH);
-        let Some(at) = (0..stored).rev().find(|&i| self.ids[i].get() == id) else {
+        if len < DEPTH {
+            self.frames[len].set(frame);
+        } else if !deep_push(frame) {
+            // The thread is exiting and its deep frames are gone: the frame is not recorded (its
+            // removal will find nothing and be orphaned, harmlessly).
+            return;
+        }
+        self.len.set(len + 1);
+    }
+
+    /// Removes the frame `key` wherever it is; false when it is not on this thread's stack.
+    #[inline]
+    fn remove(&self, key: u64) -> bool {
+        let len = self.len.get();
+        if len > 0 && len <= DEPTH && self.frames[len - 1].get().key == key {
+            self.len.set(len - 1);
+            return true;
+        }
+        self.remove_inside(key)
+    }
+
+    /// [`Thread::remove`] of a frame that is not the top, or of a deep stack.
+    #[cold]
+    fn remove_inside(&self, key: u64) -> bool {
+        let len = self.len.get();
+        let inline = len.min(DEPTH);
+        if len > DEPTH {
+            let removed = DEEP
+                .try_with(|deep| {
+                    let mut deep = deep.borrow_mut();
+                    let at = deep.iter().rposition(|f| f.key == key)?;
+                    deep.remove(at);
+                    Some(())
+                })
+                .ok()
+                .flatten();
+            if removed.is_some() {
+                self.len.set(len - 1);
+                return true;
+            }
+        }
+        let Some(at) = (0..inline).rev().find(|&i| self.frames[i].get().key == key) else {
             return false;
         };
-        for i in at..stored - 1 {
-            self.ids[i].set(self.ids[i + 1].get());
+        for i in at..inline - 1 {
+            self.frames[i].set(self.frames[i + 1].get());
         }
         if len > DEPTH {
-            // An unrecorded deeper entry takes the freed place; it has no id of its own, so the
-            // deepest slot keeps its neighbour's id as the best parent available.
-            self.ids[DEPTH - 1].set(self.ids[DEPTH - 2].get());
+            // The bottom deep frame moves down into the freed cell.
+            let bottom = DEEP
+                .try_with(|deep| {
+                    let mut deep = deep.borrow_mut();
+                    (!deep.is_empty()).then(|| deep.remove(0))
+                })
+                .ok()
+                .flatten();
+            match bottom {
+                Some(frame) => self.frames[DEPTH - 1].set(frame),
+                // The deep frames are gone (thread exit): the stack is what the cells hold.
+                None => {
+                    self.len.set(DEPTH - 1);
+                    return true;
+                }
+            }
         }
         self.len.set(len - 1);
         true
     }
+}
+
+#[cold]
+fn deep_push(frame: Frame) -> bool {
+    DEEP.try_with(|deep| deep.borrow_mut().push(frame)).is_ok()
+}
+
+#[cold]
+fn deep_top() -> Frame {
+    DEEP.try_with(|deep| deep.borrow().last().copied())
+        .ok()
+        .flatten()
+        .unwrap_or(NO_FRAME)
+}
+
+/// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
+/// parent and trace id (from the current context; a random trace id for a root), and the
+/// transaction id. With `enter`, the event becomes the thread's current event until [`leave`]
+/// with its id.
+#[inline]
+pub(crate) fn begin(enter: bool) -> Begun {
+    THREAD.with(|thread| {
+        let id = thread.next_event_id();
+        let current = thread.current();
+        let trace = match TraceId::new(current.trace) {
+            Some(trace) => trace,
+            None => thread.random_trace(),
+        };
+        if enter {
+            thread.push(Frame {
+                key: id,
+                event: id,
+                trace: trace.get(),
+            });
+        }
+        Begun {
+            id,
+            parent: (current.event != 0).then_some(current.event),
+            trace,
+            transaction: thread.transaction_id(),
+        }
+    })
+}
+
+/// As [`begin`], with an explicit parent context instead of the thread's current one.
+pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
+    THREAD.with(|thread| {
+        let id = thread.next_event_id();
+        let trace = match TraceId::new(parent.trace) {
+            Some(trace) => trace,
+            None => thread.random_trace(),
+        };
+        if enter {
+            thread.push(Frame {
+                key: id,
+                event: id,
+                trace: trace.get(),
+            });
+        }
+        Begun {
+            id,
+            parent: (parent.event != 0).then_some(parent.event),
+            trace,
+            transaction: thread.transaction_id(),
+        }
+    })
+}
+
+/// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under.
+pub(crate) fn frame(event: u64, trace: u128) -> Frame {
+    Frame { key: 0, event, trace }
+}
+
+/// The current frame of this thread.
+pub(crate) fn current() -> Frame {
+    THREAD.with(Thread::current)
+}
+
+/// Makes the event `id` of `trace` this thread's current event until [`leave`] with `id`.
+pub(crate) fn enter(id: u64, trace: TraceId) {
+    THREAD.with(|thread| {
+        thread.push(Frame {
+            key: id,
+            event: id,
+            trace: trace.get(),
+        })
+    });
+}
+
+/// Makes `frame`'s event and trace current until [`leave`] with the returned key.
+pub(crate) fn attach(frame: Frame) -> u64 {
+    THREAD.with(|thread| {
+        let key = thread.next_event_id();
+        thread.push(Frame { key, ..frame });
+        key
+    })
 }
 
 /// Events entered on one thread and finished on another, not yet dropped from their stack.
@@ -159,12 +330,24 @@ static ORPHANED: AtomicUsize = AtomicUsize::new(0);
 const MAX_ORPHANS: usize = 4096;
 
 /// A fresh event id, unique in this process (never 0).
+#[cfg(test)]
 pub(crate) fn next_event_id() -> u64 {
     THREAD.with(Thread::next_event_id)
 }
 
+/// A random trace id from this thread's generator.
+pub(crate) fn random_trace_id() -> TraceId {
+    THREAD.with(Thread::random_trace)
+}
+
 /// The transaction id of the calling thread: unique per thread, stable for its lifetime, as AS::N's
 /// instrumenter id.
+///
+/// This is *not* a request id: under an async runtime a worker thread runs many requests and one
+/// request moves between worker threads. To tell which events belong to one request, use the
+/// [`TraceId`] ([`Event::trace_id`](crate::Event::trace_id)): every event of a trace shares it
+/// when the [`Context`](crate::Context) is carried into spawned work
+/// (a future carrying its context (issue 10, next)).
 ///
 /// ```
 /// let here = notify_core::transaction_id();
@@ -176,82 +359,115 @@ pub fn transaction_id() -> u64 {
     THREAD.with(Thread::transaction_id)
 }
 
-/// The id of the innermost unfinished listened event on this thread, if any: what a new event's
-/// parent id will be.
+/// The id of the current event of this thread (the innermost unfinished listened event, or the
+/// event of an attached [`Context`](crate::Context)), if any: what a new event's parent id will be.
 ///
 /// ```
 /// assert_eq!(notify_core::current_event_id(), None);
 /// ```
 pub fn current_event_id() -> Option<u64> {
-    THREAD.with(Thread::current_event_id)
+    let event = current().event;
+    (event != 0).then_some(event)
 }
 
-/// Makes `id` this thread's current event until [`leave`].
-pub(crate) fn enter(id: u64) {
-    THREAD.with(|thread| thread.enter(id));
-}
-
-/// Removes `id` from this thread's stack of entered events, wherever it is (events may finish out
-/// of order). When it is not there — it was entered on another thread — it is orphaned for that
+/// Removes the frame `key` from this thread's stack, wherever it is (events may finish out of
+/// order). When it is not there — it was entered on another thread — it is orphaned for that
 /// thread to drop.
-pub(crate) fn leave(id: u64) {
-    let found = THREAD.with(|thread| {
-        let stack = &thread.stack;
-        let len = stack.len.get();
-        if len > 0 && len <= DEPTH && stack.ids[len - 1].get() == id {
-            stack.len.set(len - 1);
-            return true;
-        }
-        if stack.remove(id) {
-            return true;
-        }
-        if len > DEPTH {
-            // One of the unrecorded deep entries.
-            stack.len.set(len - 1);
-            return true;
-        }
-        false
-    });
-    if !found {
-        let mut orphans = ORPHANS.lock();
-        if orphans.len() == MAX_ORPHANS {
-            orphans.remove(0);
-        }
-        orphans.push(id);
-        ORPHANED.fetch_add(1, Ordering::Relaxed);
+pub(crate) fn leave(key: u64) {
+    if !THREAD.with(|thread| thread.remove(key)) {
+        orphan(key);
     }
+}
+
+#[cold]
+fn orphan(key: u64) {
+    let mut orphans = ORPHANS.lock();
+    if orphans.len() == MAX_ORPHANS {
+        orphans.remove(0);
+    }
+    orphans.push(key);
+    ORPHANED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The frames on this thread's stack (tests).
+#[cfg(test)]
+fn depth() -> usize {
+    THREAD.with(|thread| thread.len.get())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn trace() -> TraceId {
+        TraceId::new(9).unwrap()
+    }
+
+    /// Fake event ids far from the real ones, one range per test (tests share the orphan list).
+    const A: u64 = 1 << 62;
+    const B: u64 = A + 1000;
+    const C: u64 = A + 2000;
+    const D: u64 = A + 3000;
+
     #[test]
     fn out_of_order_and_cross_thread_finishes_leave_no_stale_current_event() {
-        enter(1);
-        enter(2);
-        leave(1);
-        assert_eq!(current_event_id(), Some(2));
-        leave(2);
+        enter(A + 1, trace());
+        enter(A + 2, trace());
+        leave(A + 1);
+        assert_eq!(current_event_id(), Some(A + 2));
+        leave(A + 2);
         assert_eq!(current_event_id(), None);
-        enter(3);
-        std::thread::spawn(|| leave(3)).join().unwrap();
+        enter(A + 3, trace());
+        std::thread::spawn(|| leave(A + 3)).join().unwrap();
+        assert_eq!(current_event_id(), None);
+        assert_eq!(depth(), 0);
+    }
+
+    #[test]
+    fn deep_nesting_beyond_the_cells_is_exact() {
+        for id in B + 1..=B + 40 {
+            enter(id, trace());
+            assert_eq!(current_event_id(), Some(id));
+        }
+        leave(B + 17);
+        leave(B + 3);
+        assert_eq!(current_event_id(), Some(B + 40));
+        for id in (B + 1..=B + 40).rev().filter(|&id| id != B + 17 && id != B + 3) {
+            assert_eq!(current_event_id(), Some(id));
+            leave(id);
+        }
+        assert_eq!(current_event_id(), None);
+        assert_eq!(depth(), 0);
+    }
+
+    #[test]
+    fn a_middle_frame_removed_from_a_deep_stack_pulls_the_deep_frames_down() {
+        for id in C + 1..=C + 20 {
+            enter(id, trace());
+        }
+        leave(C + 5);
+        // The cells now hold C+1..=C+4 and C+6..=C+17; the deep part C+18..=C+20.
+        let mut expected: Vec<u64> = (C + 1..=C + 20).filter(|&id| id != C + 5).collect();
+        while let Some(top) = expected.pop() {
+            assert_eq!(current_event_id(), Some(top));
+            leave(top);
+        }
         assert_eq!(current_event_id(), None);
     }
 
     #[test]
-    fn deep_nesting_beyond_the_recorded_depth_unwinds_exactly() {
-        for id in 1..=20 {
-            enter(id);
-        }
-        assert_eq!(current_event_id(), Some(16));
-        for id in (1..=20).rev() {
-            leave(id);
-        }
+    fn attached_frames_mask_the_current_event() {
+        enter(D + 7, trace());
+        let key = attach(frame(0, 0));
         assert_eq!(current_event_id(), None);
-        enter(7);
-        assert_eq!(current_event_id(), Some(7));
-        leave(7);
+        let begun = begin(false);
+        assert_eq!(begun.parent, None);
+        assert_ne!(begun.trace, trace());
+        leave(key);
+        assert_eq!(current_event_id(), Some(D + 7));
+        let child = begin(false);
+        assert_eq!((child.parent, child.trace), (Some(D + 7), trace()));
+        leave(D + 7);
     }
 
     #[test]

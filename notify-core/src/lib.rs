@@ -68,6 +68,7 @@
 
 mod alloc;
 mod callsite;
+mod context;
 mod dispatch;
 mod error;
 pub mod escape;
@@ -83,9 +84,11 @@ mod registry;
 mod subscriber;
 mod sync;
 pub mod testing;
+mod trace_id;
 
 pub use crate::alloc::{thread_allocations, CountingAllocator};
 pub use crate::callsite::{Callsite, Interest};
+pub use crate::context::{Context, ContextGuard, EventContext};
 pub use crate::error::{NotifyError, PatternError};
 pub use crate::event::{Event, Outcome};
 pub use crate::failure::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
@@ -96,9 +99,10 @@ pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
 pub use crate::subscriber::{
-    EventOptions, EventSubscriber, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber, SilenceableSubscriber,
-    Subscriber, TimedSubscriber,
+    EventOptions, EventSubscriber, EventedOptions, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber,
+    SilenceableSubscriber, Subscriber, TimedSubscriber,
 };
+pub use crate::trace_id::{TraceId, TraceIdError};
 
 /// [`Notifier::instrument`] on the global notifier.
 ///

@@ -330,7 +330,7 @@ impl Guard {
             panicking_at_start: std::thread::panicking(),
         });
         payload(&mut started.payload);
-        started.active.start(&started.payload, true);
+        started.active.start(&started.payload, true, None);
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).

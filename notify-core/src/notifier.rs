@@ -20,6 +20,7 @@ use std::hash::BuildHasher;
 use crate::sync::Mutex;
 
 use crate::callsite::Callsite;
+use crate::context::Context;
 use crate::dispatch::{self, deliver_event};
 use crate::error::NotifyError;
 use crate::event::{monotonic_clock, Event, Name};
@@ -355,7 +356,32 @@ impl Notifier {
                 None => return dispatch::unlistened(body),
             }
         };
-        dispatch::run(&self.inner, resolved, payload, body)
+        dispatch::run(&self.inner, resolved, None, payload, body)
+    }
+
+    /// As [`Notifier::instrument`], with an explicit parent: the event's parent id and trace id come
+    /// from `parent` (a [`Context`], an [`EventContext`](crate::EventContext)), not from the
+    /// thread's current context (tracing's `parent:`). Events started inside `body` are still its
+    /// children. `Context::none()` makes it the root of a new trace.
+    ///
+    /// ```
+    /// use notify_core::{Context, Event, Notifier, Payload, Subscriber, TraceId};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(12))));
+    /// let request = Context::new(TraceId::new(77).unwrap(), Some(12));
+    /// notifier.instrument_with_parent(request, "reply", Payload::new, |_| ());
+    /// ```
+    pub fn instrument_with_parent<T>(
+        &self,
+        parent: impl Into<Context>,
+        name: &str,
+        payload: impl FnOnce() -> Payload,
+        body: impl FnOnce(&mut Payload) -> T,
+    ) -> T {
+        let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
+            return dispatch::unlistened(body);
+        };
+        dispatch::run(&self.inner, resolved, Some(parent.into().frame()), payload, body)
     }
 
     /// As [`Notifier::instrument`] for a body that returns a `Result`: an `Err` is recorded in the
@@ -653,7 +679,7 @@ impl Inner {
                             .with("message", failure.message.clone());
                         let resolved = self.snapshot.load().resolve(SUBSCRIBER_FAILED);
                         if let Some(resolved) = resolved {
-                            dispatch::run(self, resolved, || payload, |_| ());
+                            dispatch::run(self, resolved, None, || payload, |_| ());
                         }
                     }
                 }

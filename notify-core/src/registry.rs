@@ -60,6 +60,8 @@ pub(crate) struct Listeners {
     pub(crate) owned: Vec<Listener<dyn OwnedEventSubscriber>>,
     /// Union of the event-object subscribers' options.
     pub(crate) options: EventOptions,
+    /// True when an evented or silenceable subscriber asked for `EventedOptions::duration`.
+    pub(crate) evented_duration: bool,
 }
 
 impl Listeners {
@@ -82,14 +84,20 @@ impl Listeners {
                     entry,
                 });
             }
-            Kind::Evented(s) => self.evented.push(Listener {
-                subscriber: s.clone(),
-                entry,
-            }),
-            Kind::Silenceable(s) => self.silenceable.push(Listener {
-                subscriber: s.clone(),
-                entry,
-            }),
+            Kind::Evented(s, options) => {
+                self.evented_duration |= options.duration;
+                self.evented.push(Listener {
+                    subscriber: s.clone(),
+                    entry,
+                });
+            }
+            Kind::Silenceable(s, options) => {
+                self.evented_duration |= options.duration;
+                self.silenceable.push(Listener {
+                    subscriber: s.clone(),
+                    entry,
+                });
+            }
             Kind::Owned(s) => self.owned.push(Listener {
                 subscriber: s.clone(),
                 entry,
@@ -246,7 +254,7 @@ impl Snapshot {
             .iter()
             .filter(|e| e.matches(name))
             .any(|e| match &e.subscriber.kind {
-                Kind::Silenceable(s) => !crate::failure::guarded_silenced(&**s, name),
+                Kind::Silenceable(s, _) => !crate::failure::guarded_silenced(&**s, name),
                 _ => true,
             })
     }

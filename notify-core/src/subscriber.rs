@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use crate::context::EventContext;
 use crate::event::Event;
 use crate::payload::Payload;
 
@@ -81,18 +82,26 @@ where
     }
 }
 
-/// An evented subscriber: `start` before the block runs, `finish` after, with the event id that
-/// pairs them (AS::N passes the instrumenter id there; an event id also tells nested events apart).
-/// Both calls of one event reach the listener set captured at `start`.
+/// An evented subscriber: `start` before the block runs, `finish` after, with the event's
+/// [`EventContext`] (event id, parent id, trace id) that pairs them and places the event in its
+/// trace (AS::N passes the instrumenter id there). Both calls of one event reach the listener set
+/// captured at `start`.
+///
+/// An async event (an instrumented future, an `async fn` under `#[instrument_event]`, a handle
+/// started with [`Handle::start_detached`](crate::Handle::start_detached)) is current only while
+/// it is polled: [`enter`](EventedSubscriber::enter) is called before each poll and
+/// [`exit`](EventedSubscriber::exit) after it, on the polling thread, so a bridge can enter and
+/// leave a span of its own there. A synchronous event is entered from `start` to `finish` and gets
+/// no `enter`/`exit` calls.
 ///
 /// ```
-/// use notify_core::{EventedSubscriber, Notifier, Payload, Subscriber};
+/// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// struct Depth(AtomicUsize);
 /// impl EventedSubscriber for Depth {
-///     fn start(&self, _: &str, _: u64, _: &Payload) { self.0.fetch_add(1, Ordering::SeqCst); }
-///     fn finish(&self, _: &str, _: u64, _: &Payload) { self.0.fetch_sub(1, Ordering::SeqCst); }
+///     fn start(&self, _: &str, _: &EventContext, _: &Payload) { self.0.fetch_add(1, Ordering::SeqCst); }
+///     fn finish(&self, _: &str, _: &EventContext, _: &Payload) { self.0.fetch_sub(1, Ordering::SeqCst); }
 /// }
 /// let notifier = Notifier::new();
 /// let depth = std::sync::Arc::new(Depth(AtomicUsize::new(0)));
@@ -102,9 +111,41 @@ where
 /// ```
 pub trait EventedSubscriber: Send + Sync + 'static {
     /// Called before the block runs; `payload` is the payload as built so far.
-    fn start(&self, name: &str, id: u64, payload: &Payload);
-    /// Called after the block; `payload` includes what the block added.
-    fn finish(&self, name: &str, id: u64, payload: &Payload);
+    fn start(&self, name: &str, event: &EventContext, payload: &Payload);
+    /// Called after the block; `payload` includes what the block added. `event` is the one `start`
+    /// received, plus its times when this subscriber asked for them ([`EventedOptions::duration`]).
+    fn finish(&self, name: &str, event: &EventContext, payload: &Payload);
+    /// Called on the polling thread before each poll of an async event (between `start` and
+    /// `finish`). Does nothing unless implemented.
+    fn enter(&self, name: &str, event: &EventContext) {
+        let _ = (name, event);
+    }
+    /// Called on the polling thread after each poll of an async event, before the `finish` of a
+    /// poll that completed it. Does nothing unless implemented.
+    fn exit(&self, name: &str, event: &EventContext) {
+        let _ = (name, event);
+    }
+}
+
+/// What an evented (or silenceable) subscriber asks to be measured; off by default.
+///
+/// ```
+/// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Notifier, Payload, Subscriber};
+/// struct Timer;
+/// impl EventedSubscriber for Timer {
+///     fn start(&self, _: &str, event: &EventContext, _: &Payload) { assert_eq!(event.duration(), None); }
+///     fn finish(&self, _: &str, event: &EventContext, _: &Payload) { assert!(event.duration().is_some()); }
+/// }
+/// let notifier = Notifier::new();
+/// notifier.subscribe("x", Subscriber::evented_with(EventedOptions { duration: true }, Timer));
+/// notifier.instrument("x", Payload::new, |_| ());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventedOptions {
+    /// Read the monotonic clock at start and finish (shared with the other listeners that need
+    /// it), so `finish` sees [`EventContext::start`], [`EventContext::end`] and
+    /// [`EventContext::duration`]: two clock reads per event when no other listener needs them.
+    pub duration: bool,
 }
 
 /// An evented subscriber that can be silenced at run time (AS::N 7.1's `silenced?`).
@@ -117,8 +158,8 @@ pub trait EventedSubscriber: Send + Sync + 'static {
 /// use notify_core::{EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber};
 /// struct Quiet;
 /// impl EventedSubscriber for Quiet {
-///     fn start(&self, _: &str, _: u64, _: &Payload) { unreachable!() }
-///     fn finish(&self, _: &str, _: u64, _: &Payload) { unreachable!() }
+///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) { unreachable!() }
+///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) { unreachable!() }
 /// }
 /// impl SilenceableSubscriber for Quiet {
 ///     fn silenced(&self, _name: &str) -> bool { true }
@@ -156,11 +197,17 @@ pub trait OwnedEventSubscriber: Send + Sync + 'static {
 }
 
 impl<T: EventedSubscriber + ?Sized> EventedSubscriber for Arc<T> {
-    fn start(&self, name: &str, id: u64, payload: &Payload) {
-        (**self).start(name, id, payload);
+    fn start(&self, name: &str, event: &EventContext, payload: &Payload) {
+        (**self).start(name, event, payload);
     }
-    fn finish(&self, name: &str, id: u64, payload: &Payload) {
-        (**self).finish(name, id, payload);
+    fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
+        (**self).finish(name, event, payload);
+    }
+    fn enter(&self, name: &str, event: &EventContext) {
+        (**self).enter(name, event);
+    }
+    fn exit(&self, name: &str, event: &EventContext) {
+        (**self).exit(name, event);
     }
 }
 
@@ -199,8 +246,8 @@ pub(crate) enum Kind {
     Timed(Arc<dyn TimedSubscriber>),
     Monotonic(Arc<dyn MonotonicSubscriber>),
     Event(Arc<dyn EventSubscriber>, EventOptions),
-    Evented(Arc<dyn EventedSubscriber>),
-    Silenceable(Arc<dyn SilenceableSubscriber>),
+    Evented(Arc<dyn EventedSubscriber>, EventedOptions),
+    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions),
     Owned(Arc<dyn OwnedEventSubscriber>),
 }
 
@@ -271,13 +318,29 @@ impl Subscriber {
     /// use notify_core::{EventedSubscriber, Payload, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
-    ///     fn start(&self, _: &str, _: u64, _: &Payload) {}
-    ///     fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    ///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
     /// }
     /// assert_eq!(Subscriber::evented(S).kind_name(), "evented");
     /// ```
     pub fn evented(subscriber: impl EventedSubscriber) -> Subscriber {
-        Subscriber::of(Kind::Evented(Arc::new(subscriber)))
+        Subscriber::evented_with(EventedOptions::default(), subscriber)
+    }
+
+    /// An [`EventedSubscriber`] that asks for the measurements in `options`.
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Payload, Subscriber};
+    /// struct S;
+    /// impl EventedSubscriber for S {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    /// }
+    /// let s = Subscriber::evented_with(EventedOptions { duration: true }, S);
+    /// assert_eq!(s.evented_options(), Some(EventedOptions { duration: true }));
+    /// ```
+    pub fn evented_with(options: EventedOptions, subscriber: impl EventedSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Evented(Arc::new(subscriber), options))
     }
 
     /// A [`SilenceableSubscriber`].
@@ -286,14 +349,32 @@ impl Subscriber {
     /// use notify_core::{EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
-    ///     fn start(&self, _: &str, _: u64, _: &Payload) {}
-    ///     fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    ///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
     /// }
     /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
     /// assert_eq!(Subscriber::silenceable(S).kind_name(), "silenceable");
     /// ```
     pub fn silenceable(subscriber: impl SilenceableSubscriber) -> Subscriber {
-        Subscriber::of(Kind::Silenceable(Arc::new(subscriber)))
+        Subscriber::silenceable_with(EventedOptions::default(), subscriber)
+    }
+
+    /// A [`SilenceableSubscriber`] that asks for the measurements in `options` (log subscribers ask
+    /// for [`EventedOptions::duration`]).
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
+    /// struct S;
+    /// impl EventedSubscriber for S {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    /// }
+    /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
+    /// let s = Subscriber::silenceable_with(EventedOptions { duration: true }, S);
+    /// assert_eq!(s.kind_name(), "silenceable");
+    /// ```
+    pub fn silenceable_with(options: EventedOptions, subscriber: impl SilenceableSubscriber) -> Subscriber {
+        Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options))
     }
 
     /// An [`OwnedEventSubscriber`].
@@ -339,8 +420,8 @@ impl Subscriber {
             Kind::Timed(_) => "timed",
             Kind::Monotonic(_) => "monotonic",
             Kind::Event(..) => "event",
-            Kind::Evented(_) => "evented",
-            Kind::Silenceable(_) => "silenceable",
+            Kind::Evented(..) => "evented",
+            Kind::Silenceable(..) => "silenceable",
             Kind::Owned(_) => "owned",
         }
     }
@@ -354,6 +435,19 @@ impl Subscriber {
     pub fn event_options(&self) -> Option<EventOptions> {
         match self.kind {
             Kind::Event(_, options) => Some(options),
+            _ => None,
+        }
+    }
+
+    /// The options of an evented or silenceable subscriber (`None` for other kinds).
+    ///
+    /// ```
+    /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
+    /// assert_eq!(s.evented_options(), None);
+    /// ```
+    pub fn evented_options(&self) -> Option<EventedOptions> {
+        match self.kind {
+            Kind::Evented(_, options) | Kind::Silenceable(_, options) => Some(options),
             _ => None,
         }
     }

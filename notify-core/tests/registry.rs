@@ -29,10 +29,10 @@ fn recorder(log: &Log, tag: &'static str) -> Subscriber {
 struct Evented(Log, &'static str);
 
 impl EventedSubscriber for Evented {
-    fn start(&self, name: &str, _: u64, _: &Payload) {
+    fn start(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
     }
-    fn finish(&self, name: &str, _: u64, _: &Payload) {
+    fn finish(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
     }
 }
@@ -41,10 +41,10 @@ impl EventedSubscriber for Evented {
 struct Switch(Log, &'static str, Arc<AtomicBool>);
 
 impl EventedSubscriber for Switch {
-    fn start(&self, name: &str, _: u64, _: &Payload) {
+    fn start(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
     }
-    fn finish(&self, name: &str, _: u64, _: &Payload) {
+    fn finish(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
     }
 }
@@ -871,8 +871,8 @@ fn stress_several_threads_subscribe_unsubscribe_and_instrument() {
 struct BadSilence;
 
 impl EventedSubscriber for BadSilence {
-    fn start(&self, _: &str, _: u64, _: &Payload) {}
-    fn finish(&self, _: &str, _: u64, _: &Payload) {}
+    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
 }
 
 impl SilenceableSubscriber for BadSilence {

@@ -14,7 +14,7 @@ use super::{starts, LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::panic_message;
 use notify_core::Payload;
 use notify_core::Subscription;
-use notify_core::{EventedSubscriber, SilenceableSubscriber};
+use notify_core::{EventContext, EventedSubscriber, SilenceableSubscriber};
 
 /// What every [`LogMethod`] of one attached log subscriber shares.
 struct Shared<T> {
@@ -182,11 +182,12 @@ fn log_enabled(level: Level, target: &str) -> bool {
 }
 
 impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
-    fn start(&self, _name: &str, id: u64, _payload: &Payload) {
-        starts::push(self.key(), id, Instant::now());
+    fn start(&self, _name: &str, event: &EventContext, _payload: &Payload) {
+        starts::push(self.key(), event.id(), Instant::now());
     }
 
-    fn finish(&self, name: &str, id: u64, payload: &Payload) {
+    fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
+        let id = event.id();
         let duration = starts::take(self.key(), id).map(|at| at.elapsed());
         let shared = &*self.shared;
         let spec = self.spec();

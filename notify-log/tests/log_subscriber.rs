@@ -89,11 +89,11 @@ struct Counting {
 }
 
 impl EventedSubscriber for Counting {
-    fn start(&self, name: &str, id: u64, payload: &Payload) {
+    fn start(&self, name: &str, id: &notify_core::EventContext, payload: &Payload) {
         self.starts.fetch_add(1, Ordering::SeqCst);
         self.inner.start(name, id, payload);
     }
-    fn finish(&self, name: &str, id: u64, payload: &Payload) {
+    fn finish(&self, name: &str, id: &notify_core::EventContext, payload: &Payload) {
         self.finishes.fetch_add(1, Ordering::SeqCst);
         self.inner.finish(name, id, payload);
     }

@@ -1,0 +1,292 @@
+//! [`Context`]: the trace id and current event that follow work across threads and tasks;
+//! [`EventContext`]: the ids of one event, as evented subscribers receive them.
+
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use crate::ids;
+use crate::trace_id::TraceId;
+
+/// Where work is in a trace: a trace id and the current event (the parent of events started
+/// under it). Capture it where work is handed off ([`Context::current`]) and attach it where the
+/// work runs ([`Context::attach`], [`Context::in_scope`]), on any thread; for futures,
+/// a future carrying its context (issue 10, next) does both.
+///
+/// A context without a trace id makes the next event a root with a new random trace id; one with
+/// a trace id but no event (an imported W3C `traceparent` whose parent is remote, or
+/// [`Context::new_trace`]) gives events that trace id and no parent id, or the remote parent's
+/// id when one was given.
+///
+/// This is OpenTelemetry's `Context` / W3C trace-context's (`trace-id`, `parent-id`) pair; the
+/// per-thread [`transaction_id`](crate::transaction_id) is something else (AS::N's instrumenter
+/// id), and under an async runtime it names a worker thread, not a request.
+///
+/// ```
+/// use notify_core::{Context, Event, Notifier, Payload, Subscriber};
+/// use std::sync::{Arc, Mutex};
+///
+/// let notifier = Notifier::new();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// notifier.subscribe(notify_core::Pattern::all(), Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())));
+///
+/// notifier.instrument("request.app", Payload::new, |_| {
+///     let (context, n) = (Context::current(), notifier.clone());
+///     std::thread::spawn(move || {
+///         let _attached = context.attach();
+///         n.instrument("job.app", Payload::new, |_| ());
+///     }).join().unwrap();
+/// });
+/// let seen = seen.lock().unwrap();
+/// let (job, request) = (&seen[0], &seen[1]);
+/// assert_eq!(job.parent_id(), Some(request.id()));
+/// assert_eq!(job.trace_id(), request.trace_id());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Context {
+    trace_id: Option<TraceId>,
+    event_id: Option<u64>,
+}
+
+impl Context {
+    /// The context of this thread now: the current event (innermost unfinished listened event, or
+    /// the event of an attached context) and its trace id. Empty when there is none.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Context::current(), notify_core::Context::none());
+    /// ```
+    pub fn current() -> Context {
+        let frame = ids::current();
+        Context {
+            trace_id: TraceId::new(frame.trace),
+            event_id: (frame.event != 0).then_some(frame.event),
+        }
+    }
+
+    /// The empty context: attached, it makes events started under it roots of new traces, whatever
+    /// is current on the thread.
+    ///
+    /// ```
+    /// assert!(notify_core::Context::none().is_none());
+    /// ```
+    pub const fn none() -> Context {
+        Context {
+            trace_id: None,
+            event_id: None,
+        }
+    }
+
+    /// A context of a new random trace and no event: events started under it are roots sharing
+    /// that trace id (a request id before any event exists).
+    ///
+    /// ```
+    /// let a = notify_core::Context::new_trace();
+    /// assert!(a.trace_id().is_some());
+    /// assert_ne!(a.trace_id(), notify_core::Context::new_trace().trace_id());
+    /// ```
+    pub fn new_trace() -> Context {
+        Context {
+            trace_id: Some(ids::random_trace_id()),
+            event_id: None,
+        }
+    }
+
+    /// A context of a known trace and parent event id, e.g. read from a W3C `traceparent` header
+    /// (the parent then lives in another process).
+    ///
+    /// ```
+    /// let trace = notify_core::TraceId::new(42).unwrap();
+    /// let context = notify_core::Context::new(trace, Some(7));
+    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(7)));
+    /// ```
+    pub const fn new(trace_id: TraceId, event_id: Option<u64>) -> Context {
+        Context {
+            trace_id: Some(trace_id),
+            event_id,
+        }
+    }
+
+    /// The trace id, if any.
+    pub fn trace_id(&self) -> Option<TraceId> {
+        self.trace_id
+    }
+
+    /// The current event's id, if any: the parent id of events started under this context.
+    pub fn event_id(&self) -> Option<u64> {
+        self.event_id
+    }
+
+    /// True for the empty context (no trace id, no event).
+    pub fn is_none(&self) -> bool {
+        self.trace_id.is_none() && self.event_id.is_none()
+    }
+
+    pub(crate) fn frame(&self) -> ids::Frame {
+        ids::frame(self.event_id.unwrap_or(0), self.trace_id.map_or(0, TraceId::get))
+    }
+
+    /// Makes this the thread's context until the guard drops; then the previous one is current
+    /// again. Events started meanwhile get its event as parent and its trace id. Guards may drop in
+    /// any order; each removes exactly what it attached.
+    ///
+    /// ```
+    /// use notify_core::{Context, TraceId};
+    /// let context = Context::new(TraceId::new(1).unwrap(), Some(99));
+    /// {
+    ///     let _guard = context.attach();
+    ///     assert_eq!(notify_core::current_event_id(), Some(99));
+    ///     assert_eq!(Context::current(), context);
+    /// }
+    /// assert_eq!(notify_core::current_event_id(), None);
+    /// ```
+    pub fn attach(self) -> ContextGuard {
+        ContextGuard {
+            key: ids::attach(self.frame()),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` with this context attached.
+    ///
+    /// ```
+    /// let context = notify_core::Context::new(notify_core::TraceId::new(1).unwrap(), Some(5));
+    /// assert_eq!(context.in_scope(notify_core::current_event_id), Some(5));
+    /// ```
+    pub fn in_scope<T>(self, f: impl FnOnce() -> T) -> T {
+        let _guard = self.attach();
+        f()
+    }
+}
+
+/// The guard of [`Context::attach`]. Not `Send`: it must drop on the thread that attached.
+#[must_use = "the context is attached only while the guard lives"]
+#[derive(Debug)]
+pub struct ContextGuard {
+    key: u64,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for ContextGuard {
+    fn drop(&mut self) {
+        ids::leave(self.key);
+    }
+}
+
+/// The identity of one listened event, as evented subscribers receive it at `start`, `finish`,
+/// `enter` and `exit` ([`EventedSubscriber`](crate::EventedSubscriber)): its id, its parent's id,
+/// its trace id and, at `finish` for subscribers that asked for it, when it started and ended.
+///
+/// `Copy` and small; new facts are added as methods, so the subscriber trait keeps its shape. It
+/// plays the part of OpenTelemetry's `SpanContext` (trace id, span id) plus the parent id: a bridge
+/// maps the event id to a span id and the parent id to the parent span.
+///
+/// ```
+/// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+/// use std::sync::Mutex;
+///
+/// #[derive(Default)]
+/// struct Ids(Mutex<Vec<EventContext>>);
+/// impl EventedSubscriber for Ids {
+///     fn start(&self, _: &str, event: &EventContext, _: &Payload) { self.0.lock().unwrap().push(*event); }
+///     fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+/// }
+/// let notifier = Notifier::new();
+/// let ids = std::sync::Arc::new(Ids::default());
+/// notifier.subscribe(notify_core::Pattern::all(), Subscriber::evented(ids.clone()));
+/// notifier.instrument("outer", Payload::new, |_| notifier.instrument("inner", Payload::new, |_| ()));
+/// let ids = ids.0.lock().unwrap();
+/// assert_eq!(ids[1].parent_id(), Some(ids[0].id()));
+/// assert_eq!(ids[1].trace_id(), ids[0].trace_id());
+/// assert_eq!(ids[0].parent_id(), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventContext {
+    pub(crate) id: u64,
+    pub(crate) parent_id: Option<u64>,
+    pub(crate) trace_id: TraceId,
+    pub(crate) start: Option<Instant>,
+    pub(crate) end: Option<Instant>,
+}
+
+impl EventContext {
+    /// The identity of an event with these ids and no times, for code that drives evented
+    /// subscribers itself (bridges, tests).
+    ///
+    /// ```
+    /// let trace = notify_core::TraceId::new(3).unwrap();
+    /// let event = notify_core::EventContext::new(2, Some(1), trace);
+    /// assert_eq!((event.id(), event.parent_id(), event.trace_id()), (2, Some(1), trace));
+    /// assert_eq!(event.duration(), None);
+    /// ```
+    pub const fn new(id: u64, parent_id: Option<u64>, trace_id: TraceId) -> EventContext {
+        EventContext {
+            id,
+            parent_id,
+            trace_id,
+            start: None,
+            end: None,
+        }
+    }
+
+    /// The event id, unique in this process (never 0); it pairs `start` with `finish`.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The id of the event's parent: the current event when it started (or the event of an
+    /// explicit parent context). `None` for a root.
+    pub fn parent_id(&self) -> Option<u64> {
+        self.parent_id
+    }
+
+    /// The trace id, shared with the parent (random for a root).
+    pub fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// When the event started (monotonic clock): set at `finish` when the monotonic clock was read
+    /// for this event, which a subscriber ensures by asking for
+    /// [`EventedOptions::duration`](crate::EventedOptions); `None` at `start` (the clock is read
+    /// after the `start` calls, so the event measures the block, not its subscribers).
+    pub fn start(&self) -> Option<Instant> {
+        self.start
+    }
+
+    /// When the event ended: set at `finish` under the same condition as [`EventContext::start`].
+    pub fn end(&self) -> Option<Instant> {
+        self.end
+    }
+
+    /// `end - start`, at `finish`, when both are set.
+    ///
+    /// ```
+    /// let event = notify_core::EventContext::new(1, None, notify_core::TraceId::new(1).unwrap());
+    /// assert_eq!(event.duration(), None);
+    /// ```
+    pub fn duration(&self) -> Option<Duration> {
+        Some(self.end?.saturating_duration_since(self.start?))
+    }
+
+    /// The context of this event: events started under it become its children.
+    ///
+    /// ```
+    /// let trace = notify_core::TraceId::new(3).unwrap();
+    /// let context = notify_core::EventContext::new(2, None, trace).context();
+    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(2)));
+    /// ```
+    pub fn context(&self) -> Context {
+        Context::new(self.trace_id, Some(self.id))
+    }
+}
+
+impl From<EventContext> for Context {
+    fn from(event: EventContext) -> Context {
+        event.context()
+    }
+}
+
+impl From<&EventContext> for Context {
+    fn from(event: &EventContext) -> Context {
+        event.context()
+    }
+}
