@@ -11,6 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Pat, Signature, Token, Visibility};
 
 use crate::attr::{Args, Errors, Format};
+use crate::awaits::never_awaits;
 use crate::future::{returns_future, FutureBody};
 use crate::krate::Private;
 
@@ -263,24 +264,17 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             #instrumented #call #dot_await
         }
     };
+    let brace_group = |tokens: TokenStream| {
+        let mut group = Group::new(Delimiter::Brace, tokens);
+        group.set_span(brace);
+        group
+    };
     let future_body = if sig.asyncness.is_none() {
         FutureBody::find(&body)
     } else {
         None
     };
-    let instrumented = if let Some(future_body) = future_body {
-        // `#[async_trait]` methods and functions ending in `async move { .. }` (possibly boxed):
-        // the async block is instrumented, as if it were an async fn's body.
-        future_body.rewrite(|block| {
-            let run = instrument_future(block.into_token_stream());
-            quote! {
-                async move {
-                    let #hint = #private::Hint::new();
-                    #run
-                }
-            }
-        })
-    } else if sig.asyncness.is_none() && returns_future(&sig.output) {
+    if future_body.is_none() && sig.asyncness.is_none() && returns_future(&sig.output) {
         let syn::ReturnType::Type(_, ty) = &sig.output else {
             unreachable!("returns_future is false without a return type")
         };
@@ -293,10 +287,26 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         )
         .into_compile_error();
         // The function stays as written, so its uses raise no further errors.
-        let mut block = Group::new(Delimiter::Brace, quote!(#(#inner_attrs)* #body));
-        block.set_span(brace);
+        let block = brace_group(quote!(#(#inner_attrs)* #body));
         return Ok(quote!(#error #(#attrs)* #vis #sig #block));
-    } else if sig.asyncness.is_some() {
+    }
+
+    let instrumented = if let Some(future_body) = future_body {
+        // `#[async_trait]` methods and functions ending in `async move { .. }` (possibly boxed):
+        // the async block is instrumented, as if it were an async fn's body. The callsite is
+        // declared inside the new async block, so the function's body is still one tail
+        // expression where it was (clippy's `manual_async_fn` still sees it).
+        future_body.rewrite(|block| {
+            let run = instrument_future(block.into_token_stream());
+            quote! {
+                async move {
+                    #static_item
+                    let #hint = #private::Hint::new();
+                    #run
+                }
+            }
+        })
+    } else if sig.asyncness.is_some() && !never_awaits(&body) {
         let mut rebind = Vec::new();
         for input in &mut sig.inputs {
             if let FnArg::Typed(arg) = input {
@@ -309,36 +319,55 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             let allow = used_by_fields(args, ident).then(|| quote!(#[allow(unused_variables)]));
             quote!(#allow let #mutability #ident = #ident;)
         });
-        let run = instrument_future(quote! {
-            async move {
-                if false {
-                    #inner_return
-                }
-                #(#rebind)*
-                #user_block
+        // The async block has the span of the user's braces: lints on the body (such as
+        // `clippy::needless_return`) see it as the user's code.
+        let inner = brace_group(quote! {
+            if false {
+                #inner_return
             }
+            #(#rebind)*
+            #user_block
         });
+        let run = instrument_future(quote_spanned!(brace=> async move #inner));
         quote! {
+            #static_item
             #hint_let
             #run
         }
     } else if let Some(record) = record {
+        // A sync body, or an async body that never awaits (it runs within one poll): the body runs
+        // in a closure called at once, so its `return` and `?` leave the closure and the value is
+        // recorded. The closure has the span of the user's braces (lints on the body see the user's
+        // code), and captures what it uses by reference unless an argument is a `&mut` (whose
+        // reborrow the body may return), so `clippy::needless_pass_by_value` still sees the arguments.
         let guard = format_ident!("notify_guard", span = Span::mixed_site());
         let value = format_ident!("notify_value", span = Span::mixed_site());
         let span = record.span();
         let private_at_key = record_at(span);
-        let record_call = quote_spanned!(span=> #private_at_key::Guard::record(&mut #guard, &#value, #record););
+        // `record` is cast to a fn pointer: clippy reads a function path passed as an argument as
+        // a mutated static, and would stop suggesting `#[must_use]` on the user's function.
+        let record_call = quote_spanned! {span=>
+            #private_at_key::Guard::record(
+                &mut #guard,
+                &#value,
+                #record as fn(&mut #private_at_key::Payload, &_),
+            );
+        };
+        let capture = has_mut_ref_argument(&sig).then(|| quote_spanned!(brace=> move));
+        let closure = quote_spanned!(brace=> #capture || #user_block);
         quote! {
+            #static_item
             #hint_let
             let mut #guard = #private::Guard::new();
             #private::Guard::start(&mut #guard, &#site, #payload);
-            let #value = #private::call_once(#hint, move || #user_block);
+            let #value = #private::call_once(#hint, #closure);
             #record_call
             #value
         }
     } else {
         let guard = format_ident!("_notify_guard", span = Span::mixed_site());
         quote! {
+            #static_item
             let mut #guard = #private::Guard::new();
             #private::Guard::start(&mut #guard, &#site, #payload);
             #body
@@ -349,15 +378,23 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         #(#attrs)*
         #vis #sig
     };
-    let mut block = Group::new(
-        Delimiter::Brace,
-        quote! {
+    out.extend(
+        brace_group(quote! {
             #(#inner_attrs)*
-            #static_item
             #instrumented
-        },
+        })
+        .into_token_stream(),
     );
-    block.set_span(brace);
-    out.extend(block.into_token_stream());
     Ok(out)
+}
+
+/// Whether the function takes a `&mut` (`&mut self` included).
+fn has_mut_ref_argument(sig: &Signature) -> bool {
+    sig.inputs.iter().any(|input| match input {
+        FnArg::Receiver(receiver) => {
+            receiver.mutability.is_some() && receiver.reference.is_some()
+                || matches!(&*receiver.ty, syn::Type::Reference(r) if r.mutability.is_some())
+        }
+        FnArg::Typed(arg) => matches!(&*arg.ty, syn::Type::Reference(r) if r.mutability.is_some()),
+    })
 }

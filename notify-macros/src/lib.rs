@@ -3,10 +3,12 @@
 //! name the crate's Cargo.toml gives it (or the `crate = path` option), so depending on notify-core
 //! alone is enough, renamed or not.
 //!
-//! `attr` parses the attribute, `krate` finds notify-core, `future` finds the async block of a
+//! `attr` parses the attribute, `krate` finds notify-core, `awaits` tells whether an async body
+//! suspends, `future` finds the async block of a
 //! function that returns a future (`#[async_trait]` methods), `expand` writes the instrumented function.
 
 mod attr;
+mod awaits;
 mod expand;
 mod future;
 mod krate;

@@ -100,16 +100,19 @@ impl Counter {
         self.hits
     }
 
-    /// Async, by mutable reference.
+    /// Async, by mutable reference, no await (the user allows `unused_async`, as without the
+    /// attribute).
     #[instrument_event(fields(hits = self.hits))]
+    #[allow(clippy::unused_async)]
     pub async fn hit_later(&mut self) -> u64 {
         self.hits += 1;
         self.hits
     }
 }
 
-/// Async, unit.
+/// Async, unit, no await.
 #[instrument_event]
+#[allow(clippy::unused_async)]
 pub async fn async_unit() {}
 
 /// Async, `Result`.
@@ -117,6 +120,7 @@ pub async fn async_unit() {}
 /// # Errors
 /// When `fail`.
 #[instrument_event(err, ret)]
+#[allow(clippy::unused_async)]
 pub async fn async_result(fail: bool) -> Result<u32, Error> {
     let one = result(fail)?;
     Ok(one)
@@ -125,6 +129,7 @@ pub async fn async_result(fail: bool) -> Result<u32, Error> {
 /// Async, `if`/`else` tail, a `mut` argument.
 #[instrument_event(fields(x))]
 pub async fn async_if_else(mut x: i64) -> i64 {
+    std::future::ready(()).await;
     x += 1;
     if x > 0 {
         x
@@ -136,5 +141,6 @@ pub async fn async_if_else(mut x: i64) -> i64 {
 /// Async, a reborrow of a `&mut` argument.
 #[instrument_event]
 pub async fn async_first(buf: &mut [u8]) -> Option<&mut u8> {
+    std::future::ready(()).await;
     buf.first_mut()
 }
