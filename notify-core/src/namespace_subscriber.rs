@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::{Instant, SystemTime};
 
+use crate::context::EventContext;
 use crate::escape::{needs_escape, Escaped};
 use crate::event::Event;
 use crate::notifier::{Inner, Notifier, Subscription};
@@ -195,19 +196,20 @@ impl<T: Send + Sync + 'static> Method<T> {
         })
     }
 
-    /// An evented method: `start(subscriber, name, event id, payload)` before the block runs and
-    /// `finish(…)` after (AS::N's evented subscriber, `start`/`finish`).
+    /// An evented method: `start(subscriber, name, event context, payload)` before the block runs
+    /// and `finish(…)` after (AS::N's evented subscriber, `start`/`finish`); the [`EventContext`]
+    /// carries the event id that pairs them, the parent id and the trace id.
     ///
     /// ```
-    /// use notify_core::{Method, Payload};
+    /// use notify_core::{EventContext, Method, Payload};
     /// struct S;
-    /// let m = Method::evented("transaction", |_: &S, _: &str, _id: u64, _: &Payload| {}, |_: &S, _: &str, _id: u64, _: &Payload| {});
+    /// let m = Method::evented("transaction", |_: &S, _: &str, _: &EventContext, _: &Payload| {}, |_: &S, _: &str, _: &EventContext, _: &Payload| {});
     /// assert_eq!(m.name(), "transaction");
     /// ```
     pub fn evented(
         name: impl Into<String>,
-        start: impl Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
-        finish: impl Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
+        start: impl Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
+        finish: impl Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
     ) -> Method<T> {
         struct Edges<T, S, F> {
             this: Arc<T>,
@@ -217,14 +219,14 @@ impl<T: Send + Sync + 'static> Method<T> {
         impl<T, S, F> EventedSubscriber for Edges<T, S, F>
         where
             T: Send + Sync + 'static,
-            S: Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
-            F: Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
+            S: Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
+            F: Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
         {
-            fn start(&self, name: &str, id: u64, payload: &Payload) {
-                (self.start)(&self.this, name, id, payload);
+            fn start(&self, name: &str, event: &EventContext, payload: &Payload) {
+                (self.start)(&self.this, name, event, payload);
             }
-            fn finish(&self, name: &str, id: u64, payload: &Payload) {
-                (self.finish)(&self.this, name, id, payload);
+            fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
+                (self.finish)(&self.this, name, event, payload);
             }
         }
         let (start, finish) = (Arc::new(start), Arc::new(finish));
@@ -433,17 +435,17 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::evented`].
     ///
     /// ```
-    /// use notify_core::{Methods, Payload};
+    /// use notify_core::{EventContext, Methods, Payload};
     /// struct S;
-    /// let m = Methods::<S>::new("db").evented("transaction", |_: &S, _: &str, _: u64, _: &Payload| {}, |_: &S, _: &str, _: u64, _: &Payload| {});
+    /// let m = Methods::<S>::new("db").evented("transaction", |_: &S, _: &str, _: &EventContext, _: &Payload| {}, |_: &S, _: &str, _: &EventContext, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
     pub fn evented(
         self,
         name: impl Into<String>,
-        start: impl Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
-        finish: impl Fn(&T, &str, u64, &Payload) + Send + Sync + 'static,
+        start: impl Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
+        finish: impl Fn(&T, &str, &EventContext, &Payload) + Send + Sync + 'static,
     ) -> Methods<T> {
         self.method(Method::evented(name, start, finish))
     }

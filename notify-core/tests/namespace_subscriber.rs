@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use notify_core::{Event, Method, Methods, MethodsError, NamespaceSubscriber, Notifier, Payload, SubscriberFailure};
+use notify_core::{
+    Event, EventContext, Method, Methods, MethodsError, NamespaceSubscriber, Notifier, Payload, SubscriberFailure,
+};
 
 /// A metrics-style subscriber: three methods of three kinds.
 #[derive(Default)]
@@ -31,11 +33,11 @@ impl Metrics {
         self.instantiations.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn transaction_start(&self, _: &str, _: u64, _: &Payload) {
+    fn transaction_start(&self, _: &str, _: &EventContext, _: &Payload) {
         self.transaction_starts.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn transaction_finish(&self, _: &str, _: u64, _: &Payload) {
+    fn transaction_finish(&self, _: &str, _: &EventContext, _: &Payload) {
         self.transaction_finishes.fetch_add(1, Ordering::SeqCst);
     }
 
