@@ -4,6 +4,8 @@
 use std::fmt;
 
 use log::Level;
+use notify_core::escape::Escaped;
+use notify_core::MethodsError;
 
 use super::{ColorChoice, LogEvent};
 
@@ -176,24 +178,6 @@ impl<T> LogConfig<T> {
             .map(|m| m.event_name.clone())
             .collect()
     }
-
-    pub(super) fn validate(&self) -> Result<(), LogSubscriberError> {
-        let ns = &self.namespace;
-        if ns.is_empty() || ns.starts_with('.') || ns.ends_with('.') || ns.contains("..") {
-            return Err(LogSubscriberError::InvalidNamespace(ns.clone()));
-        }
-        if let Some(m) = self
-            .methods
-            .iter()
-            .find(|m| m.method.is_empty() || m.method.contains('.'))
-        {
-            return Err(LogSubscriberError::InvalidMethod {
-                namespace: ns.clone(),
-                method: m.method.clone(),
-            });
-        }
-        Ok(())
-    }
 }
 
 impl<T> fmt::Debug for LogConfig<T> {
@@ -229,15 +213,32 @@ impl<T> fmt::Debug for LogConfig<T> {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogSubscriberError {
-    /// The namespace is empty, or starts or ends with a dot, or has an empty part (`"a..b"`).
+    /// The namespace is empty, starts or ends with a dot, has an empty part (`"a..b"`) or a
+    /// control character.
     InvalidNamespace(String),
-    /// A method name is empty or contains a dot.
+    /// A method name is empty, contains a dot or a control character.
     InvalidMethod {
         /// The namespace of the configuration.
         namespace: String,
         /// The method name as given.
         method: String,
     },
+    /// Another error of notify-core's [`Methods`](notify_core::Methods), which log subscribers
+    /// are attached with.
+    Methods(MethodsError),
+}
+
+impl LogSubscriberError {
+    pub(super) fn from_methods(error: MethodsError, namespace: &str) -> LogSubscriberError {
+        match error {
+            MethodsError::InvalidNamespace(ns) => LogSubscriberError::InvalidNamespace(ns),
+            MethodsError::InvalidMethod { method, .. } => LogSubscriberError::InvalidMethod {
+                namespace: namespace.to_owned(),
+                method,
+            },
+            other => LogSubscriberError::Methods(other),
+        }
+    }
 }
 
 impl fmt::Display for LogSubscriberError {
@@ -245,15 +246,22 @@ impl fmt::Display for LogSubscriberError {
         match self {
             LogSubscriberError::InvalidNamespace(ns) => write!(
                 f,
-                "invalid log subscriber namespace `{ns}`: a namespace is non-empty dot-separated words"
+                "invalid log subscriber namespace `{}`: a namespace is non-empty dot-separated words",
+                Escaped::truncated(ns, QUOTED_CHARS)
             ),
             LogSubscriberError::InvalidMethod { namespace, method } => write!(
                 f,
-                "invalid log subscriber method `{method}` in namespace `{namespace}`: a method name is non-empty and has no dot"
+                "invalid log subscriber method `{}` in namespace `{}`: a method name is non-empty and has no dot",
+                Escaped::truncated(method, QUOTED_CHARS),
+                Escaped::truncated(namespace, QUOTED_CHARS)
             ),
+            LogSubscriberError::Methods(e) => e.fmt(f),
         }
     }
 }
+
+/// Characters of a namespace or method name an error message quotes.
+const QUOTED_CHARS: usize = 80;
 
 impl std::error::Error for LogSubscriberError {}
 

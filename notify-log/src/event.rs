@@ -5,7 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Color;
-use notify_core::Payload;
+use notify_core::escape::EscapedDisplay;
+use notify_core::{Payload, Value};
 
 /// One event as a formatting method sees it: name, method, namespace, payload, duration, and
 /// AS::N's `color` helper.
@@ -133,6 +134,21 @@ impl<'a> LogEvent<'a> {
         self.payload
     }
 
+    /// The value of payload entry `key` as a log line shows it: its `Display`, escaped
+    /// ([`Value::escaped`]), so a value typed by a user (an SQL bind, a path) cannot start a new
+    /// line or send escape sequences to a terminal. Use [`LogEvent::payload`] for the raw value
+    /// (numbers, `as_str`).
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new().with("name", "x\n[INFO  auth] admin logged in");
+    /// let event = notify_log::LogEvent::new("query.sql", &p, None);
+    /// assert_eq!(event.get("name").unwrap().to_string(), r"x\n[INFO  auth] admin logged in");
+    /// assert!(event.get("rows").is_none());
+    /// ```
+    pub fn get(&self, key: &str) -> Option<EscapedDisplay<&'a Value>> {
+        self.payload.get(key).map(Value::escaped)
+    }
+
     /// Wall time from `start` to `finish` as measured by the log subscriber (monotonic clock);
     /// `None` when the event finished on another thread than it started (see the module docs).
     ///
@@ -174,7 +190,9 @@ impl<'a> LogEvent<'a> {
     }
 
     /// `text` in `color` (or the default colour for `None`), bold when `bold` — AS::N's
-    /// `color(text, color, bold: true)`. Plain `text` when colour is off.
+    /// `color(text, color, bold: true)`. Plain `text` when colour is off. The text is escaped
+    /// ([`notify_core::escape`]), so user input can be passed as it is; for the same reason a
+    /// styled text cannot be nested inside another (its escape sequences would show escaped).
     ///
     /// ```
     /// use notify_log::{Color, LogEvent};
@@ -195,7 +213,7 @@ impl<'a> LogEvent<'a> {
 }
 
 /// Text with a terminal style; [`LogEvent::color`]'s result. Displays as the text alone when the
-/// style is empty.
+/// style is empty. The text is escaped ([`notify_core::escape`]); the style's own sequences are not.
 ///
 /// ```
 /// let p = notify_core::Payload::new();
@@ -210,10 +228,11 @@ pub struct Styled<D> {
 
 impl<D: fmt::Display> fmt::Display for Styled<D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = EscapedDisplay(&self.text);
         if self.style == anstyle::Style::new() {
-            self.text.fmt(f)
+            text.fmt(f)
         } else {
-            write!(f, "{}{}{}", self.style.render(), self.text, self.style.render_reset())
+            write!(f, "{}{text}{}", self.style.render(), self.style.render_reset())
         }
     }
 }

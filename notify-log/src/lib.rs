@@ -42,6 +42,29 @@
 //! clock for the silenceable group — would cost every silenceable subscriber two clock reads
 //! even when it wants none, which is why this module measures for itself.
 //!
+//! # Built on notify-core's method-per-event subscribers
+//!
+//! A log subscriber is notify-core's [`NamespaceSubscriber`](notify_core::NamespaceSubscriber)
+//! mechanism plus a level and a line: [`LogSubscriber::attach_to`] declares one silenceable
+//! [`Method`](notify_core::Method) per configured method in a [`Methods`](notify_core::Methods) and
+//! attaches it, so names, validation and `detach` behave as they do for any subscriber type with a
+//! method per event.
+//!
+//! # Lines cannot be forged
+//!
+//! Event names, payload values and panic messages can come from users. So that none can start a
+//! new line (`"\n[INFO  auth] admin logged in"`), clear the screen, set the window title or
+//! reverse the text a reader sees, a log subscriber escapes them ([`notify_core::escape`]):
+//!
+//! * [`LogEvent::get`] shows a payload value escaped ([`Value::escaped`](notify_core::Value::escaped));
+//!   use it for values in lines. [`LogEvent::color`] escapes the text it styles.
+//! * Every line a formatting method returns is escaped once more before it is logged: any control
+//!   character left (from a raw `payload().get(..)` value, say) is written escaped. When colour is
+//!   on, well-formed SGR sequences (`ESC [ … m`, colours only) are kept, so [`LogEvent::color`] and
+//!   [`LogEvent::elapsed`] work; when colour is off nothing is kept. A line is therefore always
+//!   one line: a method that wants two lines logs two events.
+//! * The `could not log <event name>: <panic message>` line escapes the name and the message.
+//!
 //! # Failures
 //!
 //! A formatting method that panics is caught: the log subscriber writes
@@ -56,7 +79,7 @@
 //! impl LogSubscriber for Db {
 //!     fn config() -> LogConfig<Db> {
 //!         LogConfig::new("db").method("query", Level::Debug, |_: &Db, event: &LogEvent<'_>| {
-//!             Some(format!("{} ({})  {}", event.method(), event.elapsed(), event.payload().get("sql")?))
+//!             Some(format!("{} ({})  {}", event.method(), event.elapsed(), event.get("sql")?))
 //!         })
 //!     }
 //! }
@@ -75,6 +98,7 @@
 mod color;
 mod config;
 mod event;
+mod line;
 mod method;
 mod starts;
 
@@ -85,7 +109,7 @@ pub use self::config::{LogConfig, LogSubscriberError};
 pub use self::event::{Elapsed, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
 
-use notify_core::{Notifier, Pattern, Subscriber};
+use notify_core::Notifier;
 
 /// A type whose values log the events of one namespace — AS::N's `ActiveSupport::LogSubscriber`
 /// subclass. [`LogSubscriber::config`] plays the part of the class body (its methods and
@@ -97,7 +121,7 @@ use notify_core::{Notifier, Pattern, Subscriber};
 /// struct Mailer;
 /// impl Mailer {
 ///     fn deliver(&self, event: &LogEvent<'_>) -> Option<String> {
-///         Some(format!("Delivered mail to {} ({})", event.payload().get("to")?, event.elapsed()))
+///         Some(format!("Delivered mail to {} ({})", event.get("to")?, event.elapsed()))
 ///     }
 /// }
 /// impl LogSubscriber for Mailer {
@@ -156,14 +180,6 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     fn attach_to(self, notifier: &Notifier) -> Result<Attached<Self>, LogSubscriberError> {
-        let methods = LogMethod::all(self)?;
-        let subscriptions = notifier.subscribe_all(methods.iter().map(|m| {
-            let label = format!("log subscriber `{}` ({})", m.target(), m.event_name());
-            (
-                Pattern::exact(m.event_name()),
-                Subscriber::silenceable(m.clone()).named(label),
-            )
-        }));
-        Ok(Attached::new(methods, subscriptions))
+        Attached::attach(self, notifier)
     }
 }

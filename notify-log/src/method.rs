@@ -1,6 +1,8 @@
 //! One method of one attached log subscriber ([`LogMethod`]): the silencing check (the `log`
 //! facade's own), the evented `start`/`finish` that measures and logs, and [`Attached`], the
-//! methods of one attached subscriber with their subscriptions.
+//! methods of one attached subscriber with their subscriptions. Attaching goes through
+//! notify-core's [`Methods`] (the `ActiveSupport::Subscriber` mechanism): each log method is one
+//! silenceable method of the namespace.
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -10,14 +12,19 @@ use std::time::Instant;
 use log::Level;
 
 use super::config::MethodSpec;
+use super::line::Line;
 use super::{starts, LogEvent, LogSubscriber, LogSubscriberError};
+use notify_core::escape::Escaped;
 use notify_core::panic_message;
-use notify_core::Payload;
-use notify_core::Subscription;
+use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
 use notify_core::{EventContext, EventedSubscriber, SilenceableSubscriber};
 
-/// What every [`LogMethod`] of one attached log subscriber shares.
-struct Shared<T> {
+/// A log subscriber's shared state and its notify-core declaration.
+type Declared<T> = (Arc<Shared<T>>, Methods<Shared<T>>);
+
+/// What every [`LogMethod`] of one attached log subscriber shares: the value notify-core's
+/// [`Methods`] are declared on.
+pub(super) struct Shared<T> {
     subscriber: T,
     namespace: String,
     target: String,
@@ -82,8 +89,14 @@ impl<T: LogSubscriber> LogMethod<T> {
     /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn all(subscriber: T) -> Result<Vec<LogMethod<T>>, LogSubscriberError> {
+        let (shared, _) = LogMethod::declare(subscriber)?;
+        Ok(LogMethod::of(&shared))
+    }
+
+    /// The shared state of `subscriber`'s configuration and its notify-core declaration: one
+    /// silenceable method per log method, labelled `log subscriber `<target>` (<event name>)`.
+    fn declare(subscriber: T) -> Result<Declared<T>, LogSubscriberError> {
         let config = T::config();
-        config.validate()?;
         let target = config.target_name().to_owned();
         let color = subscriber.color().unwrap_or(config.color).resolve();
         let shared = Arc::new(Shared {
@@ -93,12 +106,30 @@ impl<T: LogSubscriber> LogMethod<T> {
             color,
             methods: config.methods,
         });
-        Ok((0..shared.methods.len())
+        let mut methods = Methods::new(shared.namespace.clone());
+        for (index, spec) in shared.methods.iter().enumerate() {
+            methods = methods.subscriber(spec.method.clone(), move |shared: &Arc<Shared<T>>| {
+                let method = LogMethod {
+                    shared: shared.clone(),
+                    index,
+                };
+                let label = format!("log subscriber `{}` ({})", method.target(), method.event_name());
+                Subscriber::silenceable(method).named(label)
+            });
+        }
+        methods
+            .validate()
+            .map_err(|e| LogSubscriberError::from_methods(e, &shared.namespace))?;
+        Ok((shared, methods))
+    }
+
+    fn of(shared: &Arc<Shared<T>>) -> Vec<LogMethod<T>> {
+        (0..shared.methods.len())
             .map(|index| LogMethod {
                 shared: shared.clone(),
                 index,
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -201,11 +232,20 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
             shared.color,
         );
         match catch_unwind(AssertUnwindSafe(|| (spec.format)(&shared.subscriber, &event))) {
-            Ok(Some(line)) => log::log!(target: &shared.target, spec.level, "{line}"),
-            Ok(None) => {}
-            Err(panic) => {
-                log::error!(target: &shared.target, "could not log {name}: {}", panic_message(&*panic))
+            Ok(Some(line)) => {
+                let line = Line {
+                    text: &line,
+                    keep_sgr: shared.color,
+                };
+                log::log!(target: &shared.target, spec.level, "{line}");
             }
+            Ok(None) => {}
+            Err(panic) => log::error!(
+                target: &shared.target,
+                "could not log {}: {}",
+                Escaped::new(name),
+                Escaped::new(&panic_message(&*panic))
+            ),
         }
     }
 }
@@ -246,13 +286,25 @@ impl<T> fmt::Debug for LogMethod<T> {
 pub struct Attached<T> {
     methods: Vec<LogMethod<T>>,
     subscriptions: Vec<Subscription>,
+    attachment: Attachment<Shared<T>>,
+}
+
+impl<T: LogSubscriber> Attached<T> {
+    /// Declares `subscriber`'s methods and attaches them to `notifier` in one registry change.
+    pub(super) fn attach(subscriber: T, notifier: &Notifier) -> Result<Attached<T>, LogSubscriberError> {
+        let (shared, methods) = LogMethod::declare(subscriber)?;
+        let attachment = methods
+            .attach(shared.clone(), notifier)
+            .map_err(|e| LogSubscriberError::from_methods(e, &shared.namespace))?;
+        Ok(Attached {
+            methods: LogMethod::of(&shared),
+            subscriptions: attachment.subscriptions(),
+            attachment,
+        })
+    }
 }
 
 impl<T> Attached<T> {
-    pub(super) fn new(methods: Vec<LogMethod<T>>, subscriptions: Vec<Subscription>) -> Attached<T> {
-        Attached { methods, subscriptions }
-    }
-
     /// The namespace.
     ///
     /// ```
@@ -360,7 +412,7 @@ impl<T> Attached<T> {
     /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn detach(self) -> usize {
-        self.subscriptions.iter().filter(|s| s.unsubscribe().is_ok()).count()
+        self.attachment.detach()
     }
 }
 

@@ -42,7 +42,7 @@ impl SqlLog {
             event.elapsed(),
             event.color(abbreviate(sql), Some(sql_color(sql)), false),
         );
-        if let Some(binds) = payload.get("binds") {
+        if let Some(binds) = event.get("binds") {
             line.push_str(&format!("  {binds}"));
         }
         if let Some(exception) = payload.get(notify_core::EXCEPTION_KEY) {
@@ -129,8 +129,8 @@ impl AppLog {
             "Completed {} in {} ({} {}, {rows} {})",
             event.color(format!("{status} {reason}"), Some(status_color), true),
             event.elapsed(),
-            payload.get("method")?,
-            payload.get("path")?,
+            event.get("method")?,
+            event.get("path")?,
             if rows == 1 { "row" } else { "rows" },
         ))
     }
@@ -144,11 +144,10 @@ impl AppLog {
     /// assert_eq!(notify_app::bookstore::AppLog::default().import(&event).unwrap(), "Imported 1200 books from books.csv in 35.0ms");
     /// ```
     pub fn import(&self, event: &LogEvent<'_>) -> Option<String> {
-        let payload = event.payload();
         Some(format!(
             "Imported {} books from {} in {}",
-            payload.get("rows")?,
-            payload.get("file")?,
+            event.get("rows")?,
+            event.get("file")?,
             event.elapsed()
         ))
     }
