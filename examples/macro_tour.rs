@@ -1,5 +1,7 @@
-//! A tour of `#[instrument_event]`: each option, methods, errors, panics and async fns, with a
-//! subscriber that prints every event it receives.
+//! A tour of `#[instrument_event]`: every option (`"name"`/`name =`, `fields(..)` in each form,
+//! `err`, `ret`, `crate = path`), methods, errors, panics, async fns and functions that return a
+//! boxed future (as `#[async_trait]` writes them), with a subscriber that prints every event it
+//! receives.
 //!
 //! ```text
 //! cargo run --release --example macro_tour
@@ -7,7 +9,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -24,8 +26,9 @@ mod catalog {
 }
 
 /// A bare string literal names the event; `fields(...)` lists the payload: `sql` is the argument as
-/// it is, `%` records `Display` text, `?` records `Debug` text, `key = expr` any expression.
-#[instrument_event("sql.query", fields(sql, %table, ?params, len = sql.len()))]
+/// it is, `%` records `Display` text, `?` records `Debug` text, `key = expr` any expression, and a
+/// quoted key is one that is not an identifier.
+#[instrument_event("sql.query", fields(sql, %table, ?params, len = sql.len(), "db.system" = "sqlite"))]
 fn query(sql: &str, table: &Table, params: &[i64]) -> usize {
     params.len()
 }
@@ -46,6 +49,47 @@ fn parse_quantity(input: &str) -> Result<u32, std::num::ParseIntError> {
     }
     let quantity = input.trim().parse::<u32>()?;
     Ok(quantity)
+}
+
+/// `err` and `ret` together: the `Ok` value under `"return"`, an `Err` under `"exception"`.
+#[instrument_event("reserve.stock", fields(isbn), err, ret)]
+fn reserve(isbn: &str) -> Result<u32, std::fmt::Error> {
+    if isbn.is_empty() {
+        return Err(std::fmt::Error);
+    }
+    Ok(3)
+}
+
+/// What a crate that re-exports notify (a facade, such as a company's `observability` crate) gives
+/// its users, who may not depend on notify-core themselves.
+mod observability {
+    pub use notify_core;
+    pub use notify_core::instrument_event;
+}
+
+/// `crate = path`: where notify-core is, for a crate that reaches it only through a facade. (A
+/// renamed dependency, `nc = { package = "notify-core" }`, needs no option: `#[nc::instrument_event]`.)
+#[observability::instrument_event("audit.facade", crate = observability::notify_core)]
+fn audit() {}
+
+/// A trait whose method returns a boxed future, written here as `#[async_trait]` writes it.
+trait Inventory {
+    fn count(&self) -> Pin<Box<dyn Future<Output = usize> + Send + '_>>;
+}
+
+struct Shelf(Vec<&'static str>);
+
+impl Inventory for Shelf {
+    /// The attribute finds the async block inside `Box::pin(..)` and instruments it: the event
+    /// covers the future's run, not the call that boxes it.
+    #[instrument_event("count.inventory", ret)]
+    fn count(&self) -> Pin<Box<dyn Future<Output = usize> + Send + '_>> {
+        Box::pin(async move {
+            YieldOnce(false).await;
+            let _ = catalog::lookup("978-0");
+            self.0.len()
+        })
+    }
 }
 
 /// A panic finishes the event marked as panicked, then goes on.
@@ -162,6 +206,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = parse_quantity("");
     let _ = parse_quantity("three");
 
+    println!("\n4b. err and ret together:");
+    let _ = reserve("978-0");
+    let _ = reserve("");
+
     println!("\n5. a panic: the event is finished as panicked, the panic goes on:");
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -183,6 +231,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let waker = Waker::from(Arc::new(NoopWake));
         let _ = shipping.as_mut().poll(&mut Context::from_waker(&waker));
     }
+
+    println!("\n9. crate = path, through a facade:");
+    audit();
+
+    println!("\n10. a method returning Box::pin(async move {{ .. }}) (#[async_trait]'s shape): the run, nested event:");
+    let count = block_on(Shelf(vec!["978-0", "978-1"]).count());
+    println!("   count {count}");
 
     subscription.unsubscribe()?;
     println!("\nUnsubscribed: nothing is printed for this call.");
