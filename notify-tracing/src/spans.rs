@@ -1,0 +1,359 @@
+//! [`TracingSubscriber`]: notify events as tracing spans or events (notify -> tracing).
+
+use std::sync::Arc;
+
+use notify_core::{
+    EventContext, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber,
+    Subscription, Value,
+};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+use tracing::{Level, Span};
+use tracing_core::field::{self, DisplayValue, Value as TracingValue};
+use tracing_core::span::Id;
+use tracing_core::{Dispatch, Metadata};
+
+use crate::dyn_sites::{registry, DynSite, DURATION_FIELD};
+use crate::reentry;
+
+/// A notify subscriber that re-emits events into `tracing`, so tracing-subscriber's fmt and JSON
+/// layers, `tracing-opentelemetry` and any other tracing subscriber show them.
+///
+/// **Spans** (the default): each event is a tracing span
+/// * named by the event name's method and targeted at its namespace (`"query.sql"` → span
+///   `query`, target `sql`; a name without a dot gets target `notify`), at the configured level
+///   (default `INFO`);
+/// * with the payload as fields: integers, floats, booleans and strings as such, anything else as
+///   its `Display` text; keys the block adds before finish are recorded on the span at finish
+///   (see below), plus [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
+/// * whose parent is the span of the event's notify parent when that event is bridged too, else
+///   the tracing span current on the thread when the event starts;
+/// * entered for exactly as long as the event is current: a synchronous event from start to
+///   finish, an async event (instrumented future, `async fn` under `#[instrument_event]`) around
+///   each poll, on the polling thread — so concurrent tasks never nest under each other;
+/// * closed when the event finishes.
+///
+/// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at
+/// finish, with every payload entry and `notify.duration_ns`, parented to the tracing span current
+/// on the finishing thread.
+///
+/// tracing declares a span's fields when it is created, so the bridge makes one tracing callsite
+/// per event name with the payload keys seen so far, widened when a new key shows up; the first
+/// event that adds a key only at finish cannot show it on its span (later ones do). At most 4,096
+/// callsites are made; events past that share one overflow callsite (target `notify`, name
+/// `event`, fields `notify.name` and `notify.payload`).
+///
+/// It is a *silenceable* subscriber: while the current tracing subscriber does not want the
+/// callsite of an event name (its interest is never, or `enabled` says no: a global filter by
+/// level or target), the event costs what an unlistened one costs. Per-layer filters
+/// (`layer.with_filter(…)`) do not silence it: tracing's `enabled` stays true for them. Events
+/// published by [`NotifyLayer`](crate::NotifyLayer) (they came from tracing) are skipped, so both
+/// directions can be installed.
+///
+/// ```
+/// use notify_core::{Notifier, Payload};
+/// use notify_tracing::TracingSubscriber;
+///
+/// let notifier = Notifier::new();
+/// let _subscription = TracingSubscriber::new().subscribe(&notifier, notify_core::Pattern::glob("*.sql")?);
+/// // With a fmt subscriber installed: an INFO span `query` of target `sql` with field table="books".
+/// notifier.instrument("query.sql", || Payload::new().with("table", "books"), |_| ());
+/// # Ok::<(), notify_core::PatternError>(())
+/// ```
+#[derive(Clone)]
+pub struct TracingSubscriber {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    level: Level,
+    spans: bool,
+    open: OpenSpans,
+}
+
+impl Default for TracingSubscriber {
+    fn default() -> TracingSubscriber {
+        TracingSubscriber::new()
+    }
+}
+
+impl TracingSubscriber {
+    /// Spans at level `INFO`.
+    pub fn new() -> TracingSubscriber {
+        TracingSubscriber {
+            inner: Arc::new(Inner {
+                level: Level::INFO,
+                spans: true,
+                open: OpenSpans::default(),
+            }),
+        }
+    }
+
+    /// Spans (or events) at `level`.
+    ///
+    /// ```
+    /// let s = notify_tracing::TracingSubscriber::new().level(tracing::Level::DEBUG);
+    /// # let _ = s;
+    /// ```
+    #[must_use]
+    pub fn level(self, level: Level) -> TracingSubscriber {
+        TracingSubscriber {
+            inner: Arc::new(Inner {
+                level,
+                spans: self.inner.spans,
+                open: OpenSpans::default(),
+            }),
+        }
+    }
+
+    /// One tracing event per notify event, at finish, instead of a span.
+    #[must_use]
+    pub fn events_at_finish(self) -> TracingSubscriber {
+        TracingSubscriber {
+            inner: Arc::new(Inner {
+                level: self.inner.level,
+                spans: false,
+                open: OpenSpans::default(),
+            }),
+        }
+    }
+
+    /// Subscribes this bridge to the events `pattern` matches on `notifier`.
+    pub fn subscribe(self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
+        notifier.subscribe(pattern, Subscriber::from(self))
+    }
+
+    /// How many bridged spans are open now (started, not finished).
+    pub fn open_spans(&self) -> usize {
+        self.inner.open.len()
+    }
+}
+
+impl From<TracingSubscriber> for Subscriber {
+    /// A silenceable subscriber labelled `"tracing"` (asking for durations in events mode).
+    fn from(bridge: TracingSubscriber) -> Subscriber {
+        let options = EventedOptions {
+            duration: !bridge.inner.spans,
+        };
+        Subscriber::silenceable_with(options, bridge).named("tracing")
+    }
+}
+
+/// An open bridged span.
+struct Open {
+    span: Span,
+    id: Id,
+    dispatch: Dispatch,
+    /// Entered at start (a synchronous event): exited at finish.
+    entered: bool,
+    site: &'static DynSite,
+}
+
+/// Open bridged spans by notify event id, in shards.
+struct OpenSpans {
+    shards: Box<[Mutex<FxHashMap<u64, Open>>]>,
+}
+
+const SHARDS: usize = 16;
+
+impl Default for OpenSpans {
+    fn default() -> OpenSpans {
+        OpenSpans {
+            shards: (0..SHARDS).map(|_| Mutex::new(FxHashMap::default())).collect(),
+        }
+    }
+}
+
+impl OpenSpans {
+    fn shard(&self, event: u64) -> &Mutex<FxHashMap<u64, Open>> {
+        &self.shards[(event as usize) % SHARDS]
+    }
+
+    fn handle(&self, event: u64) -> Option<(Id, Dispatch)> {
+        let shard = self.shard(event).lock();
+        shard.get(&event).map(|open| (open.id.clone(), open.dispatch.clone()))
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+}
+
+/// A payload value as a tracing field value.
+enum FieldValue<'a> {
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Bool(bool),
+    Str(&'a str),
+    Text(DisplayValue<&'a Value>),
+}
+
+impl<'a> FieldValue<'a> {
+    fn of(value: &'a Value) -> FieldValue<'a> {
+        match value {
+            Value::I64(v) => FieldValue::I64(*v),
+            Value::U64(v) => FieldValue::U64(*v),
+            Value::F64(v) => FieldValue::F64(*v),
+            Value::Bool(v) => FieldValue::Bool(*v),
+            Value::Str(v) => FieldValue::Str(v),
+            other => FieldValue::Text(field::display(other)),
+        }
+    }
+
+    fn as_value(&self) -> &dyn TracingValue {
+        match self {
+            FieldValue::I64(v) => v,
+            FieldValue::U64(v) => v,
+            FieldValue::F64(v) => v,
+            FieldValue::Bool(v) => v,
+            FieldValue::Str(v) => v,
+            FieldValue::Text(v) => v,
+        }
+    }
+}
+
+/// Calls `f` with the metadata of `site` and the values of its fields for an event.
+fn with_values<T>(
+    site: &'static DynSite,
+    name: &str,
+    event_id: u64,
+    duration_ns: Option<u64>,
+    payload: &Payload,
+    f: impl FnOnce(&'static Metadata<'static>, &field::ValueSet<'_>) -> T,
+) -> T {
+    let meta = site.meta();
+    if site.overflow {
+        let text = format!("{payload:?}");
+        let values: [Option<&dyn TracingValue>; 4] = [
+            Some(&event_id),
+            duration_ns.as_ref().map(|d| d as &dyn TracingValue),
+            Some(&name),
+            Some(&text.as_str()),
+        ];
+        return f(meta, &meta.fields().value_set_all(&values));
+    }
+    let holders: SmallVec<[Option<FieldValue<'_>>; 8]> =
+        site.keys().iter().map(|key| payload.get(key).map(FieldValue::of)).collect();
+    let mut values: SmallVec<[Option<&dyn TracingValue>; 10]> = SmallVec::new();
+    values.push(Some(&event_id));
+    if meta.fields().field(DURATION_FIELD).is_some() {
+        values.push(duration_ns.as_ref().map(|d| d as &dyn TracingValue));
+    }
+    values.extend(holders.iter().map(|h| h.as_ref().map(FieldValue::as_value)));
+    f(meta, &meta.fields().value_set_all(&values))
+}
+
+impl EventedSubscriber for TracingSubscriber {
+    fn start(&self, name: &str, event: &EventContext, payload: &Payload) {
+        let inner = &*self.inner;
+        if !inner.spans || reentry::is_publishing() {
+            return;
+        }
+        let site = registry().site(name, true, inner.level, payload);
+        if !site.is_enabled() {
+            return;
+        }
+        let parent = event.parent_id().and_then(|parent| inner.open.handle(parent));
+        let span = with_values(site, name, event.id(), None, payload, |meta, values| match &parent {
+            Some((parent, _)) => Span::child_of(parent.clone(), meta, values),
+            None => Span::new(meta, values),
+        });
+        let Some((id, dispatch)) = span.with_subscriber(|(id, dispatch)| (id.clone(), dispatch.clone())) else {
+            return;
+        };
+        // A synchronous event is this thread's current event from its start: enter its span now.
+        // An async one is not current until polled, and gets `enter`/`exit` per poll.
+        let entered = notify_core::current_event_id() == Some(event.id());
+        if entered {
+            dispatch.enter(&id);
+        }
+        let open = Open {
+            span,
+            id,
+            dispatch,
+            entered,
+            site,
+        };
+        inner.open.shard(event.id()).lock().insert(event.id(), open);
+    }
+
+    fn enter(&self, _name: &str, event: &EventContext) {
+        if let Some((id, dispatch)) = self.inner.open.handle(event.id()) {
+            dispatch.enter(&id);
+        }
+    }
+
+    fn exit(&self, _name: &str, event: &EventContext) {
+        if let Some((id, dispatch)) = self.inner.open.handle(event.id()) {
+            dispatch.exit(&id);
+        }
+    }
+
+    fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
+        let inner = &*self.inner;
+        if reentry::is_publishing() {
+            return;
+        }
+        if !inner.spans {
+            emit_event(inner.level, name, event, payload);
+            return;
+        }
+        let Some(open) = inner.open.shard(event.id()).lock().remove(&event.id()) else {
+            return;
+        };
+        let mut missing = false;
+        for (key, value) in payload.iter() {
+            if !open.site.keys().contains(&key) {
+                missing = true;
+                continue;
+            }
+            match FieldValue::of(value) {
+                FieldValue::I64(v) => open.span.record(key, v),
+                FieldValue::U64(v) => open.span.record(key, v),
+                FieldValue::F64(v) => open.span.record(key, v),
+                FieldValue::Bool(v) => open.span.record(key, v),
+                FieldValue::Str(v) => open.span.record(key, v),
+                FieldValue::Text(v) => open.span.record(key, v),
+            };
+        }
+        if missing && !open.site.overflow {
+            // Declare the new keys for the next events of this name.
+            registry().site(name, true, inner.level, payload);
+        }
+        if open.entered {
+            open.dispatch.exit(&open.id);
+        }
+    }
+}
+
+/// The tracing event of a finished notify event (events mode).
+fn emit_event(level: Level, name: &str, event: &EventContext, payload: &Payload) {
+    let site = registry().site(name, false, level, payload);
+    if !site.is_enabled() {
+        return;
+    }
+    let duration = event.duration().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    with_values(site, name, event.id(), duration, payload, |meta, values| {
+        tracing_core::Event::dispatch(meta, values);
+    });
+}
+
+impl SilenceableSubscriber for TracingSubscriber {
+    fn silenced(&self, name: &str) -> bool {
+        registry()
+            .existing(name, self.inner.spans, self.inner.level)
+            .is_some_and(|site| !site.is_enabled())
+    }
+}
+
+impl std::fmt::Debug for TracingSubscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracingSubscriber")
+            .field("level", &self.inner.level)
+            .field("spans", &self.inner.spans)
+            .field("open_spans", &self.open_spans())
+            .finish()
+    }
+}
