@@ -115,10 +115,13 @@ impl DynSite {
     }
 }
 
+/// Callsites by event name.
+type ByName = RwLock<FxHashMap<Box<str>, &'static DynSite>>;
+
 /// The callsites, by event name and kind.
 pub(crate) struct Registry {
     /// Per level (ERROR..TRACE), event callsites (`[0]`) and span callsites (`[1]`) by event name.
-    by_name: [[RwLock<FxHashMap<Box<str>, &'static DynSite>>; 2]; 5],
+    by_name: [[ByName; 2]; 5],
     /// How many callsites were made (the overflow ones included).
     made: AtomicUsize,
     overflow_span: OnceLock<&'static DynSite>,
@@ -137,7 +140,7 @@ pub(crate) fn registry() -> &'static Registry {
 }
 
 impl Registry {
-    fn map(&self, span: bool, level: Level) -> &RwLock<FxHashMap<Box<str>, &'static DynSite>> {
+    fn map(&self, span: bool, level: Level) -> &ByName {
         let level = match level {
             Level::ERROR => 0,
             Level::WARN => 1,

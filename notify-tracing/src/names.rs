@@ -70,9 +70,11 @@ impl EventNames {
     ///
     /// ```
     /// use notify_tracing::EventNames;
-    /// let span = tracing::info_span!(target: "my_app::db", "load");
-    /// let meta = span.metadata().unwrap();
-    /// assert_eq!(EventNames::default().name(meta).as_deref(), Some("load.my_app::db"));
+    /// tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+    ///     let span = tracing::info_span!(target: "my_app::db", "load");
+    ///     let meta = span.metadata().unwrap();
+    ///     assert_eq!(EventNames::default().name(meta).as_deref(), Some("load.my_app::db"));
+    /// });
     /// ```
     pub fn name(&self, meta: &Metadata<'_>) -> Option<String> {
         if meta.fields().field(BRIDGE_FIELD).is_some() {

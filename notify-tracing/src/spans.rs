@@ -26,7 +26,8 @@ use crate::reentry;
 ///   (default `INFO`);
 /// * with the payload as fields: integers, floats, booleans and strings as such, anything else as
 ///   its `Display` text; keys the block adds before finish are recorded on the span at finish
-///   (see below), plus [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
+///   (see below; a value the block replaces is not recorded again), plus
+///   [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
 /// * whose parent is the span of the event's notify parent when that event is bridged too, else
 ///   the tracing span current on the thread when the event starts;
 /// * entered for exactly as long as the event is current: a synchronous event from start to
@@ -148,6 +149,8 @@ struct Open {
     /// Entered at start (a synchronous event): exited at finish.
     entered: bool,
     site: &'static DynSite,
+    /// The payload keys given at start (recorded then; at finish only the others are).
+    started_with: SmallVec<[&'static str; 8]>,
 }
 
 /// Open bridged spans by notify event id, in shards.
@@ -275,6 +278,7 @@ impl EventedSubscriber for TracingSubscriber {
             dispatch,
             entered,
             site,
+            started_with: payload.keys().collect(),
         };
         inner.open.shard(event.id()).lock().insert(event.id(), open);
     }
@@ -305,6 +309,9 @@ impl EventedSubscriber for TracingSubscriber {
         };
         let mut missing = false;
         for (key, value) in payload.iter() {
+            if open.started_with.contains(&key) {
+                continue;
+            }
             if !open.site.keys().contains(&key) {
                 missing = true;
                 continue;
