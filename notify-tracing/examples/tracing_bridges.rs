@@ -39,7 +39,11 @@ mod mailer {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // tracing: fmt output on stderr, plus the tracing -> notify layer.
     tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_span_events(FmtSpan::CLOSE).with_target(true))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_span_events(FmtSpan::CLOSE)
+                .with_target(true),
+        )
         .with(NotifyLayer::new())
         .init();
     // log -> notify (a real app would forward to its logger: `.forward_to(env_logger::Logger::…)`).
@@ -65,9 +69,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "request.shop",
         || Payload::new().with("path", "/checkout"),
         |payload| {
-            notify_core::instrument("query.sql", || Payload::new().with("sql", "SELECT stock FROM books"), |p| {
-                p.insert("rows", 1_u64);
-            });
+            notify_core::instrument(
+                "query.sql",
+                || Payload::new().with("sql", "SELECT stock FROM books"),
+                |p| {
+                    p.insert("rows", 1_u64);
+                },
+            );
             inventory::reserve("9780001000001", 3);
             mailer::send("reader@example.com");
             payload.insert("status", 201_u64);

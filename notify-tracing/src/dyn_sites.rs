@@ -59,7 +59,9 @@ impl Callsite for DynSite {
     }
 
     fn metadata(&self) -> &Metadata<'_> {
-        self.metadata.get().expect("a DynSite is registered after its metadata is set")
+        self.metadata
+            .get()
+            .expect("a DynSite is registered after its metadata is set")
     }
 }
 
@@ -215,7 +217,11 @@ impl Registry {
     /// The shared callsite used past [`MAX_SITES`].
     pub(crate) fn overflow(&self, span: bool, level: Level) -> &'static DynSite {
         // One overflow callsite per kind, at the level of the first bridge that overflowed.
-        let cell = if span { &self.overflow_span } else { &self.overflow_event };
+        let cell = if span {
+            &self.overflow_span
+        } else {
+            &self.overflow_event
+        };
         cell.get_or_init(|| {
             let kind = if span { Kind::SPAN } else { Kind::EVENT };
             let fields = vec![BRIDGE_FIELD, DURATION_FIELD, NAME_FIELD, PAYLOAD_FIELD];
@@ -226,4 +232,3 @@ impl Registry {
         })
     }
 }
-

@@ -131,7 +131,9 @@ impl Log for NotifyLogger {
             return true;
         }
         !PUBLISHING.with(Cell::get)
-            && NotifyLogger::with_name(metadata.level(), metadata.target(), |name| self.notifier.listening(name))
+            && NotifyLogger::with_name(metadata.level(), metadata.target(), |name| {
+                self.notifier.listening(name)
+            })
     }
 
     fn log(&self, record: &Record<'_>) {

@@ -125,8 +125,8 @@ mod tests {
 
     /// Callsites made at run time (leaked), so the test can make more than there are slots.
     fn callsite(i: usize) -> &'static Metadata<'static> {
-        let cs: &'static DefaultCallsite = Box::leak(Box::new(DefaultCallsite::new(Box::leak(Box::new(
-            Metadata::new(
+        let cs: &'static DefaultCallsite =
+            Box::leak(Box::new(DefaultCallsite::new(Box::leak(Box::new(Metadata::new(
                 Box::leak(format!("span{i}").into_boxed_str()),
                 "sites_test",
                 Level::INFO,
@@ -135,8 +135,7 @@ mod tests {
                 None,
                 FieldSet::new(&[], tracing_core::identify_callsite!(&DUMMY)),
                 Kind::SPAN,
-            ),
-        )))));
+            ))))));
         tracing_core::Callsite::metadata(cs)
     }
 

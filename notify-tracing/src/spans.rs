@@ -237,8 +237,11 @@ fn with_values<T>(
         ];
         return f(meta, &meta.fields().value_set_all(&values));
     }
-    let holders: SmallVec<[Option<FieldValue<'_>>; 8]> =
-        site.keys().iter().map(|key| payload.get(key).map(FieldValue::of)).collect();
+    let holders: SmallVec<[Option<FieldValue<'_>>; 8]> = site
+        .keys()
+        .iter()
+        .map(|key| payload.get(key).map(FieldValue::of))
+        .collect();
     let mut values: SmallVec<[Option<&dyn TracingValue>; 10]> = SmallVec::new();
     values.push(Some(&event_id));
     if meta.fields().field(DURATION_FIELD).is_some() {
@@ -341,7 +344,9 @@ fn emit_event(level: Level, name: &str, event: &EventContext, payload: &Payload)
     if !site.is_enabled() {
         return;
     }
-    let duration = event.duration().map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let duration = event
+        .duration()
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     with_values(site, name, event.id(), duration, payload, |meta, values| {
         tracing_core::Event::dispatch(meta, values);
     });

@@ -83,7 +83,10 @@ fn six_concurrent_tokio_jobs_nest_correctly_in_fmt_json_and_layers() {
     for step in &steps {
         let parent = capture.span(step.parent.expect("a step has a parent"));
         assert_eq!(parent.name, "job");
-        assert_eq!(parent.fields["n"], step.fields["n"], "step {step:?} under job {parent:?}");
+        assert_eq!(
+            parent.fields["n"], step.fields["n"],
+            "step {step:?} under job {parent:?}"
+        );
         assert_eq!((step.entered, step.exited), (1, 1));
     }
     let events = capture.events();
@@ -102,7 +105,9 @@ fn six_concurrent_tokio_jobs_nest_correctly_in_fmt_json_and_layers() {
     assert_eq!(lines.len(), 12, "{text}");
     for line in &lines {
         let n = &line["fields"]["n"];
-        let spans = line["spans"].as_array().unwrap_or_else(|| panic!("no span list: {line}"));
+        let spans = line["spans"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no span list: {line}"));
         let names: Vec<_> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["job", "step"], "{line}");
         assert_eq!(&spans[0]["n"], n, "{line}");

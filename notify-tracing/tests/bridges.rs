@@ -16,7 +16,10 @@ use tracing_subscriber::prelude::*;
 fn collect(notifier: &Notifier, pattern: impl Into<Pattern>) -> Arc<Mutex<Vec<Event>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    notifier.subscribe(pattern, Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())));
+    notifier.subscribe(
+        pattern,
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
+    );
     seen
 }
 
@@ -30,7 +33,8 @@ fn layer_publishes_closed_spans_with_fields_duration_and_parent() {
     tracing::subscriber::with_default(subscriber, || {
         let request = tracing::info_span!(target: "shop", "request", path = "/cart", status = tracing::field::Empty);
         request.in_scope(|| {
-            let query = tracing::debug_span!(target: "shop", "query", table = "books", rows = 3_u64, ratio = 0.5, hit = true);
+            let query =
+                tracing::debug_span!(target: "shop", "query", table = "books", rows = 3_u64, ratio = 0.5, hit = true);
             query.in_scope(|| std::thread::sleep(Duration::from_millis(3)));
         });
         request.record("status", 200_i64);
@@ -191,7 +195,10 @@ fn notify_events_become_nested_spans_with_payload_fields() {
     assert_eq!(request.parent, None);
     assert_eq!(query.fields["table"], "books");
     assert!(query.fields.contains_key(BRIDGE_FIELD));
-    assert!(spans.iter().all(|s| s.closed && s.entered == 1 && s.exited == 1), "{spans:#?}");
+    assert!(
+        spans.iter().all(|s| s.closed && s.entered == 1 && s.exited == 1),
+        "{spans:#?}"
+    );
     // The tracing event inside the query is in both spans.
     let events = capture.events();
     assert_eq!(events[0].scope, [request.id, query.id]);
@@ -204,9 +211,13 @@ fn keys_added_by_the_block_are_recorded_at_finish_once_declared() {
     let _s = TracingSubscriber::new().subscribe(&notifier, "load.n2t_keys");
     tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
         for _ in 0..2 {
-            notifier.instrument("load.n2t_keys", || Payload::new().with("id", 7_u64), |p| {
-                p.insert("rows", 1_u64);
-            });
+            notifier.instrument(
+                "load.n2t_keys",
+                || Payload::new().with("id", 7_u64),
+                |p| {
+                    p.insert("rows", 1_u64);
+                },
+            );
         }
     });
     let spans = capture.spans();
@@ -223,14 +234,21 @@ fn events_at_finish_mode_emits_one_tracing_event_with_duration() {
         .events_at_finish()
         .subscribe(&notifier, "query.n2t_events");
     tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
-        notifier.instrument("query.n2t_events", || Payload::new().with("table", "orders"), |_| {
-            std::thread::sleep(Duration::from_millis(2));
-        });
+        notifier.instrument(
+            "query.n2t_events",
+            || Payload::new().with("table", "orders"),
+            |_| {
+                std::thread::sleep(Duration::from_millis(2));
+            },
+        );
     });
     assert!(capture.spans().is_empty());
     let events = capture.events();
     assert_eq!(events.len(), 1);
-    assert_eq!((events[0].name.as_str(), events[0].target.as_str()), ("query", "n2t_events"));
+    assert_eq!(
+        (events[0].name.as_str(), events[0].target.as_str()),
+        ("query", "n2t_events")
+    );
     assert_eq!(events[0].fields["table"], "orders");
     let ns: u64 = events[0].fields["notify.duration_ns"].parse().unwrap();
     assert!(ns >= 2_000_000, "{ns}");
@@ -245,7 +263,9 @@ fn the_bridge_is_silenced_when_tracing_filters_its_level_out() {
         .subscribe(&notifier, "query.n2t_quiet");
     // A global filter (per-layer filters only choose which layer records; tracing's `enabled` stays
     // true for them, so they do not silence the bridge).
-    let subscriber = tracing_subscriber::registry().with(LevelFilter::INFO).with(capture.clone());
+    let subscriber = tracing_subscriber::registry()
+        .with(LevelFilter::INFO)
+        .with(capture.clone());
     tracing::subscriber::with_default(subscriber, || {
         // The first event makes the callsite; from then on tracing's interest silences the bridge.
         notifier.instrument("query.n2t_quiet", Payload::new, |_| ());
@@ -292,7 +312,10 @@ impl log::Log for Lines {
         metadata.level() <= log::Level::Info
     }
     fn log(&self, record: &log::Record<'_>) {
-        self.0.lock().unwrap().push(format!("{} {}", record.level(), record.args()));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {}", record.level(), record.args()));
     }
     fn flush(&self) {}
 }
@@ -331,7 +354,8 @@ fn log_records_become_events_and_still_reach_the_forward_logger() {
     // The forward logger got what it is enabled for, whether notify listened or not.
     assert_eq!(*lines.0.lock().unwrap(), ["WARN slow query", "INFO GET /"]);
     // Enabled when notify listens (debug.db) or the forward logger wants it (info).
-    let enabled = |level, target| log::Log::enabled(&logger, &log::Metadata::builder().level(level).target(target).build());
+    let enabled =
+        |level, target| log::Log::enabled(&logger, &log::Metadata::builder().level(level).target(target).build());
     assert!(enabled(log::Level::Debug, "db"));
     assert!(!enabled(log::Level::Debug, "web"));
     assert!(enabled(log::Level::Info, "web"));

@@ -122,7 +122,12 @@ where
         let spans = self.spans.lock().unwrap();
         let scope = ctx
             .event_scope(event)
-            .map(|scope| scope.from_root().filter_map(|s| spans.live.get(&s.id().into_u64()).copied()).collect())
+            .map(|scope| {
+                scope
+                    .from_root()
+                    .filter_map(|s| spans.live.get(&s.id().into_u64()).copied())
+                    .collect()
+            })
             .unwrap_or_default();
         drop(spans);
         self.events.lock().unwrap().push(SeenEvent {
