@@ -229,6 +229,15 @@ impl Handle {
         }
     }
 
+    /// The event name.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Notifier::new().build_handle("upload", notify_core::Payload::new()).name(), "upload");
+    /// ```
+    pub fn name(&self) -> &str {
+        self.name.as_str()
+    }
+
     /// The event id once started and listened, also after `finish` (`None` when nobody listens).
     ///
     /// ```

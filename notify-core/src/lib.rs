@@ -32,6 +32,31 @@
 //! * A **handle** ([`Handle`]) is an event started and finished in different places; a **callsite**
 //!   ([`Callsite`]) is a `static` that caches whether anybody listens to its name.
 //!
+//! ## Free functions, instrumenters, transaction ids and trace ids
+//!
+//! The free functions ([`instrument`], [`subscribe`], [`subscribed`], [`unsubscribe_name`],
+//! [`listening`], [`publish`]) are the [`Notifier`] methods on [`Notifier::global`], as AS::N's
+//! module functions are. [`instrumenter`] (or [`Notifier::instrumenter`] for another notifier)
+//! returns the calling thread's [`Instrumenter`], AS::N's per-thread instrumenter: `instrument`,
+//! `start`/`finish` by name, `build_handle`, and its `id`, which is the thread's
+//! [`transaction_id`] (what timed subscribers receive). A transaction id names a thread, not a
+//! request; the events of one request, across threads and tasks, share a [`TraceId`] carried by
+//! the [`Context`].
+//!
+//! ```
+//! use notify_core::{Event, Notifier, Payload, Subscriber};
+//! let notifier = Notifier::new();
+//! notifier.subscribe(notify_core::Pattern::all(), Subscriber::event(|_: &Event| {}));
+//! let instrumenter = notifier.instrumenter();
+//! let request = instrumenter.start("request.app", Payload::new()).expect("listened");
+//! instrumenter.instrument("sql.app", Payload::new, |_| {
+//!     assert_eq!(notify_core::current_event_id().map(|id| id != request.id()), Some(true));
+//! });
+//! instrumenter.finish("request.app", Payload::new().with("status", 200_u64))?;
+//! assert_eq!(instrumenter.id(), notify_core::transaction_id());
+//! # Ok::<(), notify_core::NotifyError>(())
+//! ```
+//!
 //! ## Subscriber kinds
 //!
 //! | kind | receives | constructor |
@@ -76,6 +101,7 @@ mod event;
 mod failure;
 mod handle;
 mod ids;
+mod instrumenter;
 mod namespace_subscriber;
 mod notifier;
 mod pattern;
@@ -94,6 +120,7 @@ pub use crate::event::{Event, Outcome};
 pub use crate::failure::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
+pub use crate::instrumenter::Instrumenter;
 pub use crate::namespace_subscriber::{Attachment, Method, Methods, MethodsError, NamespaceSubscriber};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
@@ -112,6 +139,21 @@ pub use crate::trace_id::{TraceId, TraceIdError};
 #[inline]
 pub fn instrument<T>(name: &str, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
     Notifier::global().instrument(name, payload, body)
+}
+
+/// The calling thread's [`Instrumenter`] of the global notifier (AS::N's
+/// `ActiveSupport::Notifications.instrumenter`): [`Notifier::instrumenter`] on
+/// [`Notifier::global`]. Its id is [`transaction_id`].
+///
+/// ```
+/// let instrumenter = notify_core::instrumenter();
+/// assert_eq!(instrumenter.id(), notify_core::transaction_id());
+/// instrumenter.start("doc.free_instrumenter", notify_core::Payload::new());
+/// instrumenter.finish("doc.free_instrumenter", notify_core::Payload::new())?;
+/// # Ok::<(), notify_core::NotifyError>(())
+/// ```
+pub fn instrumenter() -> Instrumenter {
+    Notifier::global().instrumenter()
 }
 
 /// [`Notifier::subscribe`] on the global notifier.
