@@ -9,6 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::escape::Escaped;
 use crate::event::Event;
 use crate::notifier::Notifier;
 use crate::pattern::Pattern;
@@ -65,7 +66,8 @@ pub fn assert_notification(
     f: impl FnOnce(),
 ) -> Event {
     let pattern = pattern.into();
-    let text = pattern.as_str().to_owned();
+    // Quoted escaped and truncated: a hostile or huge pattern cannot garble the test output.
+    let text = Escaped::truncated(pattern.as_str(), 80).to_string();
     let ((), events) = capture_notifications(notifier, pattern, f);
     let mut matching: Vec<Event> = events
         .iter()
@@ -98,7 +100,8 @@ fn contains(payload: &Payload, expected: &Payload) -> bool {
 /// ```
 pub fn assert_notifications_count(notifier: &Notifier, pattern: impl Into<Pattern>, count: usize, f: impl FnOnce()) {
     let pattern = pattern.into();
-    let text = pattern.as_str().to_owned();
+    // Quoted escaped and truncated: a hostile or huge pattern cannot garble the test output.
+    let text = Escaped::truncated(pattern.as_str(), 80).to_string();
     let ((), events) = capture_notifications(notifier, pattern, f);
     assert!(
         events.len() == count,

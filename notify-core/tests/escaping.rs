@@ -52,3 +52,15 @@ fn default_failure_report_escapes_the_event_name_and_the_panic_message() {
     );
     assert!(!line.chars().any(needs_escape), "{line:?}");
 }
+
+#[test]
+fn testing_assertions_quote_the_pattern_escaped() {
+    let notifier = Notifier::new();
+    let pattern = format!("x{HOSTILE}");
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notify_core::testing::assert_notifications_count(&notifier, pattern.as_str(), 1, || {})
+    }))
+    .unwrap_err();
+    let message = notify_core::panic_message(&*panic);
+    assert_eq!(message, format!("expected 1 `x{ESCAPED}` event(s), found 0: []"));
+}
