@@ -64,3 +64,24 @@ fn testing_assertions_quote_the_pattern_escaped() {
     let message = notify_core::panic_message(&*panic);
     assert_eq!(message, format!("expected 1 `x{ESCAPED}` event(s), found 0: []"));
 }
+
+#[test]
+fn strict_mode_report_escapes_every_failure() {
+    let notifier = Notifier::new();
+    notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
+    notifier.set_failure_policy(notify_core::FailurePolicy::Strict);
+    let name = format!("x{HOSTILE}");
+    notifier.subscribe(
+        name.as_str(),
+        Subscriber::event(|_: &notify_core::Event| std::panic::panic_any(format!("boom{HOSTILE}"))),
+    );
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument(&name, Payload::new, |_| ())
+    }))
+    .unwrap_err();
+    let errors = panic.downcast::<notify_core::SubscriberErrors>().unwrap();
+    assert_eq!(
+        errors.to_string(),
+        format!("1 subscriber(s) failed:\n  subscriber `event` (event, subscription #1) panicked on `x{ESCAPED}`: boom{ESCAPED}")
+    );
+}

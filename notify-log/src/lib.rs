@@ -48,7 +48,9 @@
 //! mechanism plus a level and a line: [`LogSubscriber::attach_to`] declares one silenceable
 //! [`Method`](notify_core::Method) per configured method in a [`Methods`](notify_core::Methods) and
 //! attaches it, so names, validation and `detach` behave as they do for any subscriber type with a
-//! method per event.
+//! method per event. AS::N's `method_added` (a method defined after `attach_to` is subscribed too)
+//! has no run-time counterpart in Rust: a method added to [`LogSubscriber::config`] is subscribed by
+//! the next `attach_to`, so detach ([`Attached::detach`]) and attach again to pick it up.
 //!
 //! # Lines cannot be forged
 //!

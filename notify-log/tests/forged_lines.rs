@@ -155,3 +155,22 @@ fn f4_a_line_built_from_the_event_name_stays_one_line() {
         [(Level::Info, "db".to_owned(), format!("event query.db{ESCAPED}"))]
     );
 }
+
+#[test]
+fn f5_configuration_errors_quote_names_escaped() {
+    struct Hostile;
+    impl LogSubscriber for Hostile {
+        fn config() -> LogConfig<Hostile> {
+            LogConfig::new("db").method(format!("q{HOSTILE}"), Level::Info, |_: &Hostile, _: &LogEvent<'_>| None)
+        }
+    }
+    let notifier = Notifier::new();
+    let err = Hostile.attach_to(&notifier).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "invalid log subscriber method `q{ESCAPED}` in namespace `db`: a method name is non-empty and has no dot"
+        )
+    );
+    assert_eq!(notifier.subscriber_count(), 0);
+}
