@@ -1,0 +1,30 @@
+//! notify events as OpenTelemetry spans.
+//!
+//! [`OpenTelemetryExporter`] subscribes to notify events and turns each finished one into a span
+//! ([`span_data`]): notify's 128-bit trace id is the span's trace id, the event id its span id, the
+//! parent event's id its parent span id, so a request's events form one trace tree whatever
+//! threads and tasks they ran on. Spans go through `opentelemetry_sdk`'s span processors (a
+//! batch processor by default), so any OpenTelemetry exporter (OTLP, stdout, in-memory) works.
+//!
+//! ```no_run
+//! use notify_opentelemetry::OpenTelemetryExporter;
+//! # fn otlp() -> opentelemetry_sdk::trace::InMemorySpanExporter { Default::default() }
+//!
+//! let exporter = OpenTelemetryExporter::new(otlp()); // e.g. opentelemetry_otlp::SpanExporter
+//! let _subscription = exporter.subscribe(notify_core::Notifier::global(), notify_core::Pattern::all());
+//! // ... at exit:
+//! exporter.shutdown(std::time::Duration::from_secs(5))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! To see notify events in a tracing-based OpenTelemetry setup instead (`tracing-opentelemetry`),
+//! bridge them into tracing with `notify_tracing::TracingSubscriber`; the spans then get
+//! tracing-opentelemetry's ids, nested the same way.
+
+#![warn(missing_docs)]
+
+mod exporter;
+mod span;
+
+pub use crate::exporter::OpenTelemetryExporter;
+pub use crate::span::{span_data, span_id, trace_id};

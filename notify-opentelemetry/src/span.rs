@@ -1,0 +1,124 @@
+//! One finished notify [`Event`] as one OpenTelemetry [`SpanData`].
+
+use std::borrow::Cow;
+
+use notify_core::{Event, Outcome, Value, EXCEPTION_KEY};
+use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
+use opentelemetry::{InstrumentationScope, KeyValue, Value as OtelValue};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+
+/// The OpenTelemetry span id of a notify event id (its 8 big-endian bytes).
+///
+/// ```
+/// assert_eq!(notify_opentelemetry::span_id(1).to_string(), "0000000000000001");
+/// ```
+pub fn span_id(event_id: u64) -> SpanId {
+    SpanId::from_bytes(event_id.to_be_bytes())
+}
+
+/// The OpenTelemetry trace id of a notify trace id (the same 16 bytes: both are W3C trace ids).
+///
+/// ```
+/// let trace = notify_core::TraceId::new(0xabc).unwrap();
+/// assert_eq!(notify_opentelemetry::trace_id(trace).to_string(), "00000000000000000000000000000abc");
+/// ```
+pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
+    TraceId::from_bytes(trace.to_bytes())
+}
+
+/// The span of `event`, as [`OpenTelemetryExporter`](crate::OpenTelemetryExporter) hands it to its
+/// span processor:
+///
+/// | span | from the event |
+/// |---|---|
+/// | trace id, span id | [`Event::trace_id`], [`Event::id`] ([`trace_id`], [`span_id`]); sampled |
+/// | parent span id | [`Event::parent_id`] (invalid for a root) |
+/// | name, kind | the event name; `Internal` |
+/// | start, end | [`Event::start_time`], [`Event::end_time`] |
+/// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text. The exception entry is not an attribute (see below) |
+/// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; `Error` with `"panicked"` when the block panicked; else `Unset` (OpenTelemetry's advice for success) |
+/// | events | an `exception` event at the end time with `exception.type` and `exception.message` when the payload has an exception |
+/// | `notify.outcome` | an attribute, only when the outcome is not `completed` (`"panicked"`, `"cancelled"`) |
+///
+/// ```
+/// use notify_core::{Event, Payload};
+/// use std::time::Instant;
+///
+/// let now = Instant::now();
+/// let event = Event::new("query.sql", now, now, Payload::new().with("rows", 3_u64));
+/// let scope = opentelemetry::InstrumentationScope::builder("notify").build();
+/// let span = notify_opentelemetry::span_data(&event, &scope);
+/// assert_eq!(span.name, "query.sql");
+/// assert_eq!(span.span_context.span_id(), notify_opentelemetry::span_id(event.id()));
+/// assert_eq!(span.attributes, [opentelemetry::KeyValue::new("rows", 3_i64)]);
+/// ```
+pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
+    let span_context = SpanContext::new(
+        trace_id(event.trace_id()),
+        span_id(event.id()),
+        TraceFlags::SAMPLED,
+        false,
+        TraceState::default(),
+    );
+    let mut attributes = Vec::with_capacity(event.payload().len() + 1);
+    let mut exception = None;
+    for (key, value) in event.payload().iter() {
+        match value {
+            Value::Exception { type_name, message } if key == EXCEPTION_KEY => {
+                exception = Some((type_name.clone(), message.clone()));
+            }
+            other => attributes.push(KeyValue::new(key, attribute(other))),
+        }
+    }
+    let mut events = SpanEvents::default();
+    let status = match (&exception, event.outcome()) {
+        (Some((_, message)), _) => Status::error(message.clone()),
+        (None, Outcome::Panicked) => Status::error("panicked"),
+        (None, _) => Status::Unset,
+    };
+    if let Some((type_name, message)) = exception {
+        events.events.push(opentelemetry::trace::Event::new(
+            "exception",
+            event.end_time(),
+            vec![
+                KeyValue::new("exception.type", type_name.into_owned()),
+                KeyValue::new("exception.message", message),
+            ],
+            0,
+        ));
+    }
+    match event.outcome() {
+        Outcome::Completed => {}
+        Outcome::Panicked => attributes.push(KeyValue::new("notify.outcome", "panicked")),
+        Outcome::Cancelled => attributes.push(KeyValue::new("notify.outcome", "cancelled")),
+    }
+    SpanData {
+        span_context,
+        parent_span_id: event.parent_id().map_or(SpanId::INVALID, span_id),
+        parent_span_is_remote: false,
+        span_kind: SpanKind::Internal,
+        name: Cow::Owned(event.name().to_owned()),
+        start_time: event.start_time(),
+        end_time: event.end_time(),
+        attributes,
+        dropped_attributes_count: 0,
+        events,
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: scope.clone(),
+    }
+}
+
+/// A payload value as an attribute value, typed where OpenTelemetry has the type.
+fn attribute(value: &Value) -> OtelValue {
+    match value {
+        Value::Bool(v) => OtelValue::Bool(*v),
+        Value::I64(v) => OtelValue::I64(*v),
+        Value::U64(v) => i64::try_from(*v).map_or_else(|_| OtelValue::from(v.to_string()), OtelValue::I64),
+        Value::F64(v) => OtelValue::F64(*v),
+        Value::Str(Cow::Borrowed(v)) => OtelValue::from(*v),
+        Value::Str(Cow::Owned(v)) => OtelValue::from(v.clone()),
+        Value::Duration(d) => OtelValue::I64(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
+        other => OtelValue::from(other.to_string()),
+    }
+}

@@ -1,0 +1,195 @@
+//! notify events through `OpenTelemetryExporter` into opentelemetry_sdk's in-memory exporter.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use notify_core::{instrument_event, Event, Handle, Notifier, Outcome, Pattern, Payload};
+use notify_opentelemetry::{span_id, trace_id, OpenTelemetryExporter};
+use opentelemetry::trace::{SpanId, SpanKind, Status};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SimpleSpanProcessor, SpanData};
+
+fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| &kv.value)
+}
+
+#[test]
+fn a_span_per_event_with_ids_times_typed_attributes_status_and_exception() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let notifier = Notifier::new();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    notifier.subscribe(
+        Pattern::all(),
+        notify_core::Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
+    );
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+
+    notifier.instrument(
+        "request.http",
+        || {
+            Payload::new()
+                .with("path", "/books")
+                .with("cached", false)
+                .with("ratio", 0.25)
+                .with("delta", -3_i64)
+                .with("huge", u64::MAX)
+                .with("took", Duration::from_micros(5))
+        },
+        |_| {
+            let _ = notifier.instrument_result(
+                "query.sql",
+                || Payload::new().with("rows", 2_u64),
+                |_| {
+                    std::thread::sleep(Duration::from_millis(2));
+                    "x".parse::<u8>()
+                },
+            );
+        },
+    );
+    exporter.force_flush().unwrap();
+    let spans = memory.get_finished_spans().unwrap();
+    let events = seen.lock().unwrap();
+    assert_eq!(spans.len(), 2);
+    assert_eq!(exporter.exported(), 2);
+    let (query, request) = (&spans[0], &spans[1]);
+    let (query_event, request_event) = (&events[0], &events[1]);
+
+    // Ids: the notify trace id, the event id as span id, the parent's id as parent span id.
+    assert_eq!(request.span_context.trace_id(), trace_id(request_event.trace_id()));
+    assert_eq!(query.span_context.trace_id(), request.span_context.trace_id());
+    assert_eq!(request.span_context.span_id(), span_id(request_event.id()));
+    assert_eq!(query.span_context.span_id(), span_id(query_event.id()));
+    assert_eq!(query.parent_span_id, request.span_context.span_id());
+    assert_eq!(request.parent_span_id, SpanId::INVALID);
+    assert!(query.span_context.is_sampled());
+    assert_eq!(query.span_kind, SpanKind::Internal);
+    assert_eq!(request.instrumentation_scope.name(), "notify");
+
+    // Times.
+    assert_eq!(query.start_time, query_event.start_time());
+    assert_eq!(query.end_time, query_event.end_time());
+    assert!(query.end_time.duration_since(query.start_time).unwrap() >= Duration::from_millis(2));
+
+    // Typed attributes.
+    assert_eq!(attribute(request, "path"), Some(&Value::from("/books")));
+    assert_eq!(attribute(request, "cached"), Some(&Value::Bool(false)));
+    assert_eq!(attribute(request, "ratio"), Some(&Value::F64(0.25)));
+    assert_eq!(attribute(request, "delta"), Some(&Value::I64(-3)));
+    assert_eq!(attribute(request, "huge"), Some(&Value::from(u64::MAX.to_string())));
+    assert_eq!(attribute(request, "took"), Some(&Value::I64(5_000)));
+    assert_eq!(attribute(query, "rows"), Some(&Value::I64(2)));
+    assert_eq!(request.status, Status::Unset);
+
+    // The error: status, exception event, not an attribute.
+    assert_eq!(query.status, Status::error("invalid digit found in string"));
+    assert_eq!(attribute(query, "exception"), None);
+    assert_eq!(query.events.len(), 1);
+    let exception = &query.events[0];
+    assert_eq!(exception.name, "exception");
+    assert_eq!(exception.timestamp, query.end_time);
+    assert_eq!(
+        exception.attributes,
+        [
+            KeyValue::new("exception.type", "core::num::error::ParseIntError"),
+            KeyValue::new("exception.message", "invalid digit found in string"),
+        ]
+    );
+}
+
+#[test]
+fn panicked_and_cancelled_outcomes() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument("boom.job", Payload::new, |_| panic!("boom"))
+    }));
+    let mut handle: Handle = notifier.build_handle("stop.job", Payload::new());
+    handle.start().unwrap();
+    handle.set_outcome(Outcome::Cancelled);
+    handle.finish().unwrap();
+    let spans = memory.get_finished_spans().unwrap();
+    assert_eq!(spans[0].status, Status::error("panicked"));
+    assert_eq!(attribute(&spans[0], "notify.outcome"), Some(&Value::from("panicked")));
+    assert_eq!(spans[1].status, Status::Unset);
+    assert_eq!(attribute(&spans[1], "notify.outcome"), Some(&Value::from("cancelled")));
+}
+
+#[instrument_event("request.otel_tree", fields(n))]
+async fn request(n: u64) -> u64 {
+    notify_core::instrument("auth.otel_tree", || Payload::new().with("n", n), |_| ());
+    let (a, b) = tokio::join!(query(n, 0), query(n, 1));
+    tokio::time::sleep(Duration::from_millis(n % 3)).await;
+    a + b
+}
+
+#[instrument_event("query.otel_tree", fields(n, part))]
+async fn query(n: u64, part: u64) -> u64 {
+    tokio::task::yield_now().await;
+    tokio::time::sleep(Duration::from_millis(1 + part)).await;
+    n + part
+}
+
+#[test]
+fn a_hundred_concurrent_requests_on_tokio_give_a_hundred_traces_each_the_right_tree() {
+    let memory = InMemorySpanExporter::default();
+    // The default pipeline: a batch processor around the exporter.
+    let exporter = OpenTelemetryExporter::new(memory.clone());
+    let _s = exporter.subscribe(Notifier::global(), Pattern::glob("*.otel_tree").unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..100).map(|n| tokio::spawn(request(n))).collect();
+        for (n, task) in tasks.into_iter().enumerate() {
+            assert_eq!(task.await.unwrap(), 2 * n as u64 + 1);
+        }
+    });
+    exporter.force_flush().unwrap();
+    let spans = memory.get_finished_spans().unwrap();
+    assert_eq!(spans.len(), 400);
+
+    let mut traces: HashMap<_, Vec<&SpanData>> = HashMap::new();
+    for span in &spans {
+        traces.entry(span.span_context.trace_id()).or_default().push(span);
+    }
+    assert_eq!(traces.len(), 100, "exactly one trace per request");
+    let n_of = |span: &SpanData| match attribute(span, "n") {
+        Some(Value::I64(n)) => *n,
+        other => panic!("no n: {other:?}"),
+    };
+    let mut requests_seen = Vec::new();
+    for spans in traces.values() {
+        let roots: Vec<_> = spans.iter().filter(|s| s.parent_span_id == SpanId::INVALID).collect();
+        assert_eq!(roots.len(), 1, "{spans:#?}");
+        let root = roots[0];
+        assert_eq!(root.name, "request.otel_tree");
+        let mut children: Vec<_> = spans
+            .iter()
+            .filter(|s| s.parent_span_id != SpanId::INVALID)
+            .map(|s| {
+                assert_eq!(
+                    s.parent_span_id,
+                    root.span_context.span_id(),
+                    "{s:#?} not under {root:#?}"
+                );
+                assert_eq!(n_of(s), n_of(root));
+                s.name.to_string()
+            })
+            .collect();
+        children.sort();
+        assert_eq!(children, ["auth.otel_tree", "query.otel_tree", "query.otel_tree"]);
+        requests_seen.push(n_of(root));
+    }
+    requests_seen.sort();
+    assert_eq!(requests_seen, (0..100).collect::<Vec<_>>());
+    exporter.shutdown(Duration::from_secs(5)).unwrap();
+}
