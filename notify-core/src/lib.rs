@@ -74,8 +74,8 @@
 //! A [`NamespaceSubscriber`] (AS::N's `ActiveSupport::Subscriber`) lists its namespace and its
 //! methods ([`Methods`]); method `sql` of namespace `active_record` handles `"sql.active_record"`,
 //! each method as the subscriber kind it declares. `attach_to(&notifier)` subscribes them all and
-//! returns one [`Attachment`] that detaches them all. Log subscribers (crate `notify-log`) are built
-//! on it.
+//! returns one [`Attachment`] that detaches them all; [`subscriber_methods!`] derives the event
+//! names from the method names. Log subscribers (crate `notify-log`) are built on it.
 //!
 //! ## Failures
 //!

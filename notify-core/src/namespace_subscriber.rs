@@ -870,3 +870,45 @@ fn validate_namespace(ns: &str) -> Result<(), MethodsError> {
 fn valid_method(name: &str) -> bool {
     !name.is_empty() && !name.contains('.') && !name.chars().any(needs_escape)
 }
+
+/// Declares the [`Methods`] of a type with the event names derived from the method names, as AS::N
+/// derives them: `subscriber_methods!(Metrics, "active_record", { event sql, timed instantiation })`
+/// is `Methods::<Metrics>::new("active_record").event("sql", <Metrics>::sql).timed("instantiation",
+/// <Metrics>::instantiation)`.
+///
+/// Each entry is a kind — a one-function [`Methods`] builder method: `event`, `timed`,
+/// `monotonic`, `owned` — then the name of a method of the type with that kind's signature
+/// (`fn sql(&self, event: &Event)` for `event`). The result is a [`Methods`], so kinds that take
+/// more than one function (`evented`, `event_with`, `subscriber`) are chained after it.
+///
+/// ```
+/// use notify_core::{subscriber_methods, Event, EventContext, Methods, NamespaceSubscriber, Notifier, Payload};
+/// use std::time::SystemTime;
+///
+/// struct Metrics;
+/// impl Metrics {
+///     fn sql(&self, _: &Event) {}
+///     fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload) {}
+///     fn begin(&self, _: &str, _: &EventContext, _: &Payload) {}
+///     fn commit(&self, _: &str, _: &EventContext, _: &Payload) {}
+/// }
+/// impl NamespaceSubscriber for Metrics {
+///     fn methods() -> Methods<Metrics> {
+///         subscriber_methods!(Metrics, "active_record", { event sql, timed instantiation })
+///             .evented("transaction", Metrics::begin, Metrics::commit)
+///     }
+/// }
+/// let attached = Metrics.attach_to(&Notifier::new())?;
+/// assert_eq!(
+///     attached.event_names().collect::<Vec<_>>(),
+///     ["sql.active_record", "instantiation.active_record", "transaction.active_record"]
+/// );
+/// # Ok::<(), notify_core::MethodsError>(())
+/// ```
+#[macro_export]
+macro_rules! subscriber_methods {
+    ($ty:ty, $namespace:expr, { $($kind:ident $method:ident),* $(,)? }) => {
+        $crate::Methods::<$ty>::new($namespace)
+            $(.$kind(::core::stringify!($method), <$ty>::$method))*
+    };
+}

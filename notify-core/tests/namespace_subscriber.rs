@@ -277,3 +277,41 @@ fn n5_one_value_on_two_notifiers_and_every_kind() {
     assert_eq!(all.0.load(Ordering::SeqCst), 322, "b is still attached");
     assert_eq!(on_b.detach(), 3);
 }
+
+#[test]
+fn n6_subscriber_methods_derives_event_names_from_method_names() {
+    struct Derived;
+    impl NamespaceSubscriber for Derived {
+        fn methods() -> Methods<Derived> {
+            notify_core::subscriber_methods!(Derived, "active_record", {
+                event sql,
+                timed instantiation,
+            })
+            .evented("transaction", Derived::edge, Derived::edge)
+        }
+    }
+    impl Derived {
+        fn sql(&self, _: &Event) {}
+        fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload) {}
+        fn edge(&self, _: &str, _: &EventContext, _: &Payload) {}
+    }
+    let notifier = Notifier::new();
+    let attached = Derived.attach_to(&notifier).unwrap();
+    assert_eq!(
+        attached.event_names().collect::<Vec<_>>(),
+        [
+            "sql.active_record",
+            "instantiation.active_record",
+            "transaction.active_record"
+        ]
+    );
+    assert_eq!(
+        notifier
+            .listeners_for("instantiation.active_record")
+            .iter()
+            .map(|(_, kind)| *kind)
+            .collect::<Vec<_>>(),
+        ["timed"]
+    );
+    assert_eq!(attached.detach(), 3);
+}
