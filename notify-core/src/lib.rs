@@ -107,6 +107,7 @@ mod notifier;
 mod pattern;
 mod payload;
 mod registry;
+mod remote;
 mod subscriber;
 mod sync;
 pub mod testing;

@@ -1,0 +1,118 @@
+//! Events that happened elsewhere: constructors for importers (another process's events read from
+//! a message bus, a log replayed) that republish an event with its original times, ids and outcome
+//! through [`Notifier::publish_event`](crate::Notifier::publish_event).
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use crate::event::{monotonic_clock, Event, Outcome};
+use crate::payload::Payload;
+
+impl Event {
+    /// An event that started at wall-clock `start` and lasted `duration` (nanosecond precision),
+    /// as recorded by another process. Its [`start_time`](Event::start_time) is `start` and its
+    /// [`duration`](Event::duration) exactly `duration`; its ids are fresh, as [`Event::new`]'s,
+    /// until [`Event::with_ids`] sets them. A `start` before this machine booted is clamped to the
+    /// earliest monotonic time this process can represent (the duration is kept).
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    /// let event = notify_core::Event::at_wall_clock("query.sql", start, Duration::from_nanos(1_500),
+    ///     notify_core::Payload::new());
+    /// assert_eq!(event.duration(), Duration::from_nanos(1_500));
+    /// assert_eq!(event.start_time(), start);
+    /// ```
+    pub fn at_wall_clock(
+        name: impl Into<Cow<'static, str>>,
+        start: SystemTime,
+        duration: Duration,
+        payload: Payload,
+    ) -> Event {
+        let begin = monotonic_clock(start);
+        Event::new(name, begin, begin + duration, payload)
+    }
+
+    /// The same event with the given event id, parent id and transaction id (the ids it had in the
+    /// process that recorded it). Ids set this way are not checked for uniqueness in this process.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_ids(7, Some(3), 42);
+    /// assert_eq!((event.id(), event.parent_id(), event.transaction_id()), (7, Some(3), 42));
+    /// ```
+    #[must_use]
+    pub fn with_ids(mut self, id: u64, parent_id: Option<u64>, transaction_id: u64) -> Event {
+        self.id = id;
+        self.parent_id = parent_id;
+        self.transaction_id = transaction_id;
+        self
+    }
+
+    /// The same event with the given outcome (for instance [`Outcome::Panicked`] for a remote
+    /// event whose block panicked).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// use notify_core::Outcome;
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_outcome(Outcome::Panicked);
+    /// assert_eq!(event.outcome(), Outcome::Panicked);
+    /// ```
+    #[must_use]
+    pub fn with_outcome(mut self, outcome: Outcome) -> Event {
+        self.outcome = outcome;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::{Notifier, Subscriber};
+
+    #[test]
+    fn republished_remote_event_keeps_times_ids_outcome_and_payload() {
+        let notifier = Notifier::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        notifier.subscribe(
+            "query.sql",
+            Subscriber::event(move |e: &Event| {
+                sink.lock().unwrap().push((
+                    e.start_time(),
+                    e.duration(),
+                    e.id(),
+                    e.parent_id(),
+                    e.transaction_id(),
+                    e.outcome(),
+                    e.payload().get("rows").and_then(|v| v.as_i64()),
+                ));
+            }),
+        );
+        let start = SystemTime::now() - Duration::from_secs(5);
+        let event = Event::at_wall_clock(
+            "query.sql",
+            start,
+            Duration::from_nanos(123_457),
+            Payload::new().with("rows", 3_u64),
+        )
+        .with_ids(900, Some(899), 17)
+        .with_outcome(Outcome::Cancelled);
+        notifier.publish_event(event);
+        let seen = seen.lock().unwrap();
+        assert_eq!(
+            *seen,
+            [(
+                start,
+                Duration::from_nanos(123_457),
+                900,
+                Some(899),
+                17,
+                Outcome::Cancelled,
+                Some(3)
+            )]
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! Where and how to connect: server addresses, credentials and TLS, passed through to async-nats.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Connection settings shared by the exporter and the importer.
+///
+/// Credentials and TLS settings go to `async_nats::ConnectOptions` unchanged. A wrong credential
+/// is a [`ConnectError`] from `start`, never silent loss.
+///
+/// ```
+/// use notify_nats::NatsOptions;
+/// let options = NatsOptions::new("nats://127.0.0.1:4222")
+///     .token("s3cret")
+///     .name("bookstore-exporter");
+/// assert_eq!(options.servers(), "nats://127.0.0.1:4222");
+/// ```
+#[derive(Clone)]
+pub struct NatsOptions {
+    servers: String,
+    auth: Auth,
+    root_certificates: Vec<PathBuf>,
+    client_certificate: Option<(PathBuf, PathBuf)>,
+    require_tls: bool,
+    name: Option<String>,
+    connection_timeout: Duration,
+}
+
+#[derive(Clone)]
+enum Auth {
+    None,
+    Token(String),
+    UserPassword(String, String),
+}
+
+impl NatsOptions {
+    /// Settings for `servers`: one URL (`nats://host:port`, `tls://host:port`) or several,
+    /// comma-separated. No credentials, TLS as the URL and the server ask, a 5 s connection timeout.
+    pub fn new(servers: impl Into<String>) -> NatsOptions {
+        NatsOptions {
+            servers: servers.into(),
+            auth: Auth::None,
+            root_certificates: Vec::new(),
+            client_certificate: None,
+            require_tls: false,
+            name: None,
+            connection_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The server addresses as given.
+    pub fn servers(&self) -> &str {
+        &self.servers
+    }
+
+    /// Authenticates with a token (`nats-server --auth TOKEN`).
+    #[must_use]
+    pub fn token(mut self, token: impl Into<String>) -> NatsOptions {
+        self.auth = Auth::Token(token.into());
+        self
+    }
+
+    /// Authenticates with a user name and password (`nats-server --user U --pass P`).
+    #[must_use]
+    pub fn user_and_password(mut self, user: impl Into<String>, password: impl Into<String>) -> NatsOptions {
+        self.auth = Auth::UserPassword(user.into(), password.into());
+        self
+    }
+
+    /// Trusts the CA certificates of a PEM file (may be given several times).
+    #[must_use]
+    pub fn root_certificates(mut self, pem: impl Into<PathBuf>) -> NatsOptions {
+        self.root_certificates.push(pem.into());
+        self
+    }
+
+    /// Presents a client certificate and its private key (PEM files) for mutual TLS.
+    #[must_use]
+    pub fn client_certificate(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> NatsOptions {
+        self.client_certificate = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Refuses to connect without TLS.
+    #[must_use]
+    pub fn require_tls(mut self, required: bool) -> NatsOptions {
+        self.require_tls = required;
+        self
+    }
+
+    /// The client name shown by the server's monitoring (`connz`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> NatsOptions {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// How long one connection attempt may take (default 5 s).
+    #[must_use]
+    pub fn connection_timeout(mut self, timeout: Duration) -> NatsOptions {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Connects; reconnects forever afterwards (the exporter and importer count what a
+    /// disconnection costs).
+    pub(crate) async fn connect(
+        &self,
+        events: impl Fn(async_nats::Event) + Send + Sync + 'static,
+    ) -> Result<async_nats::Client, ConnectError> {
+        let mut options = match &self.auth {
+            Auth::None => async_nats::ConnectOptions::new(),
+            Auth::Token(token) => async_nats::ConnectOptions::with_token(token.clone()),
+            Auth::UserPassword(user, password) => {
+                async_nats::ConnectOptions::with_user_and_password(user.clone(), password.clone())
+            }
+        };
+        for pem in &self.root_certificates {
+            options = options.add_root_certificates(pem.clone());
+        }
+        if let Some((cert, key)) = &self.client_certificate {
+            options = options.add_client_certificate(cert.clone(), key.clone());
+        }
+        if let Some(name) = &self.name {
+            options = options.name(name);
+        }
+        let events = std::sync::Arc::new(events);
+        options
+            .require_tls(self.require_tls)
+            .connection_timeout(self.connection_timeout)
+            .max_reconnects(None)
+            .reconnect_delay_callback(|attempts| Duration::from_millis((attempts as u64 * 50).min(1_000)))
+            .event_callback(move |event| {
+                let events = events.clone();
+                async move { events(event) }
+            })
+            .connect(self.servers.as_str())
+            .await
+            .map_err(|e| {
+                use async_nats::ConnectErrorKind as K;
+                let kind = match e.kind() {
+                    K::AuthorizationViolation | K::Authentication => ConnectErrorKind::Authorization,
+                    K::Tls => ConnectErrorKind::Tls,
+                    K::ServerParse | K::Dns => ConnectErrorKind::Address,
+                    _ => ConnectErrorKind::Unreachable,
+                };
+                ConnectError {
+                    servers: self.servers.clone(),
+                    kind,
+                    message: e.to_string(),
+                }
+            })
+    }
+}
+
+impl fmt::Debug for NatsOptions {
+    /// Shows the servers and the kind of credentials, never the secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = match self.auth {
+            Auth::None => "none",
+            Auth::Token(_) => "token",
+            Auth::UserPassword(..) => "user and password",
+        };
+        f.debug_struct("NatsOptions")
+            .field("servers", &self.servers)
+            .field("auth", &auth)
+            .field("require_tls", &self.require_tls)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What kind of failure a [`ConnectError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectErrorKind {
+    /// The server refused the credentials (wrong or missing token, user or password).
+    Authorization,
+    /// The TLS handshake or settings failed.
+    Tls,
+    /// The address could not be parsed or resolved.
+    Address,
+    /// No server answered (refused, timed out).
+    Unreachable,
+    /// Connected, but setting up JetStream (the stream or the consumer) failed.
+    JetStream,
+    /// The exporter's or importer's thread could not be started.
+    Thread,
+}
+
+/// Why an exporter or importer could not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectError {
+    servers: String,
+    kind: ConnectErrorKind,
+    message: String,
+}
+
+impl ConnectError {
+    pub(crate) fn new(servers: &str, kind: ConnectErrorKind, message: impl Into<String>) -> ConnectError {
+        ConnectError {
+            servers: servers.to_owned(),
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ConnectErrorKind {
+        self.kind
+    }
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            ConnectErrorKind::Authorization => "authorization refused by",
+            ConnectErrorKind::Tls => "TLS failed with",
+            ConnectErrorKind::Address => "bad NATS server address",
+            ConnectErrorKind::Unreachable => "could not connect to",
+            ConnectErrorKind::JetStream => "JetStream setup failed on",
+            ConnectErrorKind::Thread => "could not start a thread for",
+        };
+        write!(f, "{what} {}: {}", self.servers, self.message)
+    }
+}
+
+impl std::error::Error for ConnectError {}

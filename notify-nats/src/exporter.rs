@@ -1,0 +1,743 @@
+//! [`Exporter`]: finished events, batched onto NATS subjects from a thread of its own.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream;
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use futures_util::future;
+use notify_core::{Event, OwnedEventSubscriber, Subscriber};
+use notify_pool::Overflow;
+use parking_lot::{Condvar, Mutex};
+
+use crate::connect::{ConnectError, ConnectErrorKind, NatsOptions};
+use crate::jetstream::JetStream;
+use crate::queue::{self, Queue};
+use crate::subject::subject_for;
+use crate::wire::{BatchEncoder, Encoding, PushError, WIRE_VERSION};
+
+/// Header naming the encoding of a message body (`postcard` or `json`).
+pub const ENCODING_HEADER: &str = "Notify-Encoding";
+/// Header with the wire-format version of a message body.
+pub const VERSION_HEADER: &str = "Notify-Version";
+/// Header with the W3C `traceparent` of the first event of a batch (each event carries its own
+/// ids in the body).
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
+/// Configures and starts an [`Exporter`].
+///
+/// ```no_run
+/// use notify_core::{Notifier, Pattern};
+/// use notify_nats::{Exporter, NatsOptions};
+///
+/// let notifier = Notifier::new();
+/// let exporter = Exporter::builder(NatsOptions::new("nats://127.0.0.1:4222")).prefix("bookstore").start()?;
+/// let subscription = notifier.subscribe(Pattern::all(), exporter.subscriber());
+/// // ... instrumented code runs; its events go to subjects "bookstore.<event name>" ...
+/// subscription.unsubscribe()?;
+/// let report = exporter.shutdown(std::time::Duration::from_secs(5));
+/// assert_eq!(report.stats.pending, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ExporterBuilder {
+    options: NatsOptions,
+    prefix: String,
+    encoding: Encoding,
+    capacity: usize,
+    overflow: Overflow,
+    max_message_bytes: usize,
+    flush_timeout: Duration,
+    jetstream: Option<JetStream>,
+}
+
+impl ExporterBuilder {
+    /// The subject prefix (default `"notify"`): events go to `<prefix>.<event name>`.
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> ExporterBuilder {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The encoding (default [`Encoding::Binary`]).
+    #[must_use]
+    pub fn encoding(mut self, encoding: Encoding) -> ExporterBuilder {
+        self.encoding = encoding;
+        self
+    }
+
+    /// How many events may wait in the exporter's queue (default 65,536); beyond it the overflow
+    /// policy decides. Memory is bounded by this many events while the server is unreachable.
+    #[must_use]
+    pub fn capacity(mut self, events: usize) -> ExporterBuilder {
+        self.capacity = events.max(1);
+        self
+    }
+
+    /// What happens to an event when the queue is full (default [`Overflow::DropNewest`]: the
+    /// instrumenting thread never waits). [`Overflow::Block`] makes it wait for room, except on
+    /// the exporter's and importer's own threads, where the event is dropped and counted.
+    #[must_use]
+    pub fn overflow(mut self, overflow: Overflow) -> ExporterBuilder {
+        self.overflow = overflow;
+        self
+    }
+
+    /// The largest message body, in bytes (default 256 KiB, and never more than the server's
+    /// `max_payload`). Events of one name go into one message up to this size.
+    #[must_use]
+    pub fn max_message_bytes(mut self, bytes: usize) -> ExporterBuilder {
+        self.max_message_bytes = bytes.max(128);
+        self
+    }
+
+    /// Core mode: how long a round of messages may take to be confirmed by the server (a flush
+    /// round trip) before its events are counted as lost with the connection (default 2 s).
+    #[must_use]
+    pub fn flush_timeout(mut self, timeout: Duration) -> ExporterBuilder {
+        self.flush_timeout = timeout;
+        self
+    }
+
+    /// JetStream mode (at-least-once, see [`JetStream`]) instead of core NATS (at-most-once).
+    #[must_use]
+    pub fn jetstream(mut self, jetstream: JetStream) -> ExporterBuilder {
+        self.jetstream = Some(jetstream);
+        self
+    }
+
+    /// Connects (and in JetStream mode creates the stream if missing), then starts the exporter's
+    /// thread, which runs its own single-threaded tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConnectError`]: wrong credentials ([`ConnectErrorKind::Authorization`]), no server,
+    /// TLS, or JetStream not enabled on the server.
+    pub fn start(self) -> Result<Exporter, ConnectError> {
+        let shared = Arc::new(Shared {
+            queue: Queue::new(self.capacity, self.overflow),
+            connected: AtomicBool::new(true),
+            connection: tokio::sync::Notify::new(),
+            abandon: AtomicBool::new(false),
+            abandon_now: tokio::sync::Notify::new(),
+            progress: Mutex::new(()),
+            progressed: Condvar::new(),
+            batches: AtomicU64::new(0),
+        });
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread_shared = shared.clone();
+        let servers = self.options.servers().to_owned();
+        let thread = std::thread::Builder::new()
+            .name("notify-nats-exporter".into())
+            .spawn(move || run_thread(self, thread_shared, ready_tx))
+            .map_err(|e| ConnectError::new(&servers, ConnectErrorKind::Thread, e.to_string()))?;
+        match ready_rx.recv() {
+            Ok(Ok(source)) => Ok(Exporter {
+                shared,
+                source,
+                thread: Mutex::new(Some(thread)),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(ConnectError::new(
+                    &servers,
+                    ConnectErrorKind::Thread,
+                    "the exporter's thread ended before connecting",
+                ))
+            }
+        }
+    }
+}
+
+/// What the exporter's thread and its handles share.
+struct Shared {
+    queue: Queue,
+    connected: AtomicBool,
+    connection: tokio::sync::Notify,
+    /// Set when the shutdown deadline passed: stop retrying, count what is left.
+    abandon: AtomicBool,
+    abandon_now: tokio::sync::Notify,
+    progress: Mutex<()>,
+    progressed: Condvar,
+    batches: AtomicU64,
+}
+
+impl Shared {
+    fn stats(&self) -> ExporterStats {
+        let c = &self.queue.counts;
+        // Consumer counts first: an event moves from pending to a consumer count, never back, so
+        // reading them before the producer side never shows more resolved than published.
+        let exported = c.exported.load(Ordering::Acquire);
+        let disconnected = c.disconnected.load(Ordering::Acquire);
+        let too_large = c.too_large.load(Ordering::Acquire);
+        let encode = c.encode.load(Ordering::Acquire);
+        let shutdown = c.shutdown.load(Ordering::Acquire);
+        let p = self.queue.producer_counts();
+        let dropped = Dropped {
+            overflow: p.dropped_overflow,
+            disconnected,
+            too_large,
+            encode,
+            shutdown: shutdown + p.dropped_closed,
+        };
+        ExporterStats {
+            published: p.published,
+            exported,
+            pending: p.published - exported - dropped.total(),
+            dropped,
+            messages: self.batches.load(Ordering::Relaxed),
+        }
+    }
+
+    fn progressed(&self) {
+        let _guard = self.progress.lock();
+        self.progressed.notify_all();
+    }
+}
+
+/// Events dropped by the exporter, by cause. Every event handed to the exporter ends up exactly
+/// once in [`ExporterStats::exported`], in one of these, or in [`ExporterStats::pending`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// The queue was full (see [`ExporterBuilder::overflow`]); with [`Overflow::DropOldest`] the
+    /// evicted events.
+    pub overflow: u64,
+    /// Core mode: lost with the connection (the publish failed, or the server did not confirm
+    /// the round within the flush timeout). Some of them may still have reached the server.
+    pub disconnected: u64,
+    /// The event alone encodes larger than the largest message.
+    pub too_large: u64,
+    /// The serializer failed.
+    pub encode: u64,
+    /// Refused after shutdown began, or still unconfirmed when the shutdown deadline passed.
+    pub shutdown: u64,
+}
+
+impl Dropped {
+    /// The sum of every cause.
+    pub fn total(&self) -> u64 {
+        self.overflow + self.disconnected + self.too_large + self.encode + self.shutdown
+    }
+}
+
+/// A snapshot of an exporter's counters (counts of events unless said otherwise).
+///
+/// `published == exported + dropped.total() + pending` always holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExporterStats {
+    /// Events handed to the exporter by its subscriber.
+    pub published: u64,
+    /// Events the server confirmed: core mode, a flush round trip after their message; JetStream
+    /// mode, the stream's publish acknowledgement.
+    pub exported: u64,
+    /// Events dropped, by cause.
+    pub dropped: Dropped,
+    /// Events queued or in flight.
+    pub pending: u64,
+    /// NATS messages (batches) confirmed.
+    pub messages: u64,
+}
+
+/// What [`Exporter::shutdown`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// The final counters (`pending` is 0: what could not be sent by the deadline is in
+    /// `dropped.shutdown`).
+    pub stats: ExporterStats,
+    /// True when everything was resolved before the deadline (nothing abandoned).
+    pub drained: bool,
+}
+
+/// [`Exporter::flush`] gave up: events published before the call were still pending.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlushTimeout {
+    /// The counters when it gave up.
+    pub stats: ExporterStats,
+}
+
+impl fmt::Display for FlushTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exporter flush timed out with {} events pending", self.stats.pending)
+    }
+}
+
+impl std::error::Error for FlushTimeout {}
+
+/// Exports finished events to NATS.
+///
+/// The instrumenting thread only enqueues (an `Arc` clone and a push under a short lock); the
+/// exporter's thread takes everything queued, groups it by event name, encodes each group into
+/// messages of up to [`ExporterBuilder::max_message_bytes`], publishes them under
+/// `<prefix>.<event name>` ([`subject_for`]) with the headers [`ENCODING_HEADER`],
+/// [`VERSION_HEADER`] and [`TRACEPARENT_HEADER`], and confirms them (core mode: a flush round trip;
+/// JetStream: the publish acknowledgements, re-sending unacknowledged messages with the same
+/// `Nats-Msg-Id` until the server has them). Batches form by themselves: what queues while one
+/// round is on the wire goes in the next; no timer, no wake-up when idle.
+pub struct Exporter {
+    shared: Arc<Shared>,
+    source: u64,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Exporter {
+    /// A builder for an exporter connecting with `options`.
+    pub fn builder(options: NatsOptions) -> ExporterBuilder {
+        ExporterBuilder {
+            options,
+            prefix: "notify".into(),
+            encoding: Encoding::default(),
+            capacity: 65_536,
+            overflow: Overflow::DropNewest,
+            max_message_bytes: 256 * 1024,
+            flush_timeout: Duration::from_secs(2),
+            jetstream: None,
+        }
+    }
+
+    /// An owned-event subscriber that hands each event to this exporter; subscribe it to the
+    /// events to export (`notifier.subscribe(Pattern::glob("*.sql")?, exporter.subscriber())`).
+    pub fn subscriber(&self) -> Subscriber {
+        Subscriber::owned(ExportSubscriber(self.shared.clone())).named("notify-nats exporter")
+    }
+
+    /// Hands one event to the exporter (what [`Exporter::subscriber`] does for each event).
+    #[inline]
+    pub fn export(&self, event: &Arc<Event>) {
+        self.shared.queue.push(event);
+    }
+
+    /// This exporter's random 64-bit id: with an event id it names an event across processes
+    /// (and in JetStream mode it is part of every message id).
+    pub fn source(&self) -> u64 {
+        self.source
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> ExporterStats {
+        self.shared.stats()
+    }
+
+    /// Waits until every event handed to the exporter before the call is exported or dropped,
+    /// at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`FlushTimeout`] with the counters when `timeout` passed first (server down, JetStream
+    /// still re-sending).
+    pub fn flush(&self, timeout: Duration) -> Result<ExporterStats, FlushTimeout> {
+        let target = self.shared.queue.producer_counts().published;
+        let deadline = Instant::now() + timeout;
+        let mut guard = self.shared.progress.lock();
+        loop {
+            let stats = self.shared.stats();
+            if stats.published - stats.pending >= target || stats.pending == 0 {
+                return Ok(stats);
+            }
+            if self.shared.progressed.wait_until(&mut guard, deadline).timed_out() {
+                let stats = self.shared.stats();
+                return if stats.published - stats.pending >= target {
+                    Ok(stats)
+                } else {
+                    Err(FlushTimeout { stats })
+                };
+            }
+        }
+    }
+
+    /// Stops the exporter: refuses new events (counted in `dropped.shutdown`), sends what is
+    /// queued, waits for it to be confirmed until `deadline` has passed, then counts what is left
+    /// in `dropped.shutdown` and joins the thread. Calling it again returns the same counters.
+    /// Unsubscribe [`Exporter::subscriber`] first, or events published meanwhile are counted as
+    /// dropped at shutdown.
+    pub fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        self.shared.queue.close();
+        let Some(thread) = self.thread.lock().take() else {
+            return ShutdownReport {
+                stats: self.stats(),
+                drained: !self.shared.abandon.load(Ordering::Acquire),
+            };
+        };
+        let drained = self.flush(deadline).is_ok();
+        if !drained {
+            self.shared.abandon.store(true, Ordering::Release);
+            self.shared.abandon_now.notify_one();
+        }
+        self.shared.queue.wake.notify_one();
+        let _ = thread.join();
+        ShutdownReport {
+            stats: self.stats(),
+            drained,
+        }
+    }
+}
+
+impl Drop for Exporter {
+    /// Shuts down with a 1 s deadline if [`Exporter::shutdown`] was not called.
+    fn drop(&mut self) {
+        if self.thread.lock().is_some() {
+            self.shutdown(Duration::from_secs(1));
+        }
+    }
+}
+
+impl fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Exporter")
+            .field("source", &self.source)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+struct ExportSubscriber(Arc<Shared>);
+
+impl OwnedEventSubscriber for ExportSubscriber {
+    #[inline]
+    fn deliver(&self, event: &Arc<Event>) {
+        self.0.queue.push(event);
+    }
+}
+
+/// A random 64-bit id from the standard library's randomly keyed hasher, the clock and the pid.
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mpsc::Sender<Result<u64, ConnectError>>) {
+    queue::forbid_blocking();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = ready.send(Err(ConnectError::new(
+                config.options.servers(),
+                ConnectErrorKind::Thread,
+                e.to_string(),
+            )));
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let events_shared = shared.clone();
+        let client = match config
+            .options
+            .connect(move |event| {
+                let up = match event {
+                    async_nats::Event::Connected => true,
+                    async_nats::Event::Disconnected => false,
+                    _ => return,
+                };
+                events_shared.connected.store(up, Ordering::Release);
+                events_shared.connection.notify_waiters();
+            })
+            .await
+        {
+            Ok(client) => client,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let server_max = client.server_info().max_payload;
+        let max_bytes = config
+            .max_message_bytes
+            .min(if server_max > 0 { server_max } else { usize::MAX });
+        let sink = match &config.jetstream {
+            None => Sink::Core {
+                flush_timeout: config.flush_timeout,
+            },
+            Some(js) => {
+                let mut context = jetstream::new(client.clone());
+                context.set_timeout(js.ack_timeout_value());
+                if let Err(e) = js.stream(&context, config.options.servers(), &config.prefix).await {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+                Sink::JetStream(Box::new(context))
+            }
+        };
+        let source = random_u64();
+        let _ = ready.send(Ok(source));
+        let mut round = Round {
+            client,
+            sink,
+            shared: shared.clone(),
+            prefix: config.prefix,
+            encoding: config.encoding,
+            max_bytes,
+            encoder: BatchEncoder::new(config.encoding, source),
+            source,
+            groups: Vec::new(),
+            messages: Vec::new(),
+        };
+        round.run().await;
+    });
+}
+
+/// Event names whose grouping buffers are kept between rounds.
+const MAX_KEPT_GROUPS: usize = 64;
+
+enum Sink {
+    Core { flush_timeout: Duration },
+    JetStream(Box<jetstream::Context>),
+}
+
+/// One message: subject, headers, body, the number of events in it.
+struct Message {
+    subject: String,
+    headers: HeaderMap,
+    body: Bytes,
+    events: u64,
+}
+
+struct Round {
+    client: async_nats::Client,
+    sink: Sink,
+    shared: Arc<Shared>,
+    prefix: String,
+    encoding: Encoding,
+    max_bytes: usize,
+    encoder: BatchEncoder,
+    source: u64,
+    /// Events of the current round grouped by name (reused between rounds).
+    groups: Vec<(String, Vec<Arc<Event>>)>,
+    messages: Vec<Message>,
+}
+
+impl Round {
+    async fn run(&mut self) {
+        let mut taken = VecDeque::new();
+        loop {
+            if matches!(self.sink, Sink::Core { .. }) {
+                self.wait_connected().await;
+            }
+            if self.shared.queue.take(&mut taken) == 0 {
+                if self.shared.queue.is_closed() && self.shared.queue.take(&mut taken) == 0 {
+                    return;
+                }
+                if taken.is_empty() {
+                    self.shared.queue.wake.notified().await;
+                    continue;
+                }
+            }
+            if self.shared.abandon.load(Ordering::Acquire) {
+                let n = taken.len() as u64;
+                taken.clear();
+                self.shared.queue.counts.shutdown.fetch_add(n, Ordering::AcqRel);
+                self.shared.progressed();
+                continue;
+            }
+            self.encode(&mut taken);
+            self.send().await;
+            self.shared.progressed();
+        }
+    }
+
+    /// Core mode: while disconnected, leave events in the bounded queue (the overflow policy
+    /// decides), unless shutdown gave up.
+    async fn wait_connected(&self) {
+        while !self.shared.connected.load(Ordering::Acquire) && !self.shared.abandon.load(Ordering::Acquire) {
+            let changed = self.shared.connection.notified();
+            let abandoned = self.shared.abandon_now.notified();
+            tokio::pin!(changed, abandoned);
+            if self.shared.connected.load(Ordering::Acquire) {
+                return;
+            }
+            let timer = tokio::time::sleep(Duration::from_millis(250));
+            tokio::pin!(timer);
+            let _ = future::select(future::select(changed, abandoned), timer).await;
+        }
+    }
+
+    fn encode(&mut self, taken: &mut VecDeque<Arc<Event>>) {
+        for event in taken.drain(..) {
+            let name = event.name();
+            let index = match self.groups.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    self.groups.push((name.to_owned(), Vec::new()));
+                    self.groups.len() - 1
+                }
+            };
+            self.groups[index].1.push(event);
+        }
+        let shared = self.shared.clone();
+        let counts = &shared.queue.counts;
+        let mut groups = std::mem::take(&mut self.groups);
+        for (name, events) in &mut groups {
+            if events.is_empty() {
+                continue;
+            }
+            let subject = subject_for(&self.prefix, name);
+            let mut first: Option<&Event> = None;
+            for event in events.iter() {
+                loop {
+                    match self.encoder.push(event, self.max_bytes) {
+                        Ok(true) => {
+                            first.get_or_insert(event);
+                            break;
+                        }
+                        Ok(false) => {
+                            let message = self.message(&subject, first.take());
+                            self.messages.push(message);
+                        }
+                        Err(PushError::TooLarge(bytes)) => {
+                            log::warn!(target: "notify::nats", "event {name} encodes to {bytes} bytes, more than the largest message ({} bytes): dropped", self.max_bytes);
+                            counts.too_large.fetch_add(1, Ordering::AcqRel);
+                            break;
+                        }
+                        Err(PushError::Encode(e)) => {
+                            log::warn!(target: "notify::nats", "could not encode event {name}: {e}");
+                            counts.encode.fetch_add(1, Ordering::AcqRel);
+                            break;
+                        }
+                    }
+                }
+            }
+            if self.encoder.len() > 0 {
+                let message = self.message(&subject, first.take());
+                self.messages.push(message);
+            }
+            events.clear();
+        }
+        // The groups are kept for the next round (their buffers reused), unless there are many:
+        // a stream of distinct names must not grow them without bound.
+        if groups.len() > MAX_KEPT_GROUPS {
+            groups.clear();
+        }
+        self.groups = groups;
+    }
+
+    fn message(&mut self, subject: &str, first: Option<&Event>) -> Message {
+        let events = self.encoder.len() as u64;
+        let body = Bytes::from(self.encoder.finish());
+        let mut headers = HeaderMap::new();
+        headers.insert(ENCODING_HEADER, self.encoding.header_value());
+        headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
+        if let Some(first) = first {
+            headers.insert(TRACEPARENT_HEADER, traceparent(first).as_str());
+        }
+        if matches!(self.sink, Sink::JetStream(_)) {
+            let sequence = self.shared.batches.load(Ordering::Relaxed) + self.messages.len() as u64;
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                format!("{:016x}-{sequence}", self.source).as_str(),
+            );
+        }
+        Message {
+            subject: subject.to_owned(),
+            headers,
+            body,
+            events,
+        }
+    }
+
+    async fn send(&mut self) {
+        let messages = std::mem::take(&mut self.messages);
+        match &self.sink {
+            Sink::Core { flush_timeout } => self.send_core(messages, *flush_timeout).await,
+            Sink::JetStream(context) => {
+                let context = context.clone();
+                self.send_jetstream(&context, messages).await;
+            }
+        }
+    }
+
+    async fn send_core(&self, messages: Vec<Message>, flush_timeout: Duration) {
+        let counts = &self.shared.queue.counts;
+        let mut sent = 0;
+        let mut sent_messages = 0;
+        for m in messages {
+            match self.client.publish_with_headers(m.subject, m.headers, m.body).await {
+                Ok(()) => {
+                    sent += m.events;
+                    sent_messages += 1;
+                }
+                Err(_) => {
+                    counts.disconnected.fetch_add(m.events, Ordering::AcqRel);
+                }
+            }
+        }
+        if sent == 0 {
+            return;
+        }
+        let flushed = tokio::time::timeout(flush_timeout, self.client.flush()).await;
+        if let Ok(Ok(())) = flushed {
+            counts.exported.fetch_add(sent, Ordering::AcqRel);
+            self.shared.batches.fetch_add(sent_messages, Ordering::Relaxed);
+        } else {
+            counts.disconnected.fetch_add(sent, Ordering::AcqRel);
+        }
+    }
+
+    /// Publishes every message and waits for its acknowledgement; re-sends the unacknowledged
+    /// ones (same message id, so the server stores each once) until acknowledged or shutdown
+    /// gives up.
+    async fn send_jetstream(&self, context: &jetstream::Context, mut messages: Vec<Message>) {
+        let counts = &self.shared.queue.counts;
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let mut acks = Vec::with_capacity(messages.len());
+            for m in &messages {
+                let ack = context
+                    .publish_with_headers(m.subject.clone(), m.headers.clone(), m.body.clone())
+                    .await;
+                acks.push(ack);
+            }
+            let mut unacked = Vec::new();
+            for (m, ack) in messages.into_iter().zip(acks) {
+                let acked = match ack {
+                    Ok(future) => future.await.is_ok(),
+                    Err(_) => false,
+                };
+                if acked {
+                    counts.exported.fetch_add(m.events, Ordering::AcqRel);
+                    self.shared.batches.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    unacked.push(m);
+                }
+            }
+            self.shared.progressed();
+            if unacked.is_empty() {
+                return;
+            }
+            if self.shared.abandon.load(Ordering::Acquire) {
+                let n: u64 = unacked.iter().map(|m| m.events).sum();
+                counts.shutdown.fetch_add(n, Ordering::AcqRel);
+                return;
+            }
+            messages = unacked;
+            let abandoned = self.shared.abandon_now.notified();
+            let timer = tokio::time::sleep(backoff);
+            tokio::pin!(abandoned, timer);
+            let _ = future::select(abandoned, timer).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// The W3C traceparent of `event`: until notify-core carries trace ids, the transaction id and
+/// event id stand in for the trace id (`0..0<transaction id>`) and the span id.
+fn traceparent(event: &Event) -> String {
+    format!(
+        "00-{:032x}-{:016x}-01",
+        event.transaction_id().max(1),
+        event.id().max(1)
+    )
+}

@@ -1,0 +1,38 @@
+//! # notify-nats
+//!
+//! Events across processes through [NATS](https://nats.io): an [`Exporter`] subscribed to a
+//! notifier batches finished events onto subjects `<prefix>.<event name>`, and an [`Importer`] in
+//! another process subscribes to a subject pattern and republishes each event, with its original
+//! name, times, ids, outcome and payload, into a local [`Notifier`](notify_core::Notifier), so the
+//! subscribers there (log, metrics, the pool) see remote events as local ones.
+//!
+//! * **Core NATS** (default): at most once. Every event handed to the exporter is counted exactly
+//!   once as exported, dropped (by cause) or pending: `published == exported + dropped + pending`.
+//! * **JetStream** ([`JetStream`], `nats-server -js`): at least once, made exactly once by message
+//!   ids and the importer's duplicate check; a server killed and restarted loses nothing.
+//!
+//! The exporter runs its own thread with a single-threaded tokio runtime: instrumented code stays
+//! synchronous and only enqueues. See the README's "Across processes: NATS" section.
+
+#![warn(missing_docs)]
+
+mod connect;
+mod exporter;
+mod importer;
+mod jetstream;
+mod keys;
+mod queue;
+mod subject;
+mod wire;
+
+pub use crate::connect::{ConnectError, ConnectErrorKind, NatsOptions};
+pub use crate::exporter::{
+    Dropped, Exporter, ExporterBuilder, ExporterStats, FlushTimeout, ShutdownReport, ENCODING_HEADER,
+    TRACEPARENT_HEADER, VERSION_HEADER,
+};
+pub use crate::importer::{ImportError, Importer, ImporterBuilder, ImporterStats};
+pub use crate::jetstream::JetStream;
+pub use crate::keys::{MAX_KEYS, OVERFLOW_KEY};
+pub use crate::subject::subject_for;
+pub use crate::wire::{encode_batch, DecodeError, Encoding, WIRE_VERSION};
+pub use notify_pool::Overflow;

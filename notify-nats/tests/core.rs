@@ -1,0 +1,344 @@
+//! Core NATS mode against a real nats-server: round trip, queue groups, authentication, bad
+//! messages, and the exact accounting of events across a server restart.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use notify_core::{Event, Notifier, Outcome, Pattern, Payload, Subscriber, Value};
+use notify_nats::{ConnectErrorKind, DecodeError, Encoding, Exporter, ImportError, Importer, NatsOptions, Overflow};
+use support::NatsServer;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+type Seen = Arc<Mutex<Vec<Event>>>;
+
+fn recorder(notifier: &Notifier, pattern: impl Into<Pattern>) -> Seen {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    notifier.subscribe(
+        pattern,
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
+    );
+    seen
+}
+
+#[test]
+fn events_round_trip_with_name_times_ids_outcome_and_payload_in_both_encodings() {
+    let server = NatsServer::start();
+    for encoding in [Encoding::Binary, Encoding::Json] {
+        let remote = Notifier::new();
+        let seen = recorder(&remote, Pattern::all());
+        let importer = Importer::builder(NatsOptions::new(server.url()))
+            .subject("*.sql")
+            .start(&remote)
+            .unwrap();
+
+        let local = Notifier::new();
+        let sent = recorder(&local, Pattern::all());
+        let exporter = Exporter::builder(NatsOptions::new(server.url()))
+            .encoding(encoding)
+            .start()
+            .unwrap();
+        local.subscribe(Pattern::glob("*.sql").unwrap(), exporter.subscriber());
+        local.instrument("request.http", Payload::new, |_| {
+            local.instrument(
+                "query.sql",
+                || Payload::new().with("sql", "SELECT 1").with("rows", 3_u64),
+                |p| {
+                    p.insert("cached", false);
+                },
+            );
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                local.instrument(
+                    "insert.sql",
+                    || Payload::new().with("wait", Duration::from_micros(7)),
+                    |_| panic!("boom"),
+                )
+            }));
+        });
+
+        let stats = exporter.flush(WAIT).unwrap();
+        assert_eq!(
+            (stats.published, stats.exported, stats.dropped.total(), stats.pending),
+            (2, 2, 0, 0)
+        );
+        let got = importer.wait_until(WAIT, |s| s.events == 2);
+        assert_eq!(got.events, 2, "{got:?}");
+
+        let sent = sent.lock().unwrap();
+        let sent: Vec<&Event> = sent.iter().filter(|e| e.name().ends_with(".sql")).collect();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        for (a, b) in sent.iter().zip(seen.iter()) {
+            assert_eq!(a.name(), b.name());
+            assert_eq!(a.start_time(), b.start_time());
+            assert_eq!(a.duration(), b.duration());
+            assert_eq!(
+                (a.id(), a.parent_id(), a.transaction_id()),
+                (b.id(), b.parent_id(), b.transaction_id())
+            );
+            assert_eq!(a.outcome(), b.outcome());
+            assert_eq!(a.payload(), b.payload());
+        }
+        assert_eq!(seen[0].payload().get("rows"), Some(&Value::U64(3)));
+        assert_eq!(seen[1].outcome(), Outcome::Panicked);
+        assert!(seen[0].parent_id().is_some(), "the parent (request.http) id travels");
+        exporter.shutdown(WAIT);
+        importer.shutdown();
+    }
+}
+
+#[test]
+fn a_queue_group_shares_the_events_among_its_importers() {
+    let server = NatsServer::start();
+    let remote = Notifier::new();
+    let seen = recorder(&remote, Pattern::all());
+    let importers: Vec<Importer> = (0..3)
+        .map(|_| {
+            Importer::builder(NatsOptions::new(server.url()))
+                .queue_group("workers")
+                .start(&remote)
+                .unwrap()
+        })
+        .collect();
+    let local = Notifier::new();
+    let exporter = Exporter::builder(NatsOptions::new(server.url())).start().unwrap();
+    local.subscribe("job.worker", exporter.subscriber());
+    for _ in 0..60 {
+        for _ in 0..50 {
+            local.instrument("job.worker", Payload::new, |_| ());
+        }
+        exporter.flush(WAIT).unwrap(); // one message at least per round
+    }
+    let stats = exporter.shutdown(WAIT).stats;
+    assert_eq!((stats.exported, stats.dropped.total()), (3_000, 0));
+    assert!(stats.messages >= 60, "{stats:?}");
+    let total = || importers.iter().map(|i| i.stats().events).sum::<u64>();
+    let deadline = std::time::Instant::now() + WAIT;
+    while total() < 3_000 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let counts: Vec<u64> = importers.iter().map(|i| i.stats().events).collect();
+    assert_eq!(total(), 3_000, "{counts:?}");
+    assert!(
+        counts.iter().all(|&n| n > 0 && n < 3_000),
+        "each importer takes a share: {counts:?}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 3_000);
+}
+
+#[test]
+fn a_wrong_token_is_a_clear_error_at_connect() {
+    let server = NatsServer::start_with_token("s3cret");
+    for options in [
+        NatsOptions::new(server.url()).token("wrong"),
+        NatsOptions::new(server.url()),
+    ] {
+        let err = Exporter::builder(options.clone()).start().unwrap_err();
+        assert_eq!(err.kind(), ConnectErrorKind::Authorization, "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("authorization refused by {}", server.url())),
+            "{text}"
+        );
+        let err = Importer::builder(options).start(&Notifier::new()).unwrap_err();
+        assert_eq!(err.kind(), ConnectErrorKind::Authorization, "{err}");
+    }
+    // The right token works end to end.
+    let remote = Notifier::new();
+    let importer = Importer::builder(NatsOptions::new(server.url()).token("s3cret"))
+        .start(&remote)
+        .unwrap();
+    let exporter = Exporter::builder(NatsOptions::new(server.url()).token("s3cret"))
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    local.subscribe(Pattern::all(), exporter.subscriber());
+    local.instrument("login.auth", Payload::new, |_| ());
+    assert_eq!(exporter.flush(WAIT).unwrap().exported, 1);
+    assert_eq!(importer.wait_until(WAIT, |s| s.events == 1).events, 1);
+}
+
+#[test]
+fn no_server_is_a_clear_error_at_connect() {
+    let server = NatsServer::start();
+    let url = server.url();
+    drop(server);
+    let err = Exporter::builder(NatsOptions::new(&url).connection_timeout(Duration::from_secs(1)))
+        .start()
+        .unwrap_err();
+    assert_eq!(err.kind(), ConnectErrorKind::Unreachable, "{err}");
+    assert!(
+        err.to_string().starts_with(&format!("could not connect to {url}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_and_newer_messages_are_counted_and_reported_never_republished() {
+    let server = NatsServer::start();
+    let remote = Notifier::new();
+    let seen = recorder(&remote, Pattern::all());
+    let errors: Arc<Mutex<Vec<ImportError>>> = Arc::default();
+    let sink = errors.clone();
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .on_error(move |e| sink.lock().unwrap().push(e.clone()))
+        .start(&remote)
+        .unwrap();
+
+    let now = std::time::Instant::now();
+    let event = Arc::new(Event::new("good.test", now, now, Payload::new().with("k", 1_u64)));
+    let good = notify_nats::encode_batch(Encoding::Binary, 7, std::slice::from_ref(&event));
+    let mut newer = good.clone();
+    newer[2] = 2; // wire version 2 (after the 2-byte magic)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = async_nats::connect(server.url()).await.unwrap();
+        client
+            .publish("notify.bad.test", "not an event batch".into())
+            .await
+            .unwrap();
+        client.publish("notify.newer.test", newer.into()).await.unwrap();
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(notify_nats::ENCODING_HEADER, "xml");
+        client
+            .publish_with_headers("notify.xml.test", headers, good.clone().into())
+            .await
+            .unwrap();
+        client
+            .publish("notify.truncated.test", good[..good.len() - 3].to_vec().into())
+            .await
+            .unwrap();
+        client.publish("notify.good.test", good.into()).await.unwrap();
+        client.flush().await.unwrap();
+    });
+    let stats = importer.wait_until(WAIT, |s| s.messages == 5);
+    assert_eq!(
+        (stats.messages, stats.events, stats.malformed, stats.unsupported_version),
+        (5, 1, 3, 1),
+        "{stats:?}"
+    );
+    let errors = errors.lock().unwrap();
+    let subjects: Vec<&str> = errors.iter().map(|e| e.subject.as_str()).collect();
+    assert_eq!(
+        subjects,
+        [
+            "notify.bad.test",
+            "notify.newer.test",
+            "notify.xml.test",
+            "notify.truncated.test"
+        ]
+    );
+    assert_eq!(
+        errors[1].error,
+        DecodeError::UnsupportedVersion { found: 2, supported: 1 }
+    );
+    assert!(
+        errors[2].to_string().contains("unknown Notify-Encoding \"xml\""),
+        "{}",
+        errors[2]
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!((seen[0].name(), seen[0].id()), ("good.test", event.id()));
+}
+
+#[test]
+fn core_mode_counts_every_event_across_a_server_restart() {
+    let mut server = NatsServer::start();
+    let remote = Notifier::new();
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&remote)
+        .unwrap();
+    let exporter = Exporter::builder(NatsOptions::new(server.url()))
+        .capacity(2_000)
+        .overflow(Overflow::DropNewest)
+        .flush_timeout(Duration::from_millis(500))
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    local.subscribe(Pattern::all(), exporter.subscriber());
+    let publish = |n: usize| {
+        for _ in 0..n {
+            local.instrument("tick.test", Payload::new, |_| ());
+        }
+    };
+    // While the server is up, publish in chunks the queue can hold.
+    let publish_up = |n: usize| {
+        for _ in 0..n / 1_000 {
+            publish(1_000);
+            exporter.flush(WAIT).unwrap();
+        }
+    };
+
+    publish_up(10_000);
+    let before = exporter.stats();
+    assert_eq!((before.exported, before.dropped.total()), (10_000, 0));
+    assert_eq!(importer.wait_until(WAIT, |s| s.events == 10_000).events, 10_000);
+
+    server.kill();
+    publish(10_000); // the queue holds 2,000 while the server is down; the rest overflow
+    std::thread::sleep(Duration::from_millis(300));
+    let down = exporter.stats();
+    // 2,000 queued, up to one round in flight, the rest dropped by the overflow policy.
+    assert!(down.dropped.overflow >= 5_000 && down.pending >= 2_000, "{down:?}");
+    assert_eq!(down.published, 20_000);
+    assert_eq!(
+        down.published,
+        down.exported + down.dropped.total() + down.pending,
+        "{down:?}"
+    );
+
+    server.restart();
+    let after = exporter.flush(WAIT).unwrap();
+    assert_eq!(after.pending, 0, "{after:?}");
+    publish_up(10_000);
+    let stats = exporter.shutdown(WAIT).stats;
+    assert_eq!(stats.published, 30_000);
+    assert_eq!(stats.pending, 0);
+    assert_eq!(
+        stats.exported + stats.dropped.total(),
+        stats.published,
+        "exported + dropped == published: {stats:?}"
+    );
+    assert!(
+        stats.exported >= 20_000,
+        "everything after the restart is exported: {stats:?}"
+    );
+    // The importer reconnected; what it received is what the server confirmed, at most once.
+    let imported = importer.wait_until(WAIT, |s| s.events >= stats.exported).events;
+    assert!(
+        imported >= stats.exported && imported <= stats.exported + stats.dropped.disconnected,
+        "{imported} vs {stats:?}"
+    );
+}
+
+#[test]
+fn shutdown_with_the_server_gone_reports_what_it_abandoned() {
+    let mut server = NatsServer::start();
+    let exporter = Exporter::builder(NatsOptions::new(server.url()))
+        .capacity(100)
+        .start()
+        .unwrap();
+    server.kill();
+    std::thread::sleep(Duration::from_millis(100));
+    let now = std::time::Instant::now();
+    for _ in 0..150 {
+        exporter.export(&Arc::new(Event::new("lost.test", now, now, Payload::new())));
+    }
+    let report = exporter.shutdown(Duration::from_millis(300));
+    assert!(!report.drained);
+    let s = report.stats;
+    assert_eq!((s.published, s.exported, s.pending), (150, 0, 0), "{s:?}");
+    assert_eq!(s.dropped.overflow, 50, "{s:?}");
+    assert_eq!(s.dropped.shutdown + s.dropped.disconnected, 100, "{s:?}");
+    // After shutdown events are refused and counted.
+    exporter.export(&Arc::new(Event::new("late.test", now, now, Payload::new())));
+    let s = exporter.stats();
+    assert_eq!((s.published, s.dropped.total()), (151, 151));
+}

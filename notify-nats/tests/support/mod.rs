@@ -1,0 +1,107 @@
+//! A real nats-server per test, on a free loopback port, killed when the guard drops (also when
+//! the test fails).
+
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `nats-server -a 127.0.0.1 -p PORT` (plus `-js -sd DIR`, `--auth TOKEN` as asked).
+pub struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+    args: Vec<String>,
+    _store: Option<tempfile::TempDir>,
+}
+
+impl NatsServer {
+    /// Core NATS.
+    pub fn start() -> NatsServer {
+        NatsServer::with_args(Vec::new(), None)
+    }
+
+    /// JetStream with a temporary store directory (kept across [`NatsServer::restart`]).
+    pub fn start_jetstream() -> NatsServer {
+        let store = tempfile::tempdir().expect("temporary directory");
+        let args = vec!["-js".into(), "-sd".into(), store.path().display().to_string()];
+        NatsServer::with_args(args, Some(store))
+    }
+
+    /// Core NATS requiring `token`.
+    pub fn start_with_token(token: &str) -> NatsServer {
+        NatsServer::with_args(vec!["--auth".into(), token.into()], None)
+    }
+
+    fn with_args(args: Vec<String>, store: Option<tempfile::TempDir>) -> NatsServer {
+        let port = free_port();
+        let mut server = NatsServer {
+            child: None,
+            port,
+            args,
+            _store: store,
+        };
+        server.spawn();
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// `kill -9`, then waits for the process to be gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port with the same arguments (and store directory).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("could not start nats-server ({e}): install it with `apt-get install nats-server` (Debian's package, 2.9 or later)")
+            });
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().expect("nats-server status") {
+                panic!(
+                    "nats-server exited with {status} before accepting on port {}",
+                    self.port
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nats-server did not accept on port {} within 10 s",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind a free port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
