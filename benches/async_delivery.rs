@@ -26,12 +26,13 @@
 //! numbers are noisy on a shared VM; compare ratios within one run.
 
 use std::hint::black_box;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::{self, JoinHandle, Thread};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput};
+use notify_app::baseline::{Countdown, ThreadPerSubscription};
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
 use notify_pool::{AsyncOptions, WorkerPool};
 
@@ -39,91 +40,6 @@ const EVENTS_PER_SUBSCRIPTION: u64 = 10;
 
 fn noop(e: &Event) {
     black_box(e.id());
-}
-
-/// Counts down finished workers and unparks the waiting benchmark thread at zero.
-struct Countdown {
-    remaining: AtomicUsize,
-    waiter: Thread,
-}
-
-impl Countdown {
-    fn new() -> Arc<Countdown> {
-        Arc::new(Countdown {
-            remaining: AtomicUsize::new(0),
-            waiter: thread::current(),
-        })
-    }
-
-    fn done_one(&self) {
-        self.done(1);
-    }
-
-    fn done(&self, n: usize) {
-        if n > 0 && self.remaining.fetch_sub(n, Ordering::AcqRel) == n {
-            self.waiter.unpark();
-        }
-    }
-
-    fn wait(&self) {
-        while self.remaining.load(Ordering::Acquire) > 0 {
-            thread::park();
-        }
-    }
-}
-
-/// The baseline: one thread per subscription, each with its own channel.
-struct ThreadPerSubscription {
-    senders: Vec<mpsc::Sender<Arc<Event>>>,
-    handles: Vec<JoinHandle<()>>,
-    countdown: Arc<Countdown>,
-}
-
-struct ToThread(mpsc::Sender<Arc<Event>>);
-
-impl OwnedEventSubscriber for ToThread {
-    fn deliver(&self, event: &Arc<Event>) {
-        let _ = self.0.send(event.clone());
-    }
-}
-
-impl ThreadPerSubscription {
-    fn start(n: usize, per_round: u64) -> ThreadPerSubscription {
-        let countdown = Countdown::new();
-        let mut senders = Vec::with_capacity(n);
-        let mut handles = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = mpsc::channel::<Arc<Event>>();
-            let countdown = countdown.clone();
-            let handle = thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn(move || {
-                    let mut seen = 0;
-                    for event in rx {
-                        noop(&event);
-                        seen += 1;
-                        if seen % per_round == 0 {
-                            countdown.done_one();
-                        }
-                    }
-                })
-                .expect("spawn");
-            senders.push(tx);
-            handles.push(handle);
-        }
-        ThreadPerSubscription {
-            senders,
-            handles,
-            countdown,
-        }
-    }
-
-    fn stop(self) {
-        drop(self.senders);
-        for handle in self.handles {
-            let _ = handle.join();
-        }
-    }
 }
 
 /// The broadcast peer: a fan-out hand-built on crossbeam-channel, one channel per worker, each
@@ -166,7 +82,7 @@ impl BroadcastPeer {
                     }
                     seen += 1;
                     if seen % per_round == 0 {
-                        countdown.done_one();
+                        countdown.done(1);
                     }
                 }
             }));
@@ -352,19 +268,10 @@ fn subscriptions(c: &mut Criterion) {
         }
         if n <= 10_000 {
             let notifier = Notifier::new();
-            let threads = ThreadPerSubscription::start(n, EVENTS_PER_SUBSCRIPTION);
-            let registered = notifier.subscribe_all(
-                threads
-                    .senders
-                    .iter()
-                    .map(|tx| (Pattern::exact("bench.subs"), Subscriber::owned(ToThread(tx.clone())))),
-            );
+            let threads = ThreadPerSubscription::start(n, EVENTS_PER_SUBSCRIPTION, noop);
+            let registered = threads.subscribe(&notifier, "bench.subs");
             group.bench_function(BenchmarkId::new("threads", n), |b| {
-                b.iter(|| {
-                    threads.countdown.remaining.store(n, Ordering::Release);
-                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
-                    threads.countdown.wait();
-                })
+                b.iter(|| threads.round(|| publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION)))
             });
             notifier.unsubscribe_all(&registered);
             threads.stop();
@@ -419,7 +326,7 @@ fn fanout(c: &mut Criterion) {
             let deliveries = n * events as usize;
             group.bench_function(BenchmarkId::new("peer_per_subscriber", n), |b| {
                 b.iter(|| {
-                    peer.countdown.remaining.store(deliveries, Ordering::Release);
+                    peer.countdown.expect(deliveries);
                     publish(&notifier, "bench.fan", events);
                     peer.countdown.wait();
                 })
@@ -432,7 +339,7 @@ fn fanout(c: &mut Criterion) {
             let subscription = notifier.subscribe("bench.fan", Subscriber::owned(Broadcast(peer.senders.clone())));
             group.bench_function(BenchmarkId::new("peer_broadcast", n), |b| {
                 b.iter(|| {
-                    peer.countdown.remaining.store(peer.senders.len(), Ordering::Release);
+                    peer.countdown.expect(peer.senders.len());
                     publish(&notifier, "bench.fan", events);
                     peer.countdown.wait();
                 })

@@ -15,12 +15,11 @@
 //! by this example's global allocator. Set-up times go to stderr.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::{self, Thread};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
-use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_app::baseline::ThreadPerSubscription;
+use notify_core::{Event, Notifier, Payload};
 use notify_pool::{AsyncOptions, WorkerPool};
 
 /// The system allocator, keeping a running total of live heap bytes.
@@ -91,62 +90,23 @@ fn pool_row(pool: &WorkerPool, n: usize) -> (f64, f64) {
     (delivered.as_secs_f64(), bytes)
 }
 
-/// Counts down the threads that got their events and unparks the main thread at zero.
-struct Countdown {
-    remaining: AtomicUsize,
-    main: Thread,
-}
-
-struct ToThread(mpsc::Sender<Arc<Event>>);
-
-impl OwnedEventSubscriber for ToThread {
-    fn deliver(&self, event: &Arc<Event>) {
-        let _ = self.0.send(event.clone());
-    }
-}
-
 fn threads_row(n: usize) -> f64 {
-    let countdown = Arc::new(Countdown {
-        remaining: AtomicUsize::new(n),
-        main: thread::current(),
-    });
     let started = Instant::now();
-    let mut handles = Vec::with_capacity(n);
-    let mut pairs = Vec::with_capacity(n);
-    for _ in 0..n {
-        let (tx, rx) = mpsc::channel::<Arc<Event>>();
-        let countdown = countdown.clone();
-        let handle = thread::Builder::new()
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                for (seen, event) in (1..).zip(rx) {
-                    std::hint::black_box(event.id());
-                    if seen == EVENTS && countdown.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        countdown.main.unpark();
-                    }
-                }
-            })
-            .expect("spawn a thread");
-        handles.push(handle);
-        pairs.push((Pattern::exact("fanout.example"), Subscriber::owned(ToThread(tx))));
-    }
+    let threads = ThreadPerSubscription::start(n, EVENTS, |e: &Event| {
+        std::hint::black_box(e.id());
+    });
     let notifier = Notifier::new();
-    let subscriptions = notifier.subscribe_all(pairs);
+    let subscriptions = threads.subscribe(&notifier, "fanout.example");
     eprintln!(
         "threads: {n} spawned and subscribed in {:.3} s",
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    publish(&notifier);
-    while countdown.remaining.load(Ordering::Acquire) > 0 {
-        thread::park();
-    }
+    threads.round(|| publish(&notifier));
     let delivered = started.elapsed();
     notifier.unsubscribe_all(&subscriptions);
     drop(notifier);
-    for handle in handles {
-        let _ = handle.join();
-    }
+    threads.stop();
     delivered.as_secs_f64()
 }
 

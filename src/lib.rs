@@ -2,4 +2,5 @@
 
 #![warn(missing_docs)]
 
+pub mod baseline;
 pub mod bookstore;

@@ -240,7 +240,7 @@ fn report_slow(shared: &Shared, config: &Config, mailbox: u64, subscriber: Cow<'
         overflow: config.overflow,
     };
     let hook = &shared.slow_hook;
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&report)));
+    crate::unwind::quietly(|| hook(&report));
 }
 
 /// The registry's view of one async subscriber.
@@ -251,12 +251,11 @@ impl OwnedEventSubscriber for Deliver {
     fn deliver(&self, event: &Arc<Event>) {
         let mailbox = &self.0;
         let pool = &*mailbox.pool;
-        if pool.state() != RUNNING {
+        let Some(_publishing) = pool.enter() else {
             pool.shared.reject(1);
             return;
-        }
-        let gen = pool.generation();
-        pool.accept(gen, 1);
+        };
+        let gen = pool.accept(1);
         if mailbox.offer(event.clone(), gen) {
             pool.schedule(mailbox.clone());
         }
@@ -447,12 +446,11 @@ impl OwnedEventSubscriber for Fanout {
         let group = &self.0;
         let pool = &*group.pool;
         let n = group.members.len() as u64;
-        if pool.state() != RUNNING {
+        let Some(_publishing) = pool.enter() else {
             pool.shared.reject(n);
             return;
-        }
-        let gen = pool.generation();
-        pool.accept(gen, n);
+        };
+        let gen = pool.accept(n);
         group.publish(event, gen);
     }
 }

@@ -60,22 +60,27 @@
 //! ```
 
 mod delivery;
+mod escape;
+mod exit;
 mod group;
 mod mailbox;
 mod options;
+mod padded;
+mod pending;
 mod sync;
+mod unwind;
 mod worker;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use once_cell::sync::Lazy;
-use parking_lot::Mutex;
+use self::sync::Mutex;
 
 use notify_core::{Notifier, NotifyError, Pattern, Subscriber, Subscription};
 
 pub use self::delivery::AsyncSubscriber;
+pub use self::exit::FlushGuard;
 pub use self::options::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, ShutdownReport, SlowSubscriber};
 
 use self::delivery::{Config, Deliver, Fanout, Group, Mailbox};
@@ -197,15 +202,30 @@ impl PoolBuilder {
     /// Starts the pool's threads.
     ///
     /// # Errors
-    /// The operating system's error when a thread cannot be spawned (the threads already started
-    /// are stopped and joined).
+    /// * [`std::io::ErrorKind::InvalidInput`] when more than [`WorkerPool::MAX_THREADS`] threads
+    ///   were asked for;
+    /// * [`std::io::ErrorKind::OutOfMemory`] when the threads' state cannot be allocated;
+    /// * the operating system's error when a thread cannot be spawned (the threads already
+    ///   started are stopped and joined).
     ///
     /// ```
     /// let pool = notify_pool::WorkerPool::builder().threads(1).try_build()?;
     /// # drop(pool);
+    /// let absurd = notify_pool::WorkerPool::builder().threads(usize::MAX).try_build();
+    /// assert_eq!(absurd.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn try_build(self) -> std::io::Result<WorkerPool> {
+        if self.threads > WorkerPool::MAX_THREADS {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "notify: a worker pool has at most {} threads; {} were asked for",
+                    WorkerPool::MAX_THREADS,
+                    self.threads
+                ),
+            ));
+        }
         let shared = Arc::new(Shared::new(
             self.name.clone(),
             self.batch,
@@ -214,20 +234,21 @@ impl PoolBuilder {
             self.report_interval,
         ));
         let inner = PoolInner::start(shared, self.threads, &self.name, false)?;
-        Ok(WorkerPool {
-            owner: Arc::new(Owner {
-                inner,
-                dedicated: Mutex::new(Dedicated::default()),
-                report: Mutex::new(None),
-                abandoned: std::sync::atomic::AtomicU64::new(0),
-            }),
-        })
+        let owner = Arc::new(Owner {
+            inner,
+            dedicated: Mutex::new(Dedicated::default()),
+            report: Mutex::new(None),
+            abandoned: std::sync::atomic::AtomicU64::new(0),
+        });
+        exit::watch(&owner);
+        Ok(WorkerPool { owner })
     }
 
     /// Starts the pool's threads.
     ///
     /// # Panics
-    /// When a thread cannot be spawned; see [`PoolBuilder::try_build`].
+    /// When [`PoolBuilder::try_build`] fails (too many threads asked for, or a thread cannot be
+    /// spawned).
     ///
     /// ```
     /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
@@ -254,20 +275,24 @@ impl Drop for Owner {
         if self.report.get_mut().is_some() {
             return;
         }
+        let deadline = Instant::now().checked_add(WorkerPool::DROP_DEADLINE);
         if !worker::on_worker_of(self.inner.shared.family) {
-            self.shutdown(None);
+            let report = self.shutdown(deadline);
+            exit::report_dropped(&self.inner.shared.name, &report);
             return;
         }
         // The last clone was dropped on one of the pool's own threads (a callback's closure held
         // it): waiting here for the queued events would wait for this very thread. A short-lived
-        // thread shuts the pool down instead, delivering everything queued and joining the workers
-        // (this one included, once it is back in its loop).
+        // thread shuts the pool down instead, delivering what is queued (for at most the drop
+        // deadline) and joining the workers (this one included, once it is back in its loop).
         let (pools, retired) = self.pools();
         let handoff = pools.clone();
+        let name = self.inner.shared.name.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("{}-shutdown", self.inner.shared.name))
+            .name(format!("{name}-shutdown"))
             .spawn(move || {
-                finish(&handoff, None, retired);
+                let report = finish(&handoff, deadline, retired);
+                exit::report_dropped(&name, &report);
             });
         if spawned.is_err() {
             // No thread for the hand-off: stop without draining (what is queued is abandoned).
@@ -299,7 +324,7 @@ impl Dedicated {
         let mut retired = 0;
         self.pools.retain(|pool| {
             if pool.retired() {
-                pool.join();
+                pool.join(None);
                 retired += pool.delivered();
                 false
             } else {
@@ -310,7 +335,9 @@ impl Dedicated {
     }
 }
 
-/// Shuts `pools` down: refuses new events, drains until `deadline`, stops and joins the threads.
+/// Shuts `pools` down: refuses new events, drains until `deadline`, stops the threads, and joins
+/// them, waiting at most [`WorkerPool::STOP_GRACE`] more (when there is a deadline) for the
+/// callbacks in progress; threads still in a callback then are detached and named in the report.
 /// `retired_delivered`: callbacks delivered by dedicated threads that already ended.
 fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>, retired_delivered: u64) -> ShutdownReport {
     for pool in pools {
@@ -323,13 +350,21 @@ fn finish(pools: &[Arc<PoolInner>], deadline: Option<Instant>, retired_delivered
     for pool in pools {
         pool.stop();
     }
+    let until = deadline.map(|_| Instant::now() + WorkerPool::STOP_GRACE);
+    let mut detached = Vec::new();
     for pool in pools {
-        pool.join();
+        detached.extend(pool.join(until));
+    }
+    // Publishers that entered before the close finish their publish (refused, dropped or
+    // abandoned), so the report counts each of their events exactly once.
+    for pool in pools {
+        pool.wait_publishers(until);
     }
     ShutdownReport {
         delivered: retired_delivered + pools.iter().map(|p| p.delivered()).sum::<u64>(),
         abandoned: pools.iter().map(|p| p.pending()).sum(),
         drained,
+        detached,
     }
 }
 
@@ -346,8 +381,8 @@ impl Owner {
 
     fn shutdown(&self, deadline: Option<Instant>) -> ShutdownReport {
         let mut report = self.report.lock();
-        if let Some(done) = *report {
-            return done;
+        if let Some(done) = &*report {
+            return done.clone();
         }
         // Close first, so no dedicated subscription can be added meanwhile from another thread.
         self.inner.close();
@@ -355,17 +390,18 @@ impl Owner {
         let done = finish(&pools, deadline, retired);
         self.abandoned
             .store(done.abandoned, std::sync::atomic::Ordering::SeqCst);
-        *report = Some(done);
+        *report = Some(done.clone());
         done
     }
 }
 
 /// A fixed pool of worker threads that delivers events to async subscribers (see the [module
-/// docs](self)). Cloning is cheap and shares the pool; the pool shuts down when its last clone is
-/// dropped (delivering everything queued first, with no deadline) or at [`WorkerPool::shutdown`].
-/// When the last clone is dropped on one of the pool's own threads (a callback's closure held it),
-/// the drop does not wait: a short-lived thread named `NAME-shutdown` delivers what is queued and
-/// joins the workers.
+/// docs](self)). Cloning is cheap and shares the pool; the pool shuts down at
+/// [`WorkerPool::shutdown`] or when its last clone is dropped. The drop is a shutdown with a
+/// deadline of [`WorkerPool::DROP_DEADLINE`]: it never blocks longer than that plus
+/// [`WorkerPool::STOP_GRACE`]; what it abandoned (and any thread it detached) is written to
+/// stderr. When the last clone is dropped on one of the pool's own threads (a callback's closure
+/// held it), the drop does not wait: a short-lived thread named `NAME-shutdown` does that work.
 ///
 /// ```
 /// use notify_pool::{AsyncOptions, WorkerPool};
@@ -387,7 +423,7 @@ pub struct WorkerPool {
     owner: Arc<Owner>,
 }
 
-static GLOBAL: Lazy<WorkerPool> = Lazy::new(|| WorkerPool::builder().name("notify-global").build());
+static GLOBAL: OnceLock<WorkerPool> = OnceLock::new();
 
 impl Default for WorkerPool {
     fn default() -> WorkerPool {
@@ -396,6 +432,18 @@ impl Default for WorkerPool {
 }
 
 impl WorkerPool {
+    /// The most threads a pool runs ([`PoolBuilder::threads`]; more is an error of
+    /// [`PoolBuilder::try_build`]).
+    pub const MAX_THREADS: usize = 4096;
+
+    /// How long the drop of the last clone delivers queued events before it abandons the rest
+    /// (5 s).
+    pub const DROP_DEADLINE: Duration = Duration::from_secs(5);
+
+    /// How long [`WorkerPool::shutdown`] waits, after its deadline, for the callbacks in progress
+    /// to return (100 ms); threads still in a callback then are detached.
+    pub const STOP_GRACE: Duration = Duration::from_millis(100);
+
     /// A pool with the default settings ([`PoolBuilder`]).
     ///
     /// # Panics
@@ -421,13 +469,15 @@ impl WorkerPool {
 
     /// The process-wide pool, started on first use with the default settings (threads named
     /// `notify-global-N`). It is never shut down by notify; [`WorkerPool::shutdown`] on it is final.
+    /// Events still queued when the process exits are not delivered: hold a
+    /// [`WorkerPool::flush_guard`] in `main` (otherwise their count is written to stderr at exit).
     ///
     /// ```
     /// let a = notify_pool::WorkerPool::global();
     /// assert!(a.threads() >= 1);
     /// ```
     pub fn global() -> &'static WorkerPool {
-        &GLOBAL
+        GLOBAL.get_or_init(|| WorkerPool::builder().name("notify-global").build())
     }
 
     /// How many shared worker threads the pool runs (dedicated threads not counted).
@@ -641,26 +691,72 @@ impl WorkerPool {
     /// pool.flush();
     /// ```
     pub fn flush(&self) {
+        self.flush_until(None, "flush");
+    }
+
+    /// [`WorkerPool::flush`] with an upper bound: waits at most `timeout` (plus the time to take
+    /// a lock no callback holds). True when everything published before the call was delivered,
+    /// dropped or discarded; false when the time ran out first (nothing is lost: the events are
+    /// still queued, and the next flush waits for them too).
+    ///
+    /// # Panics
+    /// When called on one of this pool's threads, as [`WorkerPool::flush`].
+    ///
+    /// ```
+    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
+    /// assert!(pool.flush_timeout(std::time::Duration::from_secs(1)));
+    /// ```
+    pub fn flush_timeout(&self, timeout: Duration) -> bool {
+        self.flush_until(Instant::now().checked_add(timeout), "flush_timeout")
+    }
+
+    fn flush_until(&self, deadline: Option<Instant>, method: &str) -> bool {
         if worker::on_worker_of(self.owner.inner.shared.family) {
             panic!(
-                "notify: WorkerPool::flush called from a callback of pool `{}` (on its own thread): it \
+                "notify: WorkerPool::{method} called from a callback of pool `{}` (on its own thread): it \
                  would wait for that callback and never return; flush from another thread",
                 self.owner.inner.shared.name
             );
         }
         if self.is_shut_down() {
-            return;
+            return true;
         }
-        for pool in self.owner.pools().0 {
-            pool.flush();
-        }
+        self.owner.pools().0.iter().all(|pool| pool.flush(deadline))
+    }
+
+    /// A guard that flushes this pool when dropped, waiting at most `timeout`; hold it in `main`
+    /// so that events queued when `main` returns are delivered (as `tracing-appender`'s
+    /// `WorkerGuard`). What is still pending after `timeout` is counted and written to stderr.
+    ///
+    /// ```
+    /// use notify_pool::{AsyncOptions, WorkerPool};
+    /// use notify_core::{Event, Notifier, Payload};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// static DELIVERED: AtomicU64 = AtomicU64::new(0);
+    /// let notifier = Notifier::new();
+    /// let pool = WorkerPool::global();
+    /// let _guard = pool.flush_guard(std::time::Duration::from_secs(5));
+    /// pool.subscribe(&notifier, "run.job", AsyncOptions::new(), |_: &Event| {
+    ///     DELIVERED.fetch_add(1, Ordering::Relaxed);
+    /// });
+    /// notifier.instrument("run.job", Payload::new, |_| ());
+    /// drop(_guard); // at the end of `main`
+    /// assert_eq!(DELIVERED.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn flush_guard(&self, timeout: Duration) -> FlushGuard {
+        FlushGuard::new(self.clone(), timeout)
     }
 
     /// Shuts the pool down: refuses new events at once (see [`WorkerPool::rejected`]), delivers
     /// what was queued until `deadline` has passed, then stops every worker after the callback it
     /// is running, discards the rest, and joins every thread (dedicated ones too). The report says
-    /// exactly how many accepted events were abandoned. A callback that never returns keeps this
-    /// from returning. Calling it again returns the first report. `Duration::MAX`: no deadline.
+    /// exactly how many accepted events were abandoned. Returns within `deadline` plus
+    /// [`WorkerPool::STOP_GRACE`] (plus scheduling delays): a thread whose callback is still
+    /// running then is detached, named in [`ShutdownReport::detached`], and the events it holds
+    /// are counted as abandoned. Calling it again returns the first report. `Duration::MAX`: no
+    /// deadline (waits for every callback, however long).
     ///
     /// # Panics
     /// When called on one of this pool's threads (from one of its callbacks, dedicated threads

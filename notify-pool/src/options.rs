@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::escape::Escaped;
+
 /// What a mailbox does with an event that arrives when it already holds `capacity` events.
 ///
 /// ```
@@ -239,10 +241,10 @@ impl fmt::Display for AsyncFailure {
         write!(
             f,
             "async subscriber `{}` (mailbox #{}) panicked on `{}`: {}{}",
-            self.subscriber,
+            Escaped(&self.subscriber),
             self.mailbox,
-            self.event,
-            self.message,
+            Escaped(&self.event),
+            Escaped(&self.message),
             if self.detached { " (detached)" } else { "" }
         )
     }
@@ -328,7 +330,10 @@ impl fmt::Display for SlowSubscriber {
         write!(
             f,
             "async subscriber `{}` (mailbox #{}) is slow: mailbox full at {} events, {} dropped so far ({policy})",
-            self.subscriber, self.mailbox, self.capacity, self.dropped
+            Escaped(&self.subscriber),
+            self.mailbox,
+            self.capacity,
+            self.dropped
         )
     }
 }
@@ -340,7 +345,7 @@ impl fmt::Display for SlowSubscriber {
 /// let report = pool.shutdown(std::time::Duration::from_secs(1));
 /// assert_eq!(report.abandoned, 0);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
     /// Callbacks that returned (or panicked) over the pool's whole life, dedicated threads included.
     pub delivered: u64,
@@ -348,4 +353,10 @@ pub struct ShutdownReport {
     pub abandoned: u64,
     /// True when every accepted event was delivered before the deadline.
     pub drained: bool,
+    /// The names of the threads still running a callback [`WorkerPool::STOP_GRACE`] after the
+    /// deadline: detached (left to end on their own, not joined); the events they hold are
+    /// counted in `abandoned`. Empty when every thread was joined.
+    ///
+    /// [`WorkerPool::STOP_GRACE`]: crate::WorkerPool::STOP_GRACE
+    pub detached: Vec<String>,
 }

@@ -16,10 +16,12 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-
 use crate::delivery::{Group, Mailbox, Slot};
 use crate::options::{AsyncFailure, SlowSubscriber};
+use crate::padded::Padded;
+use crate::pending::Pending;
+use crate::sync::{Condvar, Mutex};
+use crate::unwind::{drop_payload, quietly};
 
 pub(crate) const RUNNING: u8 = 0;
 /// Shutdown began: publishing is refused, workers drain.
@@ -37,11 +39,6 @@ const SPINS_HOT: u32 = 64;
 pub(crate) type FailureHook = Arc<dyn Fn(&AsyncFailure) + Send + Sync>;
 pub(crate) type SlowHook = Arc<dyn Fn(&SlowSubscriber) + Send + Sync>;
 
-/// A value alone on its cache line(s), so counters written by different threads do not share one.
-#[repr(align(128))]
-#[derive(Debug, Default)]
-pub(crate) struct Padded<T>(pub(crate) T);
-
 /// One worker's parking spot and counters.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerSlot {
@@ -52,6 +49,8 @@ pub(crate) struct WorkerSlot {
     pub(crate) wakeups: AtomicU64,
     /// Callbacks this worker ran to completion or panic (a count).
     pub(crate) delivered: AtomicU64,
+    /// Set when the worker's loop ended (its thread is about to finish): it can be joined at once.
+    exited: AtomicBool,
 }
 
 /// What the run queue holds: a scheduled mailbox, or a scheduled shard of a fan-out group.
@@ -140,7 +139,7 @@ impl Shared {
             log::warn!(
                 target: "notify::pool",
                 "worker pool `{}` is shut down: async events are refused and counted (WorkerPool::rejected)",
-                self.name
+                crate::escape::Escaped(&self.name)
             );
         }
     }
@@ -154,13 +153,14 @@ pub(crate) struct PoolInner {
     /// `run.queue.len()`, readable without the lock (idle workers spin on it).
     queued: AtomicUsize,
     pub(crate) slots: Box<[Padded<WorkerSlot>]>,
-    /// Events accepted and not yet delivered, by flush generation (see `flush`).
-    pending: [Padded<AtomicU64>; 2],
-    generation: AtomicU64,
-    flushing: Mutex<()>,
-    quiet_waiters: AtomicUsize,
-    quiet: Mutex<()>,
-    quiet_cv: Condvar,
+    /// Events accepted and not yet finished, by flush generation.
+    pending: Pending,
+    /// Worker threads whose loop has not ended (a count).
+    running: crate::sync::atomic::AtomicUsize,
+    /// Publishers between the pool's door ([`PoolInner::enter`]) and the end of their publish (a
+    /// count): shutdown's report waits for them, so that each event they accepted has its final
+    /// count (delivered, dropped, rejected or abandoned) before the report is made.
+    publishing: Padded<crate::sync::atomic::AtomicUsize>,
     /// Publishers blocked on a full mailbox wait here; workers notify when they make room.
     pub(crate) space: Mutex<()>,
     pub(crate) space_cv: Condvar,
@@ -183,34 +183,46 @@ impl PoolInner {
         dedicated: bool,
     ) -> std::io::Result<Arc<PoolInner>> {
         let threads = threads.max(1);
+        let too_many = || {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("notify: cannot allocate the state of {threads} worker threads"),
+            )
+        };
+        // Fallible allocations: an absurd count is an error, never a panic or an abort.
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(threads).map_err(|_| too_many())?;
+        slots.extend((0..threads).map(|_| Padded(WorkerSlot::default())));
+        let mut handles = Vec::new();
+        handles.try_reserve_exact(threads).map_err(|_| too_many())?;
         let inner = Arc::new(PoolInner {
             shared,
             state: AtomicU8::new(RUNNING),
             run: Mutex::new(RunQueue::default()),
             queued: AtomicUsize::new(0),
-            slots: (0..threads).map(|_| Padded(WorkerSlot::default())).collect(),
-            pending: Default::default(),
-            generation: AtomicU64::new(0),
-            flushing: Mutex::new(()),
-            quiet_waiters: AtomicUsize::new(0),
-            quiet: Mutex::new(()),
-            quiet_cv: Condvar::new(),
+            slots: slots.into_boxed_slice(),
+            pending: Pending::new(),
+            running: crate::sync::atomic::AtomicUsize::new(0),
+            publishing: Padded(crate::sync::atomic::AtomicUsize::new(0)),
             space: Mutex::new(()),
             space_cv: Condvar::new(),
-            handles: Mutex::new(Vec::with_capacity(threads)),
+            handles: Mutex::new(handles),
             dedicated,
             retiring: AtomicBool::new(false),
         });
         for index in 0..threads {
             let worker = inner.clone();
+            inner.running.fetch_add(1, Ordering::SeqCst);
             let spawned = thread::Builder::new()
                 .name(format!("{thread_name}-{index}"))
                 .spawn(move || worker.work(index));
             match spawned {
                 Ok(handle) => inner.handles.lock().push(handle),
                 Err(e) => {
+                    inner.running.fetch_sub(1, Ordering::SeqCst);
+                    inner.slots[index].0.exited.store(true, Ordering::SeqCst);
                     inner.stop();
-                    inner.join();
+                    inner.join(None);
                     return Err(e);
                 }
             }
@@ -223,35 +235,44 @@ impl PoolInner {
         self.state.load(Ordering::Acquire)
     }
 
-    /// The flush generation a publisher stamps on an event (0 or 1).
+    /// The pool's door: a publisher enters before it accepts events, and leaves when the guard is
+    /// dropped; `None` (nothing entered) once shutdown began: the events are refused.
+    ///
+    /// Orderings: the entry is an `AcqRel` read-modify-write followed by an `Acquire` load of the
+    /// state; shutdown changes the state with a read-modify-write, then RMW-reads the count of
+    /// publishers ([`PoolInner::wait_publishers`]). If its read comes first in the count's
+    /// modification order, the publisher's increment reads from it and so sees the new state (it
+    /// refuses its events); otherwise shutdown sees the publisher and waits for it to leave.
     #[inline]
-    pub(crate) fn generation(&self) -> usize {
-        (self.generation.load(Ordering::Relaxed) & 1) as usize
+    pub(crate) fn enter(&self) -> Option<Publishing<'_>> {
+        self.publishing.0.fetch_add(1, Ordering::AcqRel);
+        let publishing = Publishing { pool: self };
+        (self.state() == RUNNING).then_some(publishing)
     }
 
-    /// Counts `n` events of generation `gen` as accepted (before they are queued).
+    /// Waits until no publisher is inside the door, or `until`; true when none is.
+    pub(crate) fn wait_publishers(&self, until: Option<Instant>) -> bool {
+        self.pending
+            .wait(|| crate::pending::read_usize(&self.publishing.0) == 0, until)
+    }
+
+    /// Counts `n` events as accepted (before they are queued); returns the flush generation to
+    /// stamp on them (see [`Pending::accept`]).
     #[inline]
-    pub(crate) fn accept(&self, gen: usize, n: u64) {
-        self.pending[gen].0.fetch_add(n, Ordering::Relaxed);
+    pub(crate) fn accept(&self, n: u64) -> usize {
+        self.pending.accept(n)
     }
 
     /// Counts `n` events of generation `gen` as finished (delivered, dropped or discarded), and wakes
     /// a flush or shutdown that waits for that generation to reach zero.
     #[inline]
     pub(crate) fn complete(&self, gen: usize, n: u64) {
-        if n == 0 {
-            return;
-        }
-        let before = self.pending[gen].0.fetch_sub(n, Ordering::SeqCst);
-        if before == n && self.quiet_waiters.load(Ordering::SeqCst) > 0 {
-            let _quiet = self.quiet.lock();
-            self.quiet_cv.notify_all();
-        }
+        self.pending.complete(gen, n);
     }
 
     /// Events accepted and not yet finished (a count).
     pub(crate) fn pending(&self) -> u64 {
-        self.pending[0].0.load(Ordering::SeqCst) + self.pending[1].0.load(Ordering::SeqCst)
+        self.pending.total()
     }
 
     /// Hands a newly scheduled mailbox to the workers.
@@ -382,6 +403,8 @@ impl PoolInner {
         let slot = &self.slots[index].0;
         let _ = slot.thread.set(thread::current());
         WORKER_OF.with(|w| w.set(self.shared.family));
+        // Whatever ends the loop, the thread counts as ended for shutdown's bounded join.
+        let _exit = ExitGuard { pool: &self, index };
         let mut batches = Batches::default();
         while let Some(mut task) = self.next(index) {
             loop {
@@ -450,6 +473,7 @@ impl PoolInner {
             done[item.gen] += 1;
             if let Err(payload) = call {
                 detached = mailbox.failed(&item.event, &*payload);
+                drop_payload(payload);
                 if detached {
                     break;
                 }
@@ -517,6 +541,7 @@ impl PoolInner {
                         if group.failed(first + offset, *seq, &item.event, &*payload) {
                             open = next;
                         }
+                        drop_payload(payload);
                     }
                 }
                 if stopped {
@@ -548,34 +573,10 @@ impl PoolInner {
         group.core.finish_turn(shard)
     }
 
-    /// Waits until no event of the current generation is pending: everything accepted before the
-    /// call was delivered, dropped or discarded.
-    pub(crate) fn flush(&self) {
-        let _one_at_a_time = self.flushing.lock();
-        let gen = (self.generation.fetch_add(1, Ordering::SeqCst) & 1) as usize;
-        self.wait_quiet(|| self.pending[gen].0.load(Ordering::SeqCst) == 0, None);
-    }
-
-    /// Waits until `done()` or `deadline`; true when `done()`.
-    fn wait_quiet(&self, done: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
-        self.quiet_waiters.fetch_add(1, Ordering::SeqCst);
-        let mut quiet = self.quiet.lock();
-        let reached = loop {
-            if done() {
-                break true;
-            }
-            match deadline {
-                Some(at) => {
-                    if self.quiet_cv.wait_until(&mut quiet, at).timed_out() && !done() {
-                        break false;
-                    }
-                }
-                None => self.quiet_cv.wait(&mut quiet),
-            }
-        };
-        drop(quiet);
-        self.quiet_waiters.fetch_sub(1, Ordering::SeqCst);
-        reached
+    /// Waits until everything accepted before the call is finished, or `deadline`; true when it
+    /// is (see [`Pending::flush`]).
+    pub(crate) fn flush(&self, deadline: Option<Instant>) -> bool {
+        self.pending.flush(deadline)
     }
 
     /// Refuses new events and wakes blocked publishers (first step of shutdown).
@@ -589,7 +590,7 @@ impl PoolInner {
 
     /// Waits for every accepted event until `deadline` (`None`: no deadline); true when drained.
     pub(crate) fn drain(&self, deadline: Option<Instant>) -> bool {
-        self.wait_quiet(|| self.pending() == 0, deadline)
+        self.pending.wait(|| self.pending() == 0, deadline)
     }
 
     /// Stops the workers after their callbacks in progress; discards what is still queued.
@@ -613,16 +614,30 @@ impl PoolInner {
         self.space_cv.notify_all();
     }
 
-    /// Joins the worker threads (after `stop`).
-    pub(crate) fn join(&self) {
-        let handles = mem_take(&mut *self.handles.lock());
+    /// Joins the worker threads (after `stop`), waiting for their loops to end until `until`
+    /// (`None`: no limit). A thread still running a callback then is detached (left to end on
+    /// its own); the names of those are returned. The calling thread, if it is one of them, is
+    /// skipped.
+    pub(crate) fn join(&self, until: Option<Instant>) -> Vec<String> {
         let me = thread::current().id();
-        for handle in handles {
+        let own = self.handles.lock().iter().filter(|h| h.thread().id() == me).count();
+        if until.is_some() {
+            self.pending
+                .wait(|| crate::pending::read_usize(&self.running) <= own, until);
+        }
+        let handles = mem_take(&mut *self.handles.lock());
+        let mut detached = Vec::new();
+        for (index, handle) in handles.into_iter().enumerate() {
             if handle.thread().id() == me {
                 continue;
             }
-            let _ = handle.join();
+            if until.is_none() || self.slots[index].0.exited.load(Ordering::Acquire) {
+                let _ = handle.join();
+            } else {
+                detached.push(handle.thread().name().unwrap_or("<unnamed>").to_owned());
+            }
         }
+        detached
     }
 
     /// Callbacks delivered by all workers (a count).
@@ -635,10 +650,44 @@ impl PoolInner {
         self.slots.iter().map(|s| s.0.wakeups.load(Ordering::Relaxed)).collect()
     }
 
-    /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed).
+    /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed, its
+    /// payload dropped safely).
     pub(crate) fn report_failure(&self, failure: &AsyncFailure) {
         let hook = &self.shared.failure_hook;
-        let _ = catch_unwind(AssertUnwindSafe(|| hook(failure)));
+        quietly(|| hook(failure));
+    }
+}
+
+/// A publisher inside the pool's door ([`PoolInner::enter`]); leaves it when dropped.
+pub(crate) struct Publishing<'a> {
+    pool: &'a PoolInner,
+}
+
+impl Drop for Publishing<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // `AcqRel`: what the publisher did (its counts) is visible to the shutdown that reads the
+        // count; then wake it if it waits (see `Pending::notify`).
+        if self.pool.publishing.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.pool.pending.notify();
+        }
+    }
+}
+
+/// Marks a worker's loop as ended when dropped (also when it unwinds), and wakes a shutdown that
+/// waits for the threads.
+struct ExitGuard<'a> {
+    pool: &'a PoolInner,
+    index: usize,
+}
+
+impl Drop for ExitGuard<'_> {
+    fn drop(&mut self) {
+        // `exited` before the `AcqRel` decrement that a shutdown's wait RMW-reads (so it sees the
+        // flag once it sees the count), then the notify (see the `pending` module).
+        self.pool.slots[self.index].0.exited.store(true, Ordering::Release);
+        self.pool.running.fetch_sub(1, Ordering::AcqRel);
+        self.pool.pending.notify();
     }
 }
 
