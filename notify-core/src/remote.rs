@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::event::{monotonic_clock, Event, Outcome};
 use crate::payload::Payload;
+use crate::trace_id::TraceId;
 
 impl Event {
     /// An event that started at wall-clock `start` and lasted `duration` (nanosecond precision),
@@ -49,6 +50,21 @@ impl Event {
         self
     }
 
+    /// The same event with the given trace id (the one it had in the process that recorded it,
+    /// so the events of one request keep one trace across processes).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let trace = notify_core::TraceId::new(0x4bf9_2f35).unwrap();
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_trace_id(trace);
+    /// assert_eq!(event.trace_id(), trace);
+    /// ```
+    #[must_use]
+    pub fn with_trace_id(mut self, trace_id: TraceId) -> Event {
+        self.trace_id = trace_id;
+        self
+    }
+
     /// The same event with the given outcome (for instance [`Outcome::Panicked`] for a remote
     /// event whose block panicked).
     ///
@@ -87,6 +103,7 @@ mod tests {
                     e.parent_id(),
                     e.transaction_id(),
                     e.outcome(),
+                    e.trace_id().get(),
                     e.payload().get("rows").and_then(|v| v.as_i64()),
                 ));
             }),

@@ -5,7 +5,7 @@
 //! format before decoding the rest, `source` the exporter's random 64-bit id (event ids are unique
 //! per process only, so `(source, event id)` names an event across processes). Each event is the
 //! envelope [`EventOut`]/[`EventIn`]: name, wall-clock start and end (ns since the Unix epoch),
-//! duration (ns), event id, parent id, transaction id, trace id (0 = none), outcome, payload (a
+//! duration (ns), event id, parent id, transaction id, trace id (128 bits), outcome, payload (a
 //! list of key/value pairs, in order).
 
 use std::borrow::Cow;
@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use notify_core::{Event, Outcome, Payload, Value};
+use notify_core::{Event, Outcome, Payload, TraceId, Value};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -217,7 +217,7 @@ impl<'a> EventOut<'a> {
             id: event.id(),
             parent_id: event.parent_id(),
             transaction_id: event.transaction_id(),
-            trace_id: 0,
+            trace_id: event.trace_id().get(),
             outcome: match event.outcome() {
                 Outcome::Completed => WireOutcome::Completed,
                 Outcome::Panicked => WireOutcome::Panicked,
@@ -257,13 +257,21 @@ impl EventIn {
             };
         }
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
-        Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), payload)
-            .with_ids(self.id, self.parent_id, self.transaction_id)
-            .with_outcome(match self.outcome {
-                WireOutcome::Completed => Outcome::Completed,
-                WireOutcome::Panicked => Outcome::Panicked,
-                WireOutcome::Cancelled => Outcome::Cancelled,
-            })
+        let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), payload).with_ids(
+            self.id,
+            self.parent_id,
+            self.transaction_id,
+        );
+        // 0 is no trace id (W3C forbids it): the event keeps the fresh one it was built with.
+        let event = match TraceId::new(self.trace_id) {
+            Some(trace_id) => event.with_trace_id(trace_id),
+            None => event,
+        };
+        event.with_outcome(match self.outcome {
+            WireOutcome::Completed => Outcome::Completed,
+            WireOutcome::Panicked => Outcome::Panicked,
+            WireOutcome::Cancelled => Outcome::Cancelled,
+        })
     }
 }
 
@@ -441,6 +449,7 @@ mod tests {
             (b.id(), b.parent_id(), b.transaction_id())
         );
         assert_eq!(a.outcome(), b.outcome());
+        assert_eq!(a.trace_id(), b.trace_id());
         assert_eq!(a.payload(), b.payload());
     }
 
