@@ -116,6 +116,7 @@ mod tests {
             Payload::new().with("rows", 3_u64),
         )
         .with_ids(900, Some(899), 17)
+        .with_trace_id(TraceId::new(0xabc).unwrap())
         .with_outcome(Outcome::Cancelled);
         notifier.publish_event(event);
         let seen = seen.lock().unwrap();
@@ -128,6 +129,7 @@ mod tests {
                 Some(899),
                 17,
                 Outcome::Cancelled,
+                0xabc,
                 Some(3)
             )]
         );
