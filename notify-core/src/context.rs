@@ -10,7 +10,7 @@ use crate::trace_id::TraceId;
 /// Where work is in a trace: a trace id and the current event (the parent of events started
 /// under it). Capture it where work is handed off ([`Context::current`]) and attach it where the
 /// work runs ([`Context::attach`], [`Context::in_scope`]), on any thread; for futures,
-/// a future carrying its context (issue 10, next) does both.
+/// [`Instrument::in_current_context`](crate::Instrument::in_current_context) does both.
 ///
 /// A context without a trace id makes the next event a root with a new random trace id; one with
 /// a trace id but no event (an imported W3C `traceparent` whose parent is remote, or

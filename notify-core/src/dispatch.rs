@@ -14,6 +14,7 @@ use crate::failure::{guarded, guarded_silenced_reporting, SubscriberFailure};
 use crate::ids;
 use crate::notifier::Inner;
 use crate::payload::Payload;
+use crate::record;
 use crate::registry::Resolved;
 use crate::subscriber::EventedSubscriber;
 use crate::trace_id::TraceId;
@@ -190,6 +191,7 @@ impl Active {
         if self.entered {
             ids::leave(self.context.id);
         }
+        record::take_into(self.context.id, payload);
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;

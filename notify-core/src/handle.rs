@@ -238,6 +238,24 @@ impl Handle {
         self.name.as_str()
     }
 
+    /// True once started (also after `finish`).
+    pub(crate) fn is_started(&self) -> bool {
+        self.state != State::Built
+    }
+
+    /// True when an explicit parent was set.
+    pub(crate) fn has_parent(&self) -> bool {
+        self.parent.is_some()
+    }
+
+    /// Moves the facts recorded on this thread for this event ([`record`](crate::record)) into
+    /// the payload.
+    pub(crate) fn collect_records(&mut self) {
+        if let (Some(id), State::Started) = (self.id, self.state) {
+            crate::record::take_into(id, &mut self.payload);
+        }
+    }
+
     /// The event id once started and listened, also after `finish` (`None` when nobody listens).
     ///
     /// ```

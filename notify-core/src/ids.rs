@@ -296,6 +296,28 @@ pub(crate) fn frame(event: u64, trace: u128) -> Frame {
     Frame { key: 0, event, trace }
 }
 
+/// The event entered on this thread that is current (the top frame, when it is an entered event,
+/// not an attached context); 0 when there is none.
+#[inline]
+pub(crate) fn current_entered_event() -> u64 {
+    THREAD.with(|thread| {
+        let len = thread.len.get();
+        if len == 0 {
+            return 0;
+        }
+        let top = if len <= DEPTH {
+            thread.frames[len - 1].get()
+        } else {
+            deep_top()
+        };
+        if top.key == top.event {
+            top.event
+        } else {
+            0
+        }
+    })
+}
+
 /// The current frame of this thread.
 pub(crate) fn current() -> Frame {
     THREAD.with(Thread::current)
@@ -347,7 +369,7 @@ pub(crate) fn random_trace_id() -> TraceId {
 /// request moves between worker threads. To tell which events belong to one request, use the
 /// [`TraceId`] ([`Event::trace_id`](crate::Event::trace_id)): every event of a trace shares it
 /// when the [`Context`](crate::Context) is carried into spawned work
-/// (a future carrying its context (issue 10, next)).
+/// ([`Instrument::in_current_context`](crate::Instrument::in_current_context)).
 ///
 /// ```
 /// let here = notify_core::transaction_id();

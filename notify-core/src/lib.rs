@@ -99,6 +99,7 @@ mod error;
 pub mod escape;
 mod event;
 mod failure;
+mod future;
 mod handle;
 mod ids;
 mod instrumenter;
@@ -106,6 +107,7 @@ mod namespace_subscriber;
 mod notifier;
 mod pattern;
 mod payload;
+mod record;
 mod registry;
 mod remote;
 mod subscriber;
@@ -119,6 +121,7 @@ pub use crate::context::{Context, ContextGuard, EventContext};
 pub use crate::error::{NotifyError, PatternError};
 pub use crate::event::{Event, Outcome};
 pub use crate::failure::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+pub use crate::future::{Instrument, Instrumented, WithContext};
 pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
 pub use crate::instrumenter::Instrumenter;
@@ -126,6 +129,7 @@ pub use crate::namespace_subscriber::{Attachment, Method, Methods, MethodsError,
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
+pub use crate::record::record;
 pub use crate::subscriber::{
     EventOptions, EventSubscriber, EventedOptions, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber,
     SilenceableSubscriber, Subscriber, TimedSubscriber,

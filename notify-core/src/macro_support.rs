@@ -5,13 +5,13 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::callsite::Callsite;
+use crate::context::Context;
 use crate::dispatch::Active;
 use crate::event::Outcome;
+use crate::future::RecordWith;
 use crate::handle::Handle;
 use crate::notifier::Notifier;
 use crate::payload::{Payload, Value};
@@ -317,8 +317,32 @@ impl Guard {
         }
     }
 
+    /// As [`Guard::start`], under the explicit parent `parent()` (`parent = expr`), evaluated only
+    /// when someone listens.
+    #[inline(always)]
+    pub fn start_with_parent<P: Into<Context>>(
+        &mut self,
+        callsite: &'static Callsite,
+        parent: impl FnOnce() -> P,
+        payload: impl FnOnce(&mut Payload),
+    ) {
+        if callsite.is_enabled() {
+            self.start_listened_in(callsite, Some(parent().into().frame()), payload);
+        }
+    }
+
     #[inline(never)]
     fn start_listened(&mut self, callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) {
+        self.start_listened_in(callsite, None, payload);
+    }
+
+    #[inline(always)]
+    fn start_listened_in(
+        &mut self,
+        callsite: &'static Callsite,
+        parent: Option<crate::ids::Frame>,
+        payload: impl FnOnce(&mut Payload),
+    ) {
         let Some(active) = callsite.prepare() else {
             return;
         };
@@ -330,7 +354,7 @@ impl Guard {
             panicking_at_start: std::thread::panicking(),
         });
         payload(&mut started.payload);
-        started.active.start(&started.payload, true, None);
+        started.active.start(&started.payload, true, parent);
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).
@@ -389,30 +413,50 @@ pub fn start_detached(callsite: &'static Callsite, payload: impl FnOnce(&mut Pay
     start_detached_listened(callsite, payload)
 }
 
+/// As [`start_detached`], under the explicit parent `parent()` (`parent = expr`), evaluated only
+/// when someone listens.
+#[inline(always)]
+pub fn start_detached_with_parent<P: Into<Context>>(
+    callsite: &'static Callsite,
+    parent: impl FnOnce() -> P,
+    payload: impl FnOnce(&mut Payload),
+) -> Option<Box<Handle>> {
+    if !callsite.is_enabled() {
+        return None;
+    }
+    start_detached_listened_in(callsite, Some(parent().into()), payload)
+}
+
 #[inline(never)]
 fn start_detached_listened(callsite: &'static Callsite, payload: impl FnOnce(&mut Payload)) -> Option<Box<Handle>> {
+    start_detached_listened_in(callsite, None, payload)
+}
+
+#[inline(always)]
+fn start_detached_listened_in(
+    callsite: &'static Callsite,
+    parent: Option<Context>,
+    payload: impl FnOnce(&mut Payload),
+) -> Option<Box<Handle>> {
     let mut handle = Box::new(callsite.handle(|| {
         let mut filled = Payload::default();
         payload(&mut filled);
         filled
     })?);
+    if let Some(parent) = parent {
+        // A fresh handle is not started: this cannot fail.
+        let _ = handle.set_parent(parent);
+    }
     // A fresh handle cannot be started already.
     let _ = handle.start_detached();
     Some(handle)
 }
 
-/// The body of an instrumented async fn, with its event: each poll runs with the event as the
-/// thread's current one; completion finishes it; a drop before completion finishes it as
-/// [`Outcome::Cancelled`]; a panic in a poll finishes it as [`Outcome::Panicked`]. Unlistened
-/// (`handle` is `None`), a poll is the inner poll and one branch.
+/// The body of an instrumented async fn, with its (started) event: [`Instrument::instrument`]'s
+/// future, which records the output with `record` on completion.
 ///
-/// The struct has no bounds (its `Future` impl has them), so a `record` that does not fit the
-/// output is one error at the attribute's key, not one more wherever the type appears.
-pub struct Instrumented<F, R> {
-    inner: ManuallyDrop<F>,
-    handle: Option<Box<Handle>>,
-    record: R,
-}
+/// [`Instrument::instrument`]: crate::Instrument::instrument
+pub type Instrumented<F, R> = crate::future::Instrumented<F, RecordWith<R>>;
 
 /// Wraps `inner`, the body of an instrumented async fn; `record` is one of the `record_*`
 /// functions (a zero-sized fn item); `hint` gives `inner` the function's return type as its
@@ -423,75 +467,7 @@ where
     F: Future<Output = O>,
     R: Fn(&mut Payload, &O),
 {
-    Instrumented {
-        inner: ManuallyDrop::new(inner),
-        handle,
-        record,
-    }
-}
-
-/// Finishes the event as panicked when the inner poll unwinds (`armed` is cleared once it
-/// returned, so a poll that runs while some other panic unwinds is not mistaken for one).
-struct PollGuard<'a> {
-    handle: &'a mut Option<Box<Handle>>,
-    armed: bool,
-}
-
-impl Drop for PollGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            if let Some(mut handle) = self.handle.take() {
-                handle.set_outcome(Outcome::Panicked);
-                let _ = handle.finish();
-            }
-        }
-    }
-}
-
-impl<F: Future, R: Fn(&mut Payload, &F::Output)> Future for Instrumented<F, R> {
-    type Output = F::Output;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: `inner` is structurally pinned: it is never moved out of `self`, and it is dropped
-        // in place (in `drop`); `handle` and `record` are not pinned.
-        let this = unsafe { self.get_unchecked_mut() };
-        // SAFETY: see above.
-        let inner = unsafe { Pin::new_unchecked(&mut *this.inner) };
-        if this.handle.is_none() {
-            return inner.poll(cx);
-        }
-        let mut guard = PollGuard {
-            handle: &mut this.handle,
-            armed: true,
-        };
-        let entered = guard.handle.as_deref().map(Handle::enter);
-        let poll = inner.poll(cx);
-        drop(entered);
-        guard.armed = false;
-        if let Poll::Ready(output) = &poll {
-            if let Some(mut handle) = guard.handle.take() {
-                (this.record)(handle.payload_mut(), output);
-                let _ = handle.finish();
-            }
-        }
-        poll
-    }
-}
-
-impl<F, R> Drop for Instrumented<F, R> {
-    fn drop(&mut self) {
-        let entered = self.handle.as_deref().map(Handle::enter);
-        // SAFETY: dropped in place exactly once, never used again.
-        unsafe { ManuallyDrop::drop(&mut self.inner) };
-        drop(entered);
-        if let Some(mut handle) = self.handle.take() {
-            // A poll that panicked already finished the event (PollGuard); what is left was
-            // dropped before completion, whatever else is unwinding.
-            handle.set_outcome(Outcome::Cancelled);
-            let _ = handle.finish();
-        }
-    }
+    crate::future::Instrumented::new(inner, handle, RecordWith(record))
 }
 
 #[cfg(test)]

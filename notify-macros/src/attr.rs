@@ -1,4 +1,4 @@
-//! Parsing the attribute: `#[instrument_event("name", fields(...), err, ret, crate = path)]`.
+//! Parsing the attribute: `#[instrument_event("name", fields(...), err, ret, parent = expr, crate = path)]`.
 //!
 //! Every problem found is kept and reported together (`syn::Error::combine`), each pointing at
 //! the key or value at fault; parsing stops only where the input cannot be read any further.
@@ -10,7 +10,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, LitStr, Token};
 
 /// The keys the attribute accepts, for error messages.
-const KEYS: &str = "`name`, `fields`, `err`, `ret` or `crate`";
+const KEYS: &str = "`name`, `fields`, `err`, `ret`, `parent` or `crate`";
 
 /// The parsed attribute.
 #[derive(Default)]
@@ -25,6 +25,8 @@ pub(crate) struct Args {
     pub ret: Option<Span>,
     /// `crate = path`: where notify-core is, for crates that reach it through a re-export.
     pub krate: Option<syn::Path>,
+    /// `parent = expr`: the event's explicit parent (anything `Into<notify_core::Context>`).
+    pub parent: Option<Expr>,
 }
 
 /// How a field value is turned into a payload value.
@@ -136,6 +138,15 @@ fn parse_args(input: ParseStream, args: &mut Args, errors: &mut Errors) -> syn::
                     if input.peek(Token![=]) || input.peek(syn::token::Paren) {
                         errors.at(span, format_args!("`{key}` takes no value: write just `{key}`"));
                         skip_value(input)?;
+                    }
+                }
+                "parent" => {
+                    if args.parent.is_some() {
+                        errors.at(span, "duplicate key `parent`");
+                    }
+                    if expect_eq(input, &key, errors)? {
+                        let parent: Expr = input.parse()?;
+                        args.parent.get_or_insert(parent);
                     }
                 }
                 "crate" => {

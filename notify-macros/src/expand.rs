@@ -250,6 +250,18 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
     // The event of a future: started on its first poll, entered during each poll (see
     // macro_support::Instrumented). With `err` or `ret`, every use of the record function is
     // spanned at the key, so a type that does not fit is one error there.
+    // `parent = expr`: evaluated only when someone listens.
+    let (start_detached, guard_start) = match &args.parent {
+        None => (
+            quote!(#private::start_detached(&#site, #payload)),
+            quote!(#private::Guard::start),
+        ),
+        Some(parent) => (
+            quote!(#private::start_detached_with_parent(&#site, || #parent, #payload)),
+            quote!(#private::Guard::start_with_parent),
+        ),
+    };
+    let parent_arg = args.parent.as_ref().map(|parent| quote!(|| #parent,));
     let instrument_future = |future: TokenStream| {
         let handle = format_ident!("notify_handle", span = Span::mixed_site());
         let key = record.as_ref().map_or_else(Span::call_site, Spanned::span);
@@ -260,7 +272,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         call.set_span(key);
         let dot_await = quote_spanned!(key=> .await);
         quote! {
-            let #handle = #private::start_detached(&#site, #payload);
+            let #handle = #start_detached;
             #instrumented #call #dot_await
         }
     };
@@ -359,7 +371,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             #static_item
             #hint_let
             let mut #guard = #private::Guard::new();
-            #private::Guard::start(&mut #guard, &#site, #payload);
+            #guard_start(&mut #guard, &#site, #parent_arg #payload);
             let #value = #private::call_once(#hint, #closure);
             #record_call
             #value
@@ -369,7 +381,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         quote! {
             #static_item
             let mut #guard = #private::Guard::new();
-            #private::Guard::start(&mut #guard, &#site, #payload);
+            #guard_start(&mut #guard, &#site, #parent_arg #payload);
             #body
         }
     };
