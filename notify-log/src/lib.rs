@@ -29,18 +29,15 @@
 //!
 //! # Durations
 //!
-//! Silenceable subscribers are *evented* (`start`, `finish`), so a log method measures its own
-//! duration: `start` reads the monotonic clock and pushes `(method, event id, Instant)` on a small
-//! thread-local stack; `finish` takes its entry back by event id. No lock, no allocation after the
-//! first event of a thread, no sharing between threads. Start and finish of a synchronous event
-//! (`instrument`, a callsite, a handle finished where it was started) run on one thread, so the
-//! entry is always found. An event finished on *another* thread (a [`Handle`](notify_core::Handle) sent
-//! elsewhere, an async event resumed on another worker) finds no entry: its
-//! [`LogEvent::duration`] is `None` and [`LogEvent::elapsed`] prints `?ms`; the line is still
-//! logged. The stack keeps at most 64 open entries per thread (the oldest is dropped), so an event
-//! started and never finished cannot leak memory. The alternative — asking the core to read the
-//! clock for the silenceable group — would cost every silenceable subscriber two clock reads
-//! even when it wants none, which is why this module measures for itself.
+//! A log method is subscribed with [`EventedOptions::duration`](notify_core::EventedOptions), so
+//! the core reads the monotonic clock when the event starts and finishes and hands the times to
+//! `finish` in its [`EventContext`](notify_core::EventContext): [`LogEvent::duration`] is the
+//! event's own duration, also for an event that finishes on another thread than it started on (a
+//! [`Handle`](notify_core::Handle) sent elsewhere, an async fn or instrumented future resumed on
+//! another tokio worker). The clock is read only while some log method of the event is not
+//! silenced (a silenced event costs what an unlistened one costs) and is shared with every other
+//! listener that needs it. [`LogEvent::elapsed`] prints `?ms` only for a [`LogEvent`] built by hand
+//! without a duration.
 //!
 //! # Built on notify-core's method-per-event subscribers
 //!
@@ -102,7 +99,6 @@ mod config;
 mod event;
 mod line;
 mod method;
-mod starts;
 
 pub use log::Level;
 

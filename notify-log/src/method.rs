@@ -7,17 +7,16 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
 
 use log::Level;
 
 use super::config::MethodSpec;
 use super::line::Line;
-use super::{starts, LogEvent, LogSubscriber, LogSubscriberError};
+use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
 use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
-use notify_core::{EventContext, EventedSubscriber, SilenceableSubscriber};
+use notify_core::{EventContext, EventedOptions, EventedSubscriber, SilenceableSubscriber};
 
 /// A log subscriber's shared state and its notify-core declaration.
 type Declared<T> = (Arc<Shared<T>>, Methods<Shared<T>>);
@@ -114,7 +113,9 @@ impl<T: LogSubscriber> LogMethod<T> {
                     index,
                 };
                 let label = format!("log subscriber `{}` ({})", method.target(), method.event_name());
-                Subscriber::silenceable(method).named(label)
+                // The core reads the monotonic clock at start and finish for it: the duration comes
+                // from the event, wherever it finishes.
+                Subscriber::silenceable_with(EventedOptions { duration: true }, method).named(label)
             });
         }
         methods
@@ -197,11 +198,6 @@ impl<T> LogMethod<T> {
     pub fn subscriber(&self) -> &T {
         &self.shared.subscriber
     }
-
-    /// A key unique to this method of this attached subscriber while it lives.
-    fn key(&self) -> usize {
-        self.spec() as *const MethodSpec<T> as usize
-    }
 }
 
 /// True when the `log` facade would keep a record of `level` for `target` right now: the same
@@ -213,13 +209,11 @@ fn log_enabled(level: Level, target: &str) -> bool {
 }
 
 impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
-    fn start(&self, _name: &str, event: &EventContext, _payload: &Payload) {
-        starts::push(self.key(), event.id(), Instant::now());
-    }
+    fn start(&self, _name: &str, _event: &EventContext, _payload: &Payload) {}
 
     fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
         let id = event.id();
-        let duration = starts::take(self.key(), id).map(|at| at.elapsed());
+        let duration = event.duration();
         let shared = &*self.shared;
         let spec = self.spec();
         let event = LogEvent::from_parts(

@@ -370,7 +370,7 @@ fn l3_a_panicking_formatter_logs_could_not_log_and_logging_goes_on() {
     );
 }
 
-/// Logs the duration as measured by the log subscriber: "<sql> <known|unknown>".
+/// Logs the duration the event carries: "<sql> <known|unknown>".
 struct Timed;
 impl LogSubscriber for Timed {
     fn config() -> LogConfig<Timed> {
@@ -403,7 +403,7 @@ fn digits_as_n(text: &str) -> String {
 }
 
 #[test]
-fn durations_pair_nested_events_and_are_unknown_when_finished_on_another_thread() {
+fn durations_come_from_the_event_for_nested_events_and_events_finished_on_another_thread() {
     let _serial = setup(LevelFilter::Trace);
     let notifier = Notifier::new();
     let _attached = Timed.attach_to(&notifier).unwrap();
@@ -422,9 +422,68 @@ fn durations_pair_nested_events_and_are_unknown_when_finished_on_another_thread(
         [
             line(Level::Info, "timed", "inner known N.Nms"),
             line(Level::Info, "timed", "outer known N.Nms"),
-            line(Level::Info, "timed", "moved unknown ?ms"),
+            line(Level::Info, "timed", "moved known N.Nms"),
         ]
     );
+}
+
+/// "Performed job N in X.Yms", as a job-queue log subscriber writes it.
+struct Jobs;
+impl LogSubscriber for Jobs {
+    fn config() -> LogConfig<Jobs> {
+        LogConfig::new("jobs").color(ColorChoice::Never).method(
+            "perform",
+            Level::Info,
+            |_: &Jobs, event: &LogEvent<'_>| {
+                Some(format!(
+                    "Performed job {} in {}",
+                    event.payload().get("job")?,
+                    event.elapsed()
+                ))
+            },
+        )
+    }
+}
+
+#[test]
+fn every_async_job_on_a_multi_thread_runtime_logs_its_duration() {
+    use notify_core::Instrument;
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let _attached = Jobs.attach_to(&notifier).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(3)
+        .enable_time()
+        .build()
+        .unwrap();
+    for _run in 0..5 {
+        runtime.block_on(async {
+            let jobs: Vec<_> = (0..6_u64)
+                .map(|job| {
+                    let handle = notifier.build_handle("perform.jobs", Payload::new().with("job", job));
+                    tokio::spawn(
+                        async move {
+                            for _ in 0..3 {
+                                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                            }
+                        }
+                        .instrument(handle),
+                    )
+                })
+                .collect();
+            for job in jobs {
+                job.await.unwrap();
+            }
+        });
+    }
+    let lines = lines();
+    assert_eq!(lines.len(), 30);
+    for (_, _, text) in &lines {
+        assert!(text.starts_with("Performed job "), "{text}");
+        assert!(!text.contains("?ms"), "{text}");
+        let ms: f64 = text.rsplit(' ').next().unwrap().trim_end_matches("ms").parse().unwrap();
+        assert!(ms >= 3.0, "three 1 ms sleeps: {text}");
+    }
 }
 
 #[test]
