@@ -6,9 +6,10 @@ use std::sync::{Arc, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crate::escape::Escaped;
+use crate::shutdown::Owner;
 use crate::sync::Mutex;
 use crate::unwind::quietly;
-use crate::{worker, Owner, ShutdownReport, WorkerPool};
+use crate::{worker, WorkerPool};
 
 /// Flushes its pool when dropped, waiting at most its timeout: hold one in `main` so that the
 /// events queued when `main` returns are delivered, as `tracing-appender`'s `WorkerGuard` does
@@ -56,27 +57,6 @@ pub(crate) fn watch(owner: &Arc<Owner>) {
     let mut live = LIVE.get_or_init(|| Mutex::new(Vec::new())).lock();
     live.retain(|pool| pool.strong_count() > 0);
     live.push(Arc::downgrade(owner));
-}
-
-/// Writes to stderr what the drop of a pool's last clone abandoned, if anything.
-pub(crate) fn report_dropped(name: &str, report: &ShutdownReport) {
-    if report.abandoned == 0 && report.detached.is_empty() {
-        return;
-    }
-    quietly(|| {
-        eprintln!(
-            "notify-pool: worker pool `{}` dropped: {} queued events abandoned after {:?}{}",
-            Escaped(name),
-            report.abandoned,
-            WorkerPool::DROP_DEADLINE,
-            if report.detached.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<String> = report.detached.iter().map(|n| Escaped(n).to_string()).collect();
-                format!("; threads still in a callback, detached: {}", names.join(", "))
-            }
-        );
-    });
 }
 
 /// At exit: the events still pending on each live pool, written to stderr (nothing when none).

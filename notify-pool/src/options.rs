@@ -29,19 +29,23 @@ pub enum Overflow {
     Block,
 }
 
-/// What happens to an async subscriber whose callback panicked. Either way the worker survives, and
-/// the panic is reported once through the pool's failure hook (default: `log::error!`, target
-/// `notify::pool`).
+/// What happens to an async subscriber whose callback panicked: the pool's counterpart of
+/// notify-core's `FailurePolicy` (same names for the same meanings; notify-core's `Strict`, which
+/// re-raises in the instrumented code, has no counterpart on a worker). Either way the worker
+/// survives, and the panic is reported once through the pool's failure hook (default:
+/// `log::error!`, target `notify::pool`; [`WorkerPool::set_failure_hook`]).
+///
+/// [`WorkerPool::set_failure_hook`]: crate::WorkerPool::set_failure_hook
 ///
 /// ```
-/// assert_eq!(notify_pool::PanicPolicy::default(), notify_pool::PanicPolicy::Keep);
+/// assert_eq!(notify_pool::AsyncFailurePolicy::default(), notify_pool::AsyncFailurePolicy::Report);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PanicPolicy {
-    /// Keep delivering the subscriber's next events (default).
+pub enum AsyncFailurePolicy {
+    /// Report the panic and keep delivering the subscriber's next events (default).
     #[default]
-    Keep,
-    /// Detach the subscriber: the events still queued are discarded (and counted as dropped), later
+    Report,
+    /// Report the panic and detach the subscriber: the events still queued are discarded (and counted as dropped), later
     /// events are refused (publishers blocked on its full mailbox by [`Overflow::Block`] are
     /// released, their events counted as dropped), and [`AsyncHandle::is_closed`](crate::AsyncHandle::is_closed)
     /// becomes true. Its registry entry stays until you unsubscribe it.
@@ -65,8 +69,8 @@ pub struct AsyncOptions {
     pub capacity: usize,
     /// What happens when the mailbox is full (default [`Overflow::DropNewest`]).
     pub overflow: Overflow,
-    /// What happens when the callback panics (default [`PanicPolicy::Keep`]).
-    pub on_panic: PanicPolicy,
+    /// What happens when the callback panics (default [`AsyncFailurePolicy::Report`]).
+    pub on_failure: AsyncFailurePolicy,
     /// Serve this subscriber from a thread of its own instead of the shared pool, for callbacks that
     /// block on I/O (default `false`). The thread ends when the subscription is unsubscribed,
     /// closed ([`AsyncHandle::close`](crate::AsyncHandle::close)), detached after a panic or
@@ -82,7 +86,7 @@ impl Default for AsyncOptions {
         AsyncOptions {
             capacity: 1024,
             overflow: Overflow::DropNewest,
-            on_panic: PanicPolicy::Keep,
+            on_failure: AsyncFailurePolicy::Report,
             dedicated_thread: false,
             label: None,
         }
@@ -122,15 +126,15 @@ impl AsyncOptions {
         self
     }
 
-    /// Sets [`AsyncOptions::on_panic`].
+    /// Sets [`AsyncOptions::on_failure`].
     ///
     /// ```
-    /// use notify_pool::{AsyncOptions, PanicPolicy};
-    /// assert_eq!(AsyncOptions::new().on_panic(PanicPolicy::Detach).on_panic, PanicPolicy::Detach);
+    /// use notify_pool::{AsyncOptions, AsyncFailurePolicy};
+    /// assert_eq!(AsyncOptions::new().on_failure(AsyncFailurePolicy::Detach).on_failure, AsyncFailurePolicy::Detach);
     /// ```
     #[must_use]
-    pub fn on_panic(mut self, policy: PanicPolicy) -> AsyncOptions {
-        self.on_panic = policy;
+    pub fn on_failure(mut self, policy: AsyncFailurePolicy) -> AsyncOptions {
+        self.on_failure = policy;
         self
     }
 
@@ -170,11 +174,15 @@ impl AsyncOptions {
 ///     .failure_hook(move |f: &notify_pool::AsyncFailure| sink.lock().unwrap().push(f.to_string()))
 ///     .build();
 /// let notifier = Notifier::new();
-/// pool.subscribe(&notifier, "x", AsyncOptions::new().named("audit"), |_: &Event| panic!("boom"));
-/// notifier.instrument("x", Payload::new, |_| ());
+/// let sub = pool.subscribe(&notifier, "run.job", AsyncOptions::new().named("audit"), |_: &Event| panic!("boom"));
+/// notifier.instrument("run.job", Payload::new, |_| ());
 /// pool.flush();
-/// assert_eq!(reports.lock().unwrap()[0], "async subscriber `audit` (mailbox #1) panicked on `x`: boom");
+/// assert_eq!(reports.lock().unwrap()[0], "async subscriber `audit` (mailbox #1) panicked on `run.job`: boom");
+/// # let _ = sub;
 /// ```
+///
+/// Its `Display` (what the default hook logs) escapes control characters of the event name, the
+/// label and the message, so they cannot forge a log line; the getters return them as they are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsyncFailure {
     pub(crate) mailbox: u64,
@@ -186,51 +194,26 @@ pub struct AsyncFailure {
 
 impl AsyncFailure {
     /// The mailbox id ([`AsyncHandle::id`](crate::AsyncHandle::id)).
-    ///
-    /// ```
-    /// # let f = notify_pool::__doc::failure();
-    /// assert_eq!(f.mailbox(), 7);
-    /// ```
     pub fn mailbox(&self) -> u64 {
         self.mailbox
     }
 
     /// The subscriber's label, or `"async"` when it has none.
-    ///
-    /// ```
-    /// # let f = notify_pool::__doc::failure();
-    /// assert_eq!(f.subscriber(), "audit");
-    /// ```
     pub fn subscriber(&self) -> &str {
         &self.subscriber
     }
 
     /// The name of the event being delivered.
-    ///
-    /// ```
-    /// # let f = notify_pool::__doc::failure();
-    /// assert_eq!(f.event(), "x");
-    /// ```
     pub fn event(&self) -> &str {
         &self.event
     }
 
     /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
-    ///
-    /// ```
-    /// # let f = notify_pool::__doc::failure();
-    /// assert_eq!(f.message(), "boom");
-    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
-    /// True when the subscriber was detached because of this panic ([`PanicPolicy::Detach`]).
-    ///
-    /// ```
-    /// # let f = notify_pool::__doc::failure();
-    /// assert!(!f.detached());
-    /// ```
+    /// True when the subscriber was detached because of this panic ([`AsyncFailurePolicy::Detach`]).
     pub fn detached(&self) -> bool {
         self.detached
     }
@@ -256,8 +239,33 @@ impl fmt::Display for AsyncFailure {
 /// reads no clock.
 ///
 /// ```
-/// # let s = notify_pool::__doc::slow();
-/// assert_eq!(s.to_string(), "async subscriber `audit` (mailbox #7) is slow: mailbox full at 16 events, 3 dropped so far (drop newest)");
+/// use notify_pool::{AsyncOptions, Overflow, SlowSubscriber, WorkerPool};
+/// use notify_core::{Event, Notifier, Payload};
+/// use std::sync::{mpsc, Arc, Mutex};
+///
+/// let reports = Arc::new(Mutex::new(Vec::new()));
+/// let sink = reports.clone();
+/// let pool = WorkerPool::builder().threads(1)
+///     .slow_subscriber_hook(move |s: &SlowSubscriber| sink.lock().unwrap().push(s.clone()))
+///     .build();
+/// let notifier = Notifier::new();
+/// let (release, gate) = mpsc::channel::<()>();
+/// let gate = Mutex::new(gate);
+/// let sub = pool.subscribe(&notifier, "export.audit", AsyncOptions::new().capacity(1).named("audit"),
+///     move |_: &Event| gate.lock().unwrap().recv().unwrap());
+/// notifier.instrument("export.audit", Payload::new, |_| ()); // the worker takes it and waits
+/// while sub.queued() == 1 { std::thread::yield_now(); }
+/// notifier.instrument("export.audit", Payload::new, |_| ()); // queued: the mailbox is full
+/// notifier.instrument("export.audit", Payload::new, |_| ()); // dropped, and reported
+/// release.send(()).unwrap();
+/// release.send(()).unwrap();
+/// pool.flush();
+/// let report = &reports.lock().unwrap()[0];
+/// assert_eq!((report.mailbox(), report.subscriber(), report.capacity()), (sub.handle().id(), "audit", 1));
+/// assert_eq!((report.dropped(), report.overflow()), (1, Overflow::DropNewest));
+/// assert_eq!(report.to_string(), format!(
+///     "async subscriber `audit` (mailbox #{}) is slow: mailbox full at 1 events, 1 dropped so far (drop newest)",
+///     sub.handle().id()));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowSubscriber {
@@ -270,51 +278,26 @@ pub struct SlowSubscriber {
 
 impl SlowSubscriber {
     /// The mailbox id.
-    ///
-    /// ```
-    /// # let s = notify_pool::__doc::slow();
-    /// assert_eq!(s.mailbox(), 7);
-    /// ```
     pub fn mailbox(&self) -> u64 {
         self.mailbox
     }
 
     /// The subscriber's label, or `"async"`.
-    ///
-    /// ```
-    /// # let s = notify_pool::__doc::slow();
-    /// assert_eq!(s.subscriber(), "audit");
-    /// ```
     pub fn subscriber(&self) -> &str {
         &self.subscriber
     }
 
     /// The mailbox capacity (events).
-    ///
-    /// ```
-    /// # let s = notify_pool::__doc::slow();
-    /// assert_eq!(s.capacity(), 16);
-    /// ```
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Events dropped by this mailbox so far (a count; 0 for [`Overflow::Block`] that blocked).
-    ///
-    /// ```
-    /// # let s = notify_pool::__doc::slow();
-    /// assert_eq!(s.dropped(), 3);
-    /// ```
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// The mailbox's overflow policy.
-    ///
-    /// ```
-    /// # let s = notify_pool::__doc::slow();
-    /// assert_eq!(s.overflow(), notify_pool::Overflow::DropNewest);
-    /// ```
     pub fn overflow(&self) -> Overflow {
         self.overflow
     }

@@ -8,20 +8,46 @@
 //! the idle stack (under the run-queue lock) and parks with `std::thread::park`, which blocks on a
 //! futex with no timeout. Whoever queues a mailbox pops one idle worker, if any, and unparks it:
 //! each idle worker is woken at most once per registration, and nothing wakes an idle pool.
+//!
+//! # Atomic orderings, one by one
+//!
+//! The run queue, the idle stack, the mailboxes and the group logs are under locks; the atomics
+//! beside them are either hints read again under a lock, counters, or one of the three small
+//! protocols argued where they live ([`Pending`]: flush and the waits; [`PoolInner::enter`]: the
+//! door shutdown closes; [`ExitGuard`]: the end of a worker).
+//!
+//! * `state` (RUNNING → CLOSING → STOPPED): changed with a read-modify-write (close) or under the
+//!   run-queue lock (stop), loaded with `Acquire`. Every decision that must not race it is taken
+//!   under that lock (a worker parks, and `schedule` queues, only after checking it there) or is
+//!   the door's protocol; elsewhere it is a hint (a worker stops its batch early).
+//! * `queued` (`Release` stores under the lock, `Acquire` loads): a hint that lets an idle worker
+//!   spin without the lock; it pops only under the lock, and re-reads it there.
+//! * `WorkerSlot::notified`: set (`Release`) by whoever popped the worker off the idle stack,
+//!   before `unpark`; swapped back (`Acquire`) by the worker after `park` returns. `park` may return
+//!   spuriously, so the flag, not the return, says "you were woken"; the idle stack (under the lock)
+//!   guarantees each registration is popped, hence notified, at most once.
+//! * `retiring`: stored before `retire` takes the run-queue lock to wake idle workers, and read by
+//!   the worker under that lock before it parks: the lock orders the two, so either the worker sees
+//!   the flag or it is on the idle stack when `retire` looks and is woken. `Relaxed` would do;
+//!   `Release`/`Acquire` keeps the lock-free reads (`retired`, the spin check) meaningful as hints.
+//! * `running` and `WorkerSlot::exited`: see [`ExitGuard`]; `delivered`, `wakeups`, `rejected`,
+//!   ids: counters read for reports, `Relaxed` (no other memory is published through them).
+//!
+//! [`Pending`]: crate::pending::Pending
 
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crate::delivery::{Group, Mailbox, Slot};
+use crate::config::Config;
 use crate::options::{AsyncFailure, SlowSubscriber};
 use crate::padded::Padded;
 use crate::pending::Pending;
+use crate::slot::Slot;
 use crate::sync::{Condvar, Mutex};
-use crate::unwind::{drop_payload, quietly};
+use crate::unwind::quietly;
 
 pub(crate) const RUNNING: u8 = 0;
 /// Shutdown began: publishing is refused, workers drain.
@@ -53,17 +79,46 @@ pub(crate) struct WorkerSlot {
     exited: AtomicBool,
 }
 
-/// What the run queue holds: a scheduled mailbox, or a scheduled shard of a fan-out group.
-pub(crate) enum Task {
-    Mailbox(Arc<Mailbox>),
-    Shard(Arc<Group>, usize),
+/// What the run queue schedules: a mailbox, or a shard of a fan-out group. The one method set the
+/// two flavors share (as crossbeam-channel's flavors share one): the worker loop, shutdown and
+/// [`AsyncHandle`](crate::AsyncHandle) see a `dyn Flavor` and never which one it is. A *part* is
+/// what is scheduled (a mailbox has one, part 0; a group one per shard); a *member* is one
+/// subscriber (a mailbox has one, member 0; a group one per callback).
+pub(crate) trait Flavor: Send + Sync {
+    /// Runs one bounded batch of `part` on the worker whose slot is `slot`; true when the part
+    /// stays scheduled with events left (the caller runs or re-queues it).
+    fn turn(&self, pool: &PoolInner, part: usize, slot: &WorkerSlot, batches: &mut Batches) -> bool;
+    /// `part` became scheduled on a pool that already stopped: its queued events are refused
+    /// (counted as rejected) and complete.
+    fn refuse_stopped(&self, pool: &PoolInner, part: usize);
+    /// The pool stopped with `part` still in its run queue: the queued events are abandoned (left
+    /// pending, so shutdown counts them).
+    fn abandon(&self, part: usize);
+    /// The id of `member`, unique within its pool (failure and slow-subscriber reports name it).
+    fn id(&self, member: usize) -> u64;
+    /// The subscription's label.
+    fn label(&self) -> Option<&str>;
+    /// Events `member` will never receive (an exact count).
+    fn dropped(&self, member: usize) -> u64;
+    /// Events queued for `member` (a count; those a worker already took are not counted).
+    fn queued(&self, member: usize) -> usize;
+    /// True when `member` refuses events (closed, detached or unsubscribed).
+    fn is_closed(&self, member: usize) -> bool;
+    /// Refuses events for `member` from now on; the queued ones are still delivered.
+    fn close(&self, member: usize);
+}
+
+/// What the run queue holds: one scheduled part of a flavor.
+pub(crate) struct Task {
+    pub(crate) target: Arc<dyn Flavor>,
+    pub(crate) part: usize,
 }
 
 /// A worker's reusable batch buffers.
 #[derive(Default)]
-struct Batches {
-    mailbox: Vec<Slot>,
-    shard: Vec<(u64, Slot)>,
+pub(crate) struct Batches {
+    pub(crate) mailbox: Vec<Slot>,
+    pub(crate) shard: Vec<(u64, Slot)>,
 }
 
 #[derive(Default)]
@@ -95,8 +150,11 @@ pub(crate) struct Shared {
     pub(crate) family: u64,
     pub(crate) name: String,
     pub(crate) batch: usize,
-    pub(crate) failure_hook: FailureHook,
-    pub(crate) slow_hook: SlowHook,
+    /// Replaceable at run time ([`WorkerPool::set_failure_hook`](crate::WorkerPool::set_failure_hook));
+    /// read (an `Arc` clone) only when a callback panicked.
+    pub(crate) failure_hook: Mutex<FailureHook>,
+    /// Replaceable at run time; read only when a mailbox overflowed and a report is due.
+    pub(crate) slow_hook: Mutex<SlowHook>,
     pub(crate) report_interval_ns: u64,
     pub(crate) clock: Instant,
     pub(crate) next_mailbox: AtomicU64,
@@ -116,8 +174,8 @@ impl Shared {
             family: NEXT_FAMILY.fetch_add(1, Ordering::Relaxed),
             name,
             batch: batch.max(1),
-            failure_hook,
-            slow_hook,
+            failure_hook: Mutex::new(failure_hook),
+            slow_hook: Mutex::new(slow_hook),
             report_interval_ns: u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX),
             clock: Instant::now(),
             next_mailbox: AtomicU64::new(1),
@@ -129,6 +187,21 @@ impl Shared {
     /// Nanoseconds since the pool started (read only on slow paths).
     pub(crate) fn now_ns(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Calls the slow-subscriber hook for one mailbox (or fan-out shard, named by its first
+    /// member); a panicking hook is ignored.
+    #[cold]
+    pub(crate) fn report_slow(&self, config: &Config, mailbox: u64, dropped: u64) {
+        let report = SlowSubscriber {
+            mailbox,
+            subscriber: config.label(),
+            capacity: config.capacity,
+            dropped,
+            overflow: config.overflow,
+        };
+        let hook = self.slow_hook.lock().clone();
+        quietly(|| hook(&report));
     }
 
     /// Counts `n` events refused because the pool was shut down; the first is reported.
@@ -212,15 +285,15 @@ impl PoolInner {
         });
         for index in 0..threads {
             let worker = inner.clone();
-            inner.running.fetch_add(1, Ordering::SeqCst);
+            inner.running.fetch_add(1, Ordering::AcqRel);
             let spawned = thread::Builder::new()
                 .name(format!("{thread_name}-{index}"))
                 .spawn(move || worker.work(index));
             match spawned {
                 Ok(handle) => inner.handles.lock().push(handle),
                 Err(e) => {
-                    inner.running.fetch_sub(1, Ordering::SeqCst);
-                    inner.slots[index].0.exited.store(true, Ordering::SeqCst);
+                    inner.slots[index].0.exited.store(true, Ordering::Release);
+                    inner.running.fetch_sub(1, Ordering::AcqRel);
                     inner.stop();
                     inner.join(None);
                     return Err(e);
@@ -275,16 +348,16 @@ impl PoolInner {
         self.pending.total()
     }
 
-    /// Hands a newly scheduled mailbox to the workers.
-    pub(crate) fn schedule(&self, mailbox: Arc<Mailbox>) {
+    /// Hands a newly scheduled part (a mailbox, part 0) to the workers.
+    pub(crate) fn schedule(&self, target: Arc<dyn Flavor>, part: usize) {
         let wake = {
             let mut run = self.run.lock();
             if self.state() == STOPPED {
                 drop(run);
-                self.discard_stopped(&mailbox);
+                target.refuse_stopped(self, part);
                 return;
             }
-            run.queue.push_back(Task::Mailbox(mailbox));
+            run.queue.push_back(Task { target, part });
             self.queued.store(run.queue.len(), Ordering::Release);
             run.idle.pop()
         };
@@ -293,23 +366,27 @@ impl PoolInner {
         }
     }
 
-    /// Hands the shards of `group` whose bits are set in `shards` (newly scheduled) to the workers
-    /// under one lock, waking as many idle workers as there are shards (at most all of them).
-    pub(crate) fn schedule_shards(&self, group: &Arc<Group>, shards: u64) {
-        let n = shards.count_ones() as usize;
+    /// Hands the parts of `target` whose bits are set in `parts` (newly scheduled shards of a
+    /// group) to the workers under one lock, waking as many idle workers as there are parts (at
+    /// most 4: a woken worker finding more work keeps going).
+    pub(crate) fn schedule_parts(&self, target: &Arc<dyn Flavor>, parts: u64) {
+        let n = parts.count_ones() as usize;
         let mut wake = [usize::MAX; 4];
         let mut woken = 0;
         {
             let mut run = self.run.lock();
             if self.state() == STOPPED {
                 drop(run);
-                for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
-                    self.discard_stopped_shard(group, shard);
+                for part in (0..64).filter(|p| parts & (1 << p) != 0) {
+                    target.refuse_stopped(self, part);
                 }
                 return;
             }
-            for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
-                run.queue.push_back(Task::Shard(group.clone(), shard));
+            for part in (0..64).filter(|p| parts & (1 << p) != 0) {
+                run.queue.push_back(Task {
+                    target: target.clone(),
+                    part,
+                });
             }
             self.queued.store(run.queue.len(), Ordering::Release);
             while woken < n.min(wake.len()) {
@@ -324,22 +401,6 @@ impl PoolInner {
         }
         for &index in &wake[..woken] {
             self.wake(index);
-        }
-    }
-
-    fn discard_stopped_shard(&self, group: &Group, shard: usize) {
-        let members = group.shard(shard).1.len() as u64;
-        group.core.clear(shard, |slot| {
-            self.shared.reject(members);
-            self.complete(slot.gen, members);
-        });
-    }
-
-    fn discard_stopped(&self, mailbox: &Mailbox) {
-        let left = mailbox.core.clear();
-        self.shared.reject(left.len() as u64);
-        for slot in left {
-            self.complete(slot.gen, 1);
         }
     }
 
@@ -359,7 +420,7 @@ impl PoolInner {
             if self.state() == STOPPED {
                 return None;
             }
-            if self.retiring.load(Ordering::SeqCst) && self.queued.load(Ordering::Acquire) == 0 {
+            if self.retiring.load(Ordering::Acquire) && self.queued.load(Ordering::Acquire) == 0 {
                 // Check at once rather than after the spins: see below.
                 spins = spins.max(SPINS);
             }
@@ -372,7 +433,7 @@ impl PoolInner {
                 // A retired dedicated pool ends its thread once everything accepted is finished (a
                 // publisher that accepted an event before the close still counts as pending until
                 // its push was refused or its mailbox scheduled, so nothing is left behind).
-                if self.retiring.load(Ordering::SeqCst) && self.pending() == 0 {
+                if self.retiring.load(Ordering::Acquire) && self.pending() == 0 {
                     return None;
                 }
                 if spins >= SPINS {
@@ -408,10 +469,7 @@ impl PoolInner {
         let mut batches = Batches::default();
         while let Some(mut task) = self.next(index) {
             loop {
-                let more = match &task {
-                    Task::Mailbox(mailbox) => self.turn(slot, mailbox, &mut batches.mailbox),
-                    Task::Shard(group, shard) => self.shard_turn(slot, group, *shard, &mut batches.shard),
-                };
+                let more = task.target.turn(&self, task.part, slot, &mut batches);
                 if !more {
                     break;
                 }
@@ -435,7 +493,7 @@ impl PoolInner {
     /// nothing is queued or pending (see `next`). Called again after a refused push, so the thread
     /// rechecks.
     pub(crate) fn retire(&self) {
-        self.retiring.store(true, Ordering::SeqCst);
+        self.retiring.store(true, Ordering::Release);
         let idle = mem_take(&mut self.run.lock().idle);
         for index in idle {
             self.wake(index);
@@ -444,7 +502,7 @@ impl PoolInner {
 
     /// True when the pool was retired and its threads have ended (they can be joined at once).
     pub(crate) fn retired(&self) -> bool {
-        self.retiring.load(Ordering::SeqCst) && self.handles.lock().iter().all(|h| h.is_finished())
+        self.retiring.load(Ordering::Acquire) && self.handles.lock().iter().all(|h| h.is_finished())
     }
 
     /// Wakes every publisher blocked on a full mailbox of this pool ([`Overflow::Block`]).
@@ -453,124 +511,6 @@ impl PoolInner {
     pub(crate) fn wake_blocked(&self) {
         let _space = self.space.lock();
         self.space_cv.notify_all();
-    }
-
-    /// Runs one batch of `mailbox`; true when it stays scheduled with events left.
-    fn turn(&self, slot: &WorkerSlot, mailbox: &Arc<Mailbox>, batch: &mut Vec<Slot>) -> bool {
-        if mailbox.core.take_batch(batch, self.shared.batch) {
-            let _space = self.space.lock();
-            self.space_cv.notify_all();
-        }
-        let mut done = [0_u64; 2];
-        let mut ran = 0;
-        let mut detached = false;
-        for item in batch.iter() {
-            if self.state() == STOPPED {
-                break;
-            }
-            ran += 1;
-            let call = catch_unwind(AssertUnwindSafe(|| mailbox.subscriber.call(&item.event)));
-            done[item.gen] += 1;
-            if let Err(payload) = call {
-                detached = mailbox.failed(&item.event, &*payload);
-                drop_payload(payload);
-                if detached {
-                    break;
-                }
-            }
-        }
-        // Events of the batch that did not run: discarded on detach (counted as dropped), or
-        // abandoned because the pool stopped (left pending, so shutdown counts them).
-        if detached {
-            let mut discarded = [0_u64; 2];
-            for item in &batch[ran..] {
-                discarded[item.gen] += 1;
-            }
-            mailbox.add_dropped((batch.len() - ran) as u64);
-            self.complete(0, discarded[0]);
-            self.complete(1, discarded[1]);
-        }
-        batch.clear();
-        slot.delivered.fetch_add(ran as u64, Ordering::Relaxed);
-        self.complete(0, done[0]);
-        self.complete(1, done[1]);
-        if self.state() == STOPPED {
-            mailbox.core.clear();
-            return false;
-        }
-        mailbox.core.finish_turn()
-    }
-
-    /// Runs one batch of a fan-out group's shard: every member of the shard, one after another, over
-    /// the same batch of events in log order. True when the shard stays scheduled with events left.
-    fn shard_turn(&self, slot: &WorkerSlot, group: &Group, shard: usize, batch: &mut Vec<(u64, Slot)>) -> bool {
-        if group.core.take(shard, self.shared.batch, batch) {
-            let _space = self.space.lock();
-            self.space_cv.notify_all();
-        }
-        let mut per_gen = [0_u64; 2];
-        for (_, item) in batch.iter() {
-            per_gen[item.gen] += 1;
-        }
-        let (first, members) = group.shard(shard);
-        let mut done = [0_u64; 2];
-        let mut ran = 0_u64;
-        for (offset, member) in members.iter().enumerate() {
-            // Closed members get the events published before they were closed (the batch is in
-            // sequence order); the rest count as dropped.
-            let closed_at = member.closed_at.load(Ordering::Relaxed);
-            let mut open = batch.partition_point(|(seq, _)| *seq < closed_at);
-            let mut next = 0;
-            let mut stopped = false;
-            while next < open {
-                let run = catch_unwind(AssertUnwindSafe(|| {
-                    while next < open {
-                        if self.state() == STOPPED {
-                            return false;
-                        }
-                        member.subscriber.call(&batch[next].1.event);
-                        next += 1;
-                    }
-                    true
-                }));
-                match run {
-                    Ok(finished) => stopped = !finished,
-                    Err(payload) => {
-                        let (seq, item) = &batch[next];
-                        next += 1;
-                        if group.failed(first + offset, *seq, &item.event, &*payload) {
-                            open = next;
-                        }
-                        drop_payload(payload);
-                    }
-                }
-                if stopped {
-                    break;
-                }
-            }
-            ran += next as u64;
-            if stopped {
-                // The rest of the batch is abandoned for this member and the next ones: left
-                // pending, so shutdown counts it.
-                for (_, item) in &batch[..next] {
-                    done[item.gen] += 1;
-                }
-                break;
-            }
-            if open < batch.len() {
-                member.dropped.fetch_add((batch.len() - open) as u64, Ordering::Relaxed);
-            }
-            done[0] += per_gen[0];
-            done[1] += per_gen[1];
-        }
-        batch.clear();
-        slot.delivered.fetch_add(ran, Ordering::Relaxed);
-        self.complete(0, done[0]);
-        self.complete(1, done[1]);
-        if self.state() == STOPPED {
-            return false;
-        }
-        group.core.finish_turn(shard)
     }
 
     /// Waits until everything accepted before the call is finished, or `deadline`; true when it
@@ -605,10 +545,7 @@ impl PoolInner {
             self.wake(index);
         }
         for task in queued {
-            // A shard's events stay in its group's log, abandoned with the rest.
-            if let Task::Mailbox(mailbox) = task {
-                mailbox.core.clear();
-            }
+            task.target.abandon(task.part);
         }
         let _space = self.space.lock();
         self.space_cv.notify_all();
@@ -653,7 +590,7 @@ impl PoolInner {
     /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed, its
     /// payload dropped safely).
     pub(crate) fn report_failure(&self, failure: &AsyncFailure) {
-        let hook = &self.shared.failure_hook;
+        let hook = self.shared.failure_hook.lock().clone();
         quietly(|| hook(failure));
     }
 }

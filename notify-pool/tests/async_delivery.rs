@@ -11,7 +11,7 @@ mod support;
 use support::{check_order, field, publish, quiet_panics, recorder, within, Seen};
 
 use notify_core::{Event, Notifier, Pattern};
-use notify_pool::{AsyncFailure, AsyncOptions, AsyncSubscription, Overflow, PanicPolicy, WorkerPool};
+use notify_pool::{AsyncFailure, AsyncFailurePolicy, AsyncOptions, AsyncSubscription, Overflow, WorkerPool};
 
 /// One subscriber per `seen` on `name`: a third with `small` mailboxes dropping the newest, a third
 /// with `small` mailboxes dropping the oldest (so gaps really happen), a third with room for `room`.
@@ -173,7 +173,7 @@ fn a5_panicking_subscriber_keeps_workers_alive() {
         "a5",
         AsyncOptions::new()
             .capacity(1 << 20)
-            .on_panic(PanicPolicy::Detach)
+            .on_failure(AsyncFailurePolicy::Detach)
             .named("detached"),
         move |e: &Event| {
             d.fetch_add(1, Ordering::SeqCst);
@@ -294,7 +294,7 @@ fn a6_blocking_subscriber_stalls_at_most_one_worker() {
 }
 
 /// Regression: a publisher blocked on a full `Overflow::Block` mailbox is released when the
-/// subscriber is detached after a panic (`PanicPolicy::Detach`), its event counted as dropped, and
+/// subscriber is detached after a panic (`AsyncFailurePolicy::Detach`), its event counted as dropped, and
 /// `flush` returns. Before the fix, detaching emptied the queue but woke nobody: the publisher and
 /// every later `flush` waited forever.
 #[test]
@@ -315,7 +315,7 @@ fn a5_detach_releases_a_blocked_publisher() {
         AsyncOptions::new()
             .capacity(1)
             .overflow(Overflow::Block)
-            .on_panic(PanicPolicy::Detach),
+            .on_failure(AsyncFailurePolicy::Detach),
         move |_: &Event| {
             c.fetch_add(1, Ordering::SeqCst);
             gate.lock().unwrap().recv().expect("released");
@@ -562,7 +562,7 @@ fn a5_flush_from_a_callback_panics() {
           wait for that callback and never return; flush from another thread"
         ]
     );
-    assert!(!sub.is_closed(), "PanicPolicy::Keep");
+    assert!(!sub.is_closed(), "AsyncFailurePolicy::Report");
     let report = pool.shutdown(Duration::from_secs(10));
     assert_eq!((report.delivered, report.abandoned, report.drained), (1, 0, true));
 }

@@ -12,7 +12,7 @@ mod support;
 use support::{check_order, field, publish, quiet_panics, recorder, Seen};
 
 use notify_core::{Event, Notifier};
-use notify_pool::{AsyncFailure, AsyncOptions, Overflow, PanicPolicy, WorkerPool};
+use notify_pool::{AsyncFailure, AsyncFailurePolicy, AsyncOptions, Overflow, WorkerPool};
 
 fn recorders(n: usize) -> Vec<Seen> {
     (0..n).map(|_| Seen::default()).collect()
@@ -317,7 +317,7 @@ fn a5_fanout_panicking_member() {
     quiet_panics();
     const MEMBERS: usize = 130;
     const EVENTS: u64 = 90;
-    for policy in [PanicPolicy::Keep, PanicPolicy::Detach] {
+    for policy in [AsyncFailurePolicy::Report, AsyncFailurePolicy::Detach] {
         let failures = Arc::new(Mutex::new(Vec::<AsyncFailure>::new()));
         let sink = failures.clone();
         // One worker: a panic that killed it would stop every delivery.
@@ -331,7 +331,7 @@ fn a5_fanout_panicking_member() {
         let fanout = pool.subscribe_fanout(
             &notifier,
             "a5.fan",
-            AsyncOptions::new().capacity(1_000).on_panic(policy),
+            AsyncOptions::new().capacity(1_000).on_failure(policy),
             seen.iter().enumerate().map(|(i, s)| {
                 let record = recorder(s);
                 move |e: &Event| {
@@ -350,13 +350,13 @@ fn a5_fanout_panicking_member() {
         let failures = failures.lock().unwrap();
         assert!(failures.iter().all(|f| f.mailbox() == bad.id()));
         match policy {
-            PanicPolicy::Keep => {
+            AsyncFailurePolicy::Report => {
                 assert_eq!(failures.len() as u64, EVENTS / 3, "one report per panic");
                 assert_eq!(seen[BAD].lock().unwrap().len() as u64, EVENTS);
                 assert_eq!(bad.dropped(), 0);
                 assert!(!bad.is_closed());
             }
-            PanicPolicy::Detach => {
+            AsyncFailurePolicy::Detach => {
                 assert_eq!(failures.len(), 1);
                 assert!(failures[0].detached());
                 let got: Vec<i64> = seen[BAD].lock().unwrap().iter().map(|s| s.1).collect();
