@@ -1,0 +1,49 @@
+//! A live web page for notify, as rack-mini-profiler is for Rails: the last requests, each drawn
+//! as a waterfall of its events (a bar per event at its offset and duration, nested by parent,
+//! coloured by namespace, the payload one click away), a per-name latency table and chart, and the
+//! same data as JSON.
+//!
+//! * [`TraceRecorder`] is an async subscriber: on the instrumenting thread an event costs one
+//!   enqueue into its [`notify_pool`] mailbox; a pool worker groups events into traces by trace
+//!   id and updates the per-name histograms. Memory is bounded by counts (see [`WebOptions`]).
+//! * [`WebServer`] serves it over HTTP (`tiny_http`, one thread), on `127.0.0.1` unless told
+//!   otherwise, optionally behind a token. Every name and payload value is HTML-escaped; the
+//!   page needs no network and no JavaScript (charts are SVG drawn by the server, payloads are
+//!   `<details>` elements).
+//!
+//! | path | what |
+//! |---|---|
+//! | `/` | recent traces, per-name table, latency-over-time chart |
+//! | `/trace/<trace id>` | the waterfall of one trace |
+//! | `/api/traces` | recent traces (JSON) |
+//! | `/api/trace/<trace id>` | one trace with its events (JSON) |
+//! | `/api/stats` | per-name statistics and the recorder's counts (JSON) |
+//!
+//! ```no_run
+//! use notify_core::{Notifier, Pattern};
+//! use notify_pool::WorkerPool;
+//! use notify_web::{TraceRecorder, WebOptions, WebServer};
+//!
+//! let recorder = TraceRecorder::new(WebOptions::new());
+//! let _subscription = recorder.subscribe(WorkerPool::global(), Notifier::global(), Pattern::all());
+//! let server = WebServer::start("127.0.0.1:7878", recorder)?;
+//! println!("see http://{}/", server.local_addr());
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod html;
+mod json;
+mod options;
+mod record;
+mod recorder;
+mod server;
+mod stats;
+mod traces;
+
+pub use self::html::{render_index, render_trace};
+pub use self::json::{stats_json, trace_json, traces_json};
+pub use self::options::WebOptions;
+pub use self::record::{namespace, Trace, TraceEvent};
+pub use self::recorder::{RecorderCounts, TraceRecorder};
+pub use self::server::WebServer;
+pub use self::stats::{NameStats, SlotPoint};

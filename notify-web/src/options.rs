@@ -1,0 +1,120 @@
+//! [`WebOptions`]: how much the recorder keeps and who may read the page.
+
+use std::time::Duration;
+
+use crate::record::TraceEvent;
+
+/// What a [`TraceRecorder`](crate::TraceRecorder) keeps and how its page is guarded.
+///
+/// Memory is bounded by counts: at most [`traces`](WebOptions::traces) finished traces plus
+/// [`pending_traces`](WebOptions::pending_traces) unfinished ones, each of at most
+/// [`events_per_trace`](WebOptions::events_per_trace) events, each taking at most
+/// [`WebOptions::bytes_per_event`] bytes (its fixed part plus its payload text, capped at
+/// [`payload_bytes`](WebOptions::payload_bytes)). The per-name statistics take one histogram per
+/// name and time slot (a few KiB each, see [`WebOptions::slots`]).
+///
+/// ```
+/// use notify_web::WebOptions;
+/// use std::time::Duration;
+/// let options = WebOptions::new().traces(50).window(Duration::from_secs(30)).token("s3cret");
+/// assert_eq!(options.max_traces(), 50);
+/// assert!(options.bytes_per_event() <= 1024 + 160);
+/// ```
+#[derive(Clone, Debug)]
+pub struct WebOptions {
+    pub(crate) traces: usize,
+    pub(crate) pending_traces: usize,
+    pub(crate) events_per_trace: usize,
+    pub(crate) payload_bytes: usize,
+    pub(crate) window: Duration,
+    pub(crate) slots: usize,
+    pub(crate) token: Option<String>,
+}
+
+impl Default for WebOptions {
+    fn default() -> WebOptions {
+        WebOptions {
+            traces: 100,
+            pending_traces: 1024,
+            events_per_trace: 10_000,
+            payload_bytes: 1024,
+            window: Duration::from_secs(60),
+            slots: 30,
+            token: None,
+        }
+    }
+}
+
+impl WebOptions {
+    /// The defaults: 100 finished traces, 1,024 unfinished ones, 10,000 events per trace, 1,024
+    /// bytes of payload text per event, statistics over the last 60 s in 30 slots of 2 s, no token.
+    pub fn new() -> WebOptions {
+        WebOptions::default()
+    }
+
+    /// Keeps the last `count` finished traces (at least 1); older ones are forgotten.
+    pub fn traces(mut self, count: usize) -> WebOptions {
+        self.traces = count.max(1);
+        self
+    }
+
+    /// Holds at most `count` unfinished traces (at least 1): past that the oldest is dropped and
+    /// its events counted in [`RecorderCounts::dropped_events`](crate::RecorderCounts).
+    pub fn pending_traces(mut self, count: usize) -> WebOptions {
+        self.pending_traces = count.max(1);
+        self
+    }
+
+    /// Keeps at most `count` events of one trace (at least 1); later ones are counted as dropped.
+    pub fn events_per_trace(mut self, count: usize) -> WebOptions {
+        self.events_per_trace = count.max(1);
+        self
+    }
+
+    /// Caps the payload text kept per event at `bytes` (keys, values and 32 bytes per entry);
+    /// a longer value is cut at a character boundary and ends with `…`, later entries are left out.
+    pub fn payload_bytes(mut self, bytes: usize) -> WebOptions {
+        self.payload_bytes = bytes;
+        self
+    }
+
+    /// The per-name statistics cover the last `window` (at least 1 ms), kept in
+    /// [`slots`](WebOptions::slots) equal slots; the latency chart draws one point per slot.
+    pub fn window(mut self, window: Duration) -> WebOptions {
+        self.window = window.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Splits the window into `slots` slots (1 to 600). Each name takes one histogram per slot
+    /// it saw events in (2 significant digits, about 3 to 9 KiB for latencies up to seconds).
+    pub fn slots(mut self, slots: usize) -> WebOptions {
+        self.slots = slots.clamp(1, 600);
+        self
+    }
+
+    /// Requires `token` on every request: the query parameter `token=...` or the header
+    /// `Authorization: Bearer ...`, compared in constant time. Without it anyone who can reach
+    /// the address can read the page (it binds 127.0.0.1 unless told otherwise).
+    pub fn token(mut self, token: impl Into<String>) -> WebOptions {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The number of finished traces kept.
+    pub fn max_traces(&self) -> usize {
+        self.traces
+    }
+
+    /// The most heap and inline bytes one stored event takes: the fixed size of a stored event
+    /// (the event name is shared by all events of that name) plus [`payload_bytes`](WebOptions::payload_bytes).
+    /// The recorder's [`memory_bytes`](crate::TraceRecorder::memory_bytes) never exceeds this
+    /// times the number of events it holds.
+    pub fn bytes_per_event(&self) -> usize {
+        std::mem::size_of::<TraceEvent>() + self.payload_bytes
+    }
+
+    /// The length of one statistics slot.
+    pub(crate) fn slot_length(&self) -> Duration {
+        self.window / self.slots as u32
+    }
+}

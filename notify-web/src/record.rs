@@ -1,0 +1,247 @@
+//! What the recorder keeps of an event and of a trace.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use notify_core::{Event, Outcome, TraceId};
+
+/// Bytes counted per payload entry beyond its text (two boxed strings).
+const ENTRY_OVERHEAD: usize = 2 * std::mem::size_of::<Box<str>>();
+
+/// One recorded event: what the page draws as one bar.
+#[derive(Clone, Debug)]
+pub struct TraceEvent {
+    name: Arc<str>,
+    id: u64,
+    parent_id: Option<u64>,
+    start: Instant,
+    start_time: SystemTime,
+    duration: Duration,
+    outcome: Outcome,
+    payload: Box<[(Box<str>, Box<str>)]>,
+    truncated: bool,
+}
+
+impl TraceEvent {
+    /// Copies what the page shows of `event`; `name` is the interned name; the payload is
+    /// rendered to text (values with their `Display`) and capped at `payload_bytes`.
+    pub(crate) fn new(event: &Event, name: Arc<str>, payload_bytes: usize) -> TraceEvent {
+        let mut budget = payload_bytes;
+        let mut payload = Vec::with_capacity(event.payload().len());
+        let mut truncated = false;
+        for (key, value) in event.payload().iter() {
+            let key: &str = key;
+            let value = value.to_string();
+            let need = ENTRY_OVERHEAD + key.len();
+            if need >= budget {
+                truncated = true;
+                break;
+            }
+            budget -= need;
+            let value = if value.len() <= budget {
+                value
+            } else {
+                truncated = true;
+                let cut = floor_char_boundary(&value, budget.saturating_sub('…'.len_utf8()));
+                format!("{}…", &value[..cut])
+            };
+            budget -= value.len().min(budget);
+            payload.push((Box::from(key), value.into_boxed_str()));
+            if truncated {
+                break;
+            }
+        }
+        TraceEvent {
+            name,
+            id: event.id(),
+            parent_id: event.parent_id(),
+            start: event.start(),
+            start_time: event.start_time(),
+            duration: event.duration(),
+            outcome: event.outcome(),
+            payload: payload.into_boxed_slice(),
+            truncated,
+        }
+    }
+
+    /// The event name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The event id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The parent's event id; `None` for the root of a trace.
+    pub fn parent_id(&self) -> Option<u64> {
+        self.parent_id
+    }
+
+    /// When the event started (monotonic clock).
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// When the event started (wall clock).
+    pub fn start_time(&self) -> SystemTime {
+        self.start_time
+    }
+
+    /// How long the event took.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// How the instrumented block ended.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// The payload as `(key, value text)` pairs, in payload order.
+    pub fn payload(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.payload.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    /// Whether the payload was cut to fit [`WebOptions::payload_bytes`](crate::WebOptions::payload_bytes).
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// The namespace: what follows the first `.` of the name (`"query.sql"` → `"sql"`), or the
+    /// whole name when it has no dot.
+    pub fn namespace(&self) -> &str {
+        namespace(&self.name)
+    }
+
+    /// The bytes this event takes: its fixed size and its payload text (the shared name is not
+    /// counted).
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<TraceEvent>()
+            + self
+                .payload
+                .iter()
+                .map(|(k, v)| ENTRY_OVERHEAD + k.len() + v.len())
+                .sum::<usize>()
+    }
+}
+
+/// The namespace of an event name: what follows its first `.`, or the whole name.
+///
+/// ```
+/// assert_eq!(notify_web::namespace("query.sql"), "sql");
+/// assert_eq!(notify_web::namespace("render.template.view"), "template.view");
+/// assert_eq!(notify_web::namespace("tick"), "tick");
+/// ```
+pub fn namespace(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(_, ns)| ns)
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// One trace: the recorded events sharing a trace id, in the order they finished.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub(crate) trace_id: TraceId,
+    pub(crate) events: Vec<TraceEvent>,
+    pub(crate) dropped: u64,
+    pub(crate) complete: bool,
+}
+
+impl Trace {
+    /// The trace id.
+    pub fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// The events, in the order they finished (the root last, unless events came after it).
+    pub fn events(&self) -> &[TraceEvent] {
+        &self.events
+    }
+
+    /// Events of this trace left out because it had [`WebOptions::events_per_trace`](crate::WebOptions::events_per_trace) already.
+    pub fn dropped_events(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Whether the root (the event without a parent) has finished.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The root event: the last finished event without a parent, if any.
+    pub fn root(&self) -> Option<&TraceEvent> {
+        self.events.iter().rev().find(|e| e.parent_id.is_none())
+    }
+
+    /// When the trace started: the earliest start of its events.
+    pub fn start(&self) -> Option<Instant> {
+        self.events.iter().map(|e| e.start).min()
+    }
+
+    /// The wall-clock time of [`Trace::start`].
+    pub fn start_time(&self) -> Option<SystemTime> {
+        self.events.iter().map(|e| e.start_time).min()
+    }
+
+    /// From the earliest start to the latest end of its events.
+    pub fn duration(&self) -> Duration {
+        let Some(start) = self.start() else {
+            return Duration::ZERO;
+        };
+        self.events
+            .iter()
+            .map(|e| (e.start + e.duration).saturating_duration_since(start))
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// The events in display order: depth-first from the roots, children by start time, with
+    /// their depth (0 for a root, and for an event whose parent is not in the trace).
+    pub fn tree(&self) -> Vec<(usize, &TraceEvent)> {
+        let mut order: Vec<usize> = (0..self.events.len()).collect();
+        order.sort_by_key(|&i| (self.events[i].start, i));
+        let ids: std::collections::HashSet<u64> = self.events.iter().map(|e| e.id).collect();
+        let mut children: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+        let mut roots = Vec::new();
+        for &i in &order {
+            match self.events[i].parent_id {
+                Some(parent) if ids.contains(&parent) && parent != self.events[i].id => {
+                    children.entry(parent).or_default().push(i)
+                }
+                _ => roots.push(i),
+            }
+        }
+        let mut out = Vec::with_capacity(self.events.len());
+        let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (0, i)).collect();
+        let mut seen = vec![false; self.events.len()];
+        while let Some((depth, i)) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            out.push((depth, &self.events[i]));
+            if let Some(kids) = children.get(&self.events[i].id) {
+                stack.extend(kids.iter().rev().map(|&k| (depth + 1, k)));
+            }
+        }
+        // Events in a parent cycle (ids reused by an importer, say) are shown as roots.
+        for &i in &order {
+            if !seen[i] {
+                out.push((0, &self.events[i]));
+            }
+        }
+        out
+    }
+
+    /// The bytes its events take (see [`TraceEvent::memory_bytes`]).
+    pub fn memory_bytes(&self) -> usize {
+        self.events.iter().map(TraceEvent::memory_bytes).sum()
+    }
+}
