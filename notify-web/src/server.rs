@@ -23,7 +23,8 @@ const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'
 
 /// Serves a [`TraceRecorder`] over HTTP on one thread until dropped or [`stop`](WebServer::stop)ped.
 ///
-/// Paths: `/` (recent traces, per-name table, latency chart), `/trace/<trace id>` (waterfall),
+/// Paths: `/` (recent traces, per-name table, latency chart), `/trace/<trace id>` (waterfall;
+/// `?open=<event id>` opens that event's payload),
 /// `/api/traces`, `/api/trace/<trace id>`, `/api/stats` (JSON). Only `GET` and `HEAD`; other
 /// methods get 405, an unknown path 404, a malformed trace id 400. Responses carry a
 /// Content-Security-Policy that allows no script.
@@ -136,7 +137,7 @@ fn handle(recorder: &TraceRecorder, request: Request) {
                 set_cookie = Some(format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"));
             }
             match request.method() {
-                Method::Get | Method::Head => route(recorder, &path),
+                Method::Get | Method::Head => route(recorder, &path, &query),
                 _ => Reply::text(405, "405 Method Not Allowed: only GET and HEAD\n"),
             }
         }
@@ -162,7 +163,7 @@ fn header(name: &str, value: &str) -> Header {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
 }
 
-fn route(recorder: &TraceRecorder, path: &str) -> Reply {
+fn route(recorder: &TraceRecorder, path: &str, query: &str) -> Reply {
     match path {
         "/" | "/index.html" => Reply::html(render_index(recorder)),
         "/api/traces" => Reply::json(traces_json(recorder)),
@@ -181,7 +182,13 @@ fn route(recorder: &TraceRecorder, path: &str) -> Reply {
             };
             match recorder.trace(trace_id) {
                 Some(trace) if json => Reply::json(trace_json(&trace)),
-                Some(trace) => Reply::html(render_trace(&trace)),
+                Some(trace) => {
+                    let open = query
+                        .split('&')
+                        .find_map(|pair| pair.strip_prefix("open="))
+                        .and_then(|id| id.parse().ok());
+                    Reply::html(render_trace(&trace, open))
+                }
                 None => Reply::text(404, format!("404 Not Found: no trace {trace_id} is kept\n")),
             }
         }

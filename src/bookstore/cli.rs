@@ -5,13 +5,15 @@ use std::path::PathBuf;
 
 use notify_core::Notifier;
 
-use super::{render_summary, run, AppError, Options};
+use super::{render_summary, run, serve, AppError, Options, DEFAULT_SERVE_ADDR};
 
-const USAGE: &str = "usage: bookstore [--db DATABASE_FILE] [DATA_FILE]\n\
+const USAGE: &str = "usage: bookstore [--db DATABASE_FILE] [--serve [ADDR]] [DATA_FILE]\n\
 \n\
 Loads DATA_FILE (default: examples/data/books.csv) into the SQLite file DATABASE_FILE\n\
 (default: bookstore-<pid>.sqlite in the temporary directory, one per run), runs a mix of requests and logs them.\n\
-RUST_LOG=info hides the SQL lines; RUST_LOG=debug (the default) shows them.";
+RUST_LOG=info hides the SQL lines; RUST_LOG=debug (the default) shows them.\n\
+--serve [ADDR] serves the live page of the requests' events on ADDR (default 127.0.0.1:7878)\n\
+and keeps running the requests, once a second, until stopped.";
 
 /// The data file committed in the repository, `examples/data/books.csv`.
 ///
@@ -45,6 +47,15 @@ pub fn run_cli(args: &[String], notifier: &Notifier, out: &mut dyn Write, err: &
             return 2;
         }
     };
+    if let Some(addr) = options.serve {
+        return match serve(&options, addr, notifier, out, None) {
+            Ok(()) => 0,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                1
+            }
+        };
+    }
     match run(&options, notifier) {
         Ok(report) => {
             let _ = writeln!(
@@ -68,7 +79,8 @@ pub fn run_cli(args: &[String], notifier: &Notifier, out: &mut dyn Write, err: &
 fn parse(args: &[String]) -> Result<Option<Options>, AppError> {
     let mut data = None;
     let mut database = None;
-    let mut args = args.iter();
+    let mut serve = None;
+    let mut args = args.iter().peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
@@ -78,6 +90,11 @@ fn parse(args: &[String]) -> Result<Option<Options>, AppError> {
                     .ok_or_else(|| AppError::Usage("`--db` needs a file name".to_owned()))?;
                 database = Some(PathBuf::from(path));
             }
+            "--serve" => {
+                let given = args.next_if(|a| a.parse::<std::net::SocketAddr>().is_ok());
+                let addr = given.map_or(DEFAULT_SERVE_ADDR, |a| a.as_str());
+                serve = Some(addr.parse().expect("a valid address"));
+            }
             option if option.starts_with('-') => {
                 return Err(AppError::Usage(format!("unknown option `{option}`")));
             }
@@ -85,8 +102,10 @@ fn parse(args: &[String]) -> Result<Option<Options>, AppError> {
             extra => return Err(AppError::Usage(format!("unexpected argument `{extra}`"))),
         }
     }
-    Ok(Some(Options::new(
+    let mut options = Options::new(
         data.unwrap_or_else(default_data_file),
         database.unwrap_or_else(|| std::env::temp_dir().join(format!("bookstore-{}.sqlite", std::process::id()))),
-    )))
+    );
+    options.serve = serve;
+    Ok(Some(options))
 }

@@ -20,6 +20,7 @@ mod cli;
 mod data;
 mod db;
 mod logging;
+mod serve;
 mod store;
 mod summary;
 
@@ -33,6 +34,7 @@ pub use cli::{default_data_file, run_cli};
 pub use data::{load_books, Book, DataError, HEADER};
 pub use db::{Db, QUERY_EVENT};
 pub use logging::{AppLog, SqlLog};
+pub use serve::{serve, DEFAULT_SERVE_ADDR, SERVE_ROUND};
 pub use store::{create_schema, import, run_requests, IMPORT_BATCH};
 pub use summary::{render_summary, Summary, SummaryRow};
 
@@ -52,6 +54,8 @@ pub enum AppError {
     Log(LogSubscriberError),
     /// Bad command-line arguments.
     Usage(String),
+    /// `--serve`: the page's address cannot be bound.
+    Serve(std::io::Error),
 }
 
 impl fmt::Display for AppError {
@@ -61,6 +65,7 @@ impl fmt::Display for AppError {
             AppError::Sql(e) => write!(f, "database error: {e}"),
             AppError::Log(e) => e.fmt(f),
             AppError::Usage(message) => f.write_str(message),
+            AppError::Serve(e) => write!(f, "cannot serve the live page: {e}"),
         }
     }
 }
@@ -99,6 +104,8 @@ pub struct Options {
     pub database: PathBuf,
     /// Colour of the log lines.
     pub color: ColorChoice,
+    /// `--serve [ADDR]`: serve the live page (notify-web) there and run requests in a loop.
+    pub serve: Option<std::net::SocketAddr>,
 }
 
 impl Options {
@@ -113,6 +120,7 @@ impl Options {
             data: data.into(),
             database: database.into(),
             color: ColorChoice::Auto,
+            serve: None,
         }
     }
 }

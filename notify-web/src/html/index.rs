@@ -32,28 +32,6 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
         counts.dropped_events
     );
 
-    out.push_str("<h2>Recent traces</h2>");
-    if traces.is_empty() {
-        out.push_str("<p class=\"muted\">No finished traces yet.</p>");
-    } else {
-        out.push_str(
-            "<table id=\"traces\"><thead><tr><th>started (UTC)</th><th>root</th><th class=\"num\">duration</th>\
-             <th class=\"num\">events</th><th>trace id</th></tr></thead><tbody>",
-        );
-        for trace in &traces {
-            let id = trace.trace_id().to_string();
-            let _ = write!(out, "<tr class=\"trace\"><td>{}</td><td><a href=\"/trace/{id}\">", clock(trace.start_time()));
-            push_escaped(&mut out, trace.root().map_or("?", |e| e.name()));
-            let _ = write!(
-                out,
-                "</a></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"muted\">{id}</td></tr>",
-                human(trace.duration()),
-                trace.events().len()
-            );
-        }
-        out.push_str("</tbody></table>");
-    }
-
     let _ = write!(out, "<h2>Latency by event name (last {} s)</h2>", window.as_secs_f64());
     if stats.is_empty() {
         out.push_str("<p class=\"muted\">No events yet.</p>");
@@ -83,6 +61,28 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
         out.push_str("<h2>p99 latency over time</h2>");
         chart::latency_chart(&mut out, &stats, window.as_secs_f64());
     }
+    out.push_str("<h2>Recent traces</h2>");
+    if traces.is_empty() {
+        out.push_str("<p class=\"muted\">No finished traces yet.</p>");
+    } else {
+        out.push_str(
+            "<table id=\"traces\"><thead><tr><th>started (UTC)</th><th>root</th><th class=\"num\">duration</th>\
+             <th class=\"num\">events</th><th>trace id</th></tr></thead><tbody>",
+        );
+        for trace in &traces {
+            let id = trace.trace_id().to_string();
+            let _ = write!(out, "<tr class=\"trace\"><td>{}</td><td><a href=\"/trace/{id}\">", clock(trace.start_time()));
+            push_escaped(&mut out, trace.root().map_or("?", |e| e.name()));
+            let _ = write!(
+                out,
+                "</a></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"muted\">{id}</td></tr>",
+                human(trace.duration()),
+                trace.events().len()
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+
     end_page(&mut out);
     out
 }

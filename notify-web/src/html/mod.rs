@@ -23,11 +23,11 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .waterfall details{border-bottom:1px solid #eef0f2}
 .waterfall summary{display:flex;align-items:center;cursor:pointer;list-style:none;padding:2px 6px}
 .waterfall summary::-webkit-details-marker{display:none}
-.ev-name{width:30%;flex:none;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-family:ui-monospace,monospace;font-size:12px}
+.ev-name{box-sizing:border-box;width:30%;flex:none;padding-right:8px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis;font-family:ui-monospace,monospace;font-size:12px}
 .ev-track{position:relative;flex:1;height:16px;background:#f3f4f6}
 .ev-bar{position:absolute;top:2px;height:12px;min-width:1px;border-radius:2px}
 .ev-dur{width:90px;flex:none;text-align:right;font-variant-numeric:tabular-nums;font-size:12px}
-.payload{margin:4px 6px 8px 30%;font-family:ui-monospace,monospace;font-size:12px}
+.payload{margin:4px 6px 8px 30%;background:#fafbfc;font-family:ui-monospace,monospace;font-size:12px}
 .payload td{vertical-align:top;white-space:pre-wrap;word-break:break-all}
 .bad{color:#b3261e;font-weight:600}
 ";

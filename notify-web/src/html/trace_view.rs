@@ -11,7 +11,8 @@ use crate::record::Trace;
 /// The waterfall of `trace`: one row per event, depth-first by parent (children indented under
 /// their parent, by start time), a bar at the event's offset from the trace's start and as wide
 /// as its duration, coloured by namespace; a click on a row opens its payload (a `<details>`
-/// element: no JavaScript). Every name and payload key and value is HTML-escaped.
+/// element: no JavaScript); the event whose id is `open_event` starts open (`/trace/<id>?open=<event
+/// id>` links to it). Every name and payload key and value is HTML-escaped.
 ///
 /// ```
 /// use notify_core::{Notifier, Payload};
@@ -21,10 +22,10 @@ use crate::record::Trace;
 /// let r = recorder.clone();
 /// let _s = notifier.subscribe(notify_core::Pattern::all(), notify_core::Subscriber::event(move |e: &notify_core::Event| r.record(e)));
 /// notifier.instrument("request.app", || Payload::new().with("path", "/a?b=<c>"), |_| ());
-/// let html = render_trace(&recorder.traces()[0]);
+/// let html = render_trace(&recorder.traces()[0], None);
 /// assert!(html.contains("/a?b=&lt;c&gt;"));
 /// ```
-pub fn render_trace(trace: &Trace) -> String {
+pub fn render_trace(trace: &Trace, open_event: Option<u64>) -> String {
     let tree = trace.tree();
     let start = trace.start();
     let total = trace.duration().as_nanos().max(1) as f64;
@@ -65,8 +66,10 @@ pub fn render_trace(trace: &Trace) -> String {
         let width = (100.0 * event.duration().as_nanos() as f64 / total).min(100.0 - left);
         let _ = write!(
             out,
-            "<details class=\"event\" data-depth=\"{depth}\"><summary><span class=\"ev-name\" style=\"padding-left:{}px\">",
-            depth * 14
+            "<details class=\"event\" id=\"event-{}\" data-depth=\"{depth}\"{}><summary><span class=\"ev-name\" style=\"padding-left:{}px\">",
+            event.id(),
+            if open_event == Some(event.id()) { " open" } else { "" },
+            6 + depth * 14
         );
         push_escaped(&mut out, event.name());
         let _ = write!(

@@ -1,0 +1,152 @@
+//! WebServer: routes, escaping of planted markup, the token.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+use notify_core::{Event, Notifier, Pattern, Payload, Subscriber, Subscription};
+use notify_web::{TraceRecorder, WebOptions, WebServer};
+
+/// One request over a fresh connection (HTTP/1.0, so the server closes it): status line,
+/// headers and body.
+fn get(addr: SocketAddr, method: &str, target: &str, headers: &[&str]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut request = format!("{method} {target} HTTP/1.0\r\nHost: {addr}\r\n");
+    for h in headers {
+        request.push_str(h);
+        request.push_str("\r\n");
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head[9..12].parse().unwrap();
+    (status, head.to_owned(), body.to_owned())
+}
+
+fn attach(notifier: &Notifier, recorder: &TraceRecorder) -> Subscription {
+    let r = recorder.clone();
+    notifier.subscribe(Pattern::all(), Subscriber::event(move |e: &Event| r.record(e)))
+}
+
+const SCRIPT: &str = "<script>alert(1)</script>";
+const IMG: &str = "\"><img src=x onerror=alert(2)>";
+
+#[test]
+fn planted_markup_in_names_and_payloads_is_inert_in_every_page() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let _s = attach(&notifier, &recorder);
+    let root_name = format!("{SCRIPT}.{IMG}");
+    let child_name = format!("{IMG}.sql");
+    notifier.instrument(&root_name, || Payload::new().with("path", SCRIPT), |_| {
+        notifier.instrument(&child_name, || Payload::new().with("sql", IMG).with(
+            "<b>key</b>", "'single' & \"double\""), |_| ());
+    });
+    let trace_id = recorder.traces()[0].trace_id();
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    for target in ["/".to_owned(), format!("/trace/{trace_id}")] {
+        let (status, head, body) = get(addr, "GET", &target, &[]);
+        assert_eq!(status, 200, "{target}");
+        assert!(head.contains("Content-Type: text/html; charset=utf-8"), "{head}");
+        assert!(head.contains("Content-Security-Policy: default-src 'none'"), "{head}");
+        let lower = body.to_ascii_lowercase();
+        assert!(!lower.contains("<script"), "{target}: a script tag got through");
+        assert!(!lower.contains("<img"), "{target}: an img tag got through");
+        assert!(!body.contains("alert(2)>") && !body.contains("\"><img"), "{target}: an attribute was closed");
+        assert!(body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{target}");
+        assert!(body.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"), "{target}");
+    }
+    let (_, _, trace) = get(addr, "GET", &format!("/trace/{trace_id}"), &[]);
+    assert!(trace.contains("&lt;b&gt;key&lt;/b&gt;"));
+    assert!(trace.contains("&#x27;single&#x27; &amp; &quot;double&quot;"), "{trace}");
+    // The JSON carries the text as it is (JSON-escaped, served as application/json).
+    let (status, head, json) = get(addr, "GET", &format!("/api/trace/{trace_id}"), &[]);
+    assert_eq!(status, 200);
+    assert!(head.contains("Content-Type: application/json"));
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["events"][0]["name"], format!("{SCRIPT}.{IMG}"));
+    assert_eq!(value["events"][1]["payload"][0][1], IMG);
+    server.stop();
+}
+
+#[test]
+fn routes_answer_json_and_clear_errors() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let _s = attach(&notifier, &recorder);
+    notifier.instrument("request.app", Payload::new, |_| {
+        notifier.instrument("query.sql", Payload::new, |_| ());
+    });
+    let trace_id = recorder.traces()[0].trace_id();
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+
+    let (status, _, body) = get(addr, "GET", "/api/traces", &[]);
+    assert_eq!(status, 200);
+    let traces: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(traces[0]["trace_id"], trace_id.to_string());
+    assert_eq!(traces[0]["root"], "request.app");
+    assert_eq!((traces[0]["events"].as_u64(), traces[0]["complete"].as_bool()), (Some(2), Some(true)));
+
+    let (status, _, body) = get(addr, "GET", &format!("/api/trace/{trace_id}"), &[]);
+    assert_eq!(status, 200);
+    let trace: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<(&str, u64)> = trace["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["depth"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(names, [("request.app", 0), ("query.sql", 1)]);
+    assert_eq!(trace["events"][0]["offset_ns"], 0);
+
+    let (status, _, body) = get(addr, "GET", "/api/stats", &[]);
+    assert_eq!(status, 200);
+    let stats: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stats["names"][0]["name"], "query.sql");
+    assert_eq!(stats["names"][1]["count"], 1);
+    assert_eq!(stats["counts"]["events"], 2);
+    assert_eq!(stats["window_ns"], 60_000_000_000_u64);
+
+    let (status, _, body) = get(addr, "GET", "/", &[]);
+    assert_eq!(status, 200);
+    assert!(body.contains(&format!("<a href=\"/trace/{trace_id}\">request.app</a>")), "{body}");
+    assert!(body.contains("<svg id=\"latency-chart\""));
+
+    let (status, _, body) = get(addr, "GET", "/trace/xyz", &[]);
+    assert_eq!(status, 400);
+    assert_eq!(body, "400 Bad Request: a trace id is 32 hex digits, not all zero: \"xyz\"\n");
+    let missing = "0000000000000000000000000000abcd";
+    let (status, _, body) = get(addr, "GET", &format!("/trace/{missing}"), &[]);
+    assert_eq!((status, body.as_str()), (404, &*format!("404 Not Found: no trace {missing} is kept\n")));
+    let (status, _, _) = get(addr, "GET", "/nope", &[]);
+    assert_eq!(status, 404);
+    let (status, head, _) = get(addr, "POST", "/", &["Content-Length: 0"]);
+    assert_eq!(status, 405);
+    assert!(head.contains("Allow: GET, HEAD"));
+    let (status, _, body) = get(addr, "HEAD", "/", &[]);
+    assert_eq!((status, body.as_str()), (200, ""));
+}
+
+#[test]
+fn a_token_is_required_when_configured() {
+    let recorder = TraceRecorder::new(WebOptions::new().token("s3cret-token"));
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    let (status, _, body) = get(addr, "GET", "/", &[]);
+    assert_eq!(status, 401);
+    assert!(body.starts_with("401 Unauthorized: this page needs its token"));
+    for wrong in ["/?token=s3cret-tokeN", "/?token=", "/?token=s3cret-token-and-more"] {
+        assert_eq!(get(addr, "GET", wrong, &[]).0, 401, "{wrong}");
+    }
+    assert_eq!(get(addr, "GET", "/api/stats", &["Authorization: Bearer wrong"]).0, 401);
+
+    let (status, head, _) = get(addr, "GET", "/?a=1&token=s3cret-token", &[]);
+    assert_eq!(status, 200);
+    assert!(head.contains("Set-Cookie: notify_web_token=s3cret-token; HttpOnly; SameSite=Strict; Path=/"), "{head}");
+    assert_eq!(get(addr, "GET", "/api/stats", &["Authorization: Bearer s3cret-token"]).0, 200);
+    assert_eq!(get(addr, "GET", "/api/traces", &["Cookie: a=b; notify_web_token=s3cret-token"]).0, 200);
+    assert_eq!(get(addr, "GET", "/api/traces", &["Cookie: notify_web_token=nope"]).0, 401);
+}

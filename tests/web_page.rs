@@ -1,0 +1,187 @@
+//! The live page in a real browser: starts `bookstore --serve` on a free loopback port, loads the
+//! index and a trace in headless Chromium (Debian's `chromium`), checks the rendered DOM, and
+//! saves screenshots to `target/notify-web/` (the README's `docs/trace-view.png` comes from here).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Kills and reaps the child when dropped, also when the test fails.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The bookstore example built by `cargo test` beside this test (`target/<profile>/examples/`).
+fn bookstore_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let binary = profile_dir.join("examples").join(format!("bookstore{}", std::env::consts::EXE_SUFFIX));
+    if !binary.exists() {
+        // `cargo test --test web_page` alone does not build examples.
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--example", "bookstore"])
+            .args(if profile_dir.ends_with("release") { &["--release"][..] } else { &[] })
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --example bookstore failed");
+    }
+    binary
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
+}
+
+fn http_get(addr: SocketAddr, target: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "{target}: {head}");
+    body.to_owned()
+}
+
+/// Runs headless Chromium with `args` and the common flags; returns its stdout. Fails with the
+/// install command when it is missing, and kills it after 90 s.
+fn chromium(profile: &Path, args: &[&str]) -> String {
+    let child = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            panic!("chromium is not installed; this test needs it: apt-get install chromium")
+        }
+        Err(e) => panic!("cannot start chromium: {e}"),
+    };
+    let mut child = Killed(child);
+    let mut stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(90))
+        .expect("chromium did not finish within 90 s");
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "chromium {args:?} failed: {status}");
+    out
+}
+
+fn screenshot(profile: &Path, url: &str, file: &Path) {
+    chromium(profile, &[&format!("--screenshot={}", file.display()), "--window-size=1280,900", url]);
+    let png = std::fs::read(file).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{} is not a PNG", file.display());
+    assert!(png.len() > 5_000, "{} is suspiciously small ({} bytes)", file.display(), png.len());
+}
+
+#[test]
+fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = free_port();
+    let child = Command::new(bookstore_binary())
+        .args(["--serve", &addr.to_string(), "--db"])
+        .arg(dir.path().join("bookstore.sqlite"))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut bookstore = Killed(child);
+    let stdout = bookstore.0.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(60)).expect("the bookstore printed nothing in 60 s");
+    assert_eq!(first, format!("Serving the live page on http://{addr}/ (Ctrl-C to stop)"));
+
+    // Wait for an order: the POST /orders trace nests a transaction's queries under the request.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (trace_id, events) = loop {
+        let traces: serde_json::Value = serde_json::from_str(&http_get(addr, "/api/traces")).unwrap();
+        let biggest = traces
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["root"] == "request.bookstore")
+            .max_by_key(|t| t["events"].as_u64().unwrap())
+            .map(|t| (t["trace_id"].as_str().unwrap().to_owned(), t["events"].as_u64().unwrap()));
+        match biggest {
+            Some((id, events)) if events >= 4 => break (id, events),
+            _ if Instant::now() > deadline => panic!("no trace with 4 events in 30 s: {traces}"),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    let trace: serde_json::Value =
+        serde_json::from_str(&http_get(addr, &format!("/api/trace/{trace_id}"))).unwrap();
+    let insert = trace["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["payload"].as_array().unwrap().iter().any(|kv| kv[1].as_str().unwrap().starts_with("INSERT")))
+        .expect("the order's INSERT");
+    let open = insert["id"].as_u64().unwrap();
+
+    let profile = tempfile::tempdir().unwrap();
+    let index = chromium(profile.path(), &["--dump-dom", &format!("http://{addr}/")]);
+    assert!(index.contains("<table id=\"traces\">"), "{index}");
+    assert!(index.contains(&format!("<a href=\"/trace/{trace_id}\">request.bookstore</a>")), "{index}");
+    for name in ["import.bookstore", "query.sql", "request.bookstore"] {
+        assert!(index.contains(&format!("<tr class=\"name\"><td>{name}</td>")), "no row for {name}: {index}");
+    }
+    assert!(index.contains("<svg id=\"latency-chart\""), "{index}");
+
+    let url = format!("http://{addr}/trace/{trace_id}?open={open}");
+    let view = chromium(profile.path(), &["--dump-dom", &url]);
+    assert!(view.contains("<h1 id=\"trace-title\">request.bookstore</h1>"), "{view}");
+    assert_eq!(view.matches("<details class=\"event\"").count() as u64, events, "{view}");
+    assert!(view.contains(&format!("<details class=\"event\" id=\"event-{open}\" data-depth=\"")), "{view}");
+    assert!(view.contains("INSERT INTO orders"), "{view}");
+    assert!(view.contains("<span class=\"ev-name\" style=\"padding-left:6px\">request.bookstore</span>"));
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("notify-web");
+    std::fs::create_dir_all(&out).unwrap();
+    screenshot(profile.path(), &url, &out.join("trace-view.png"));
+    screenshot(profile.path(), &format!("http://{addr}/"), &out.join("index.png"));
+    println!("screenshots in {}", out.display());
+
+    // Still serving live data: new traces keep coming.
+    let before = bookstore_traces(addr);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_ne!(bookstore_traces(addr), before, "no new trace in 1.5 s");
+    assert!(bookstore.0.try_wait().unwrap().is_none(), "the bookstore exited");
+}
+
+fn bookstore_traces(addr: SocketAddr) -> Vec<String> {
+    let traces: serde_json::Value = serde_json::from_str(&http_get(addr, "/api/traces")).unwrap();
+    traces.as_array().unwrap().iter().map(|t| t["trace_id"].to_string()).collect()
+}
