@@ -23,12 +23,18 @@ impl Drop for Killed {
 fn bookstore_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let binary = profile_dir.join("examples").join(format!("bookstore{}", std::env::consts::EXE_SUFFIX));
+    let binary = profile_dir
+        .join("examples")
+        .join(format!("bookstore{}", std::env::consts::EXE_SUFFIX));
     if !binary.exists() {
         // `cargo test --test web_page` alone does not build examples.
         let status = Command::new(env!("CARGO"))
             .args(["build", "--example", "bookstore"])
-            .args(if profile_dir.ends_with("release") { &["--release"][..] } else { &[] })
+            .args(if profile_dir.ends_with("release") {
+                &["--release"][..]
+            } else {
+                &[]
+            })
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .unwrap();
@@ -47,7 +53,10 @@ fn http_get(addr: SocketAddr, target: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "{target}: {head}");
+    assert!(
+        head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
+        "{target}: {head}"
+    );
     body.to_owned()
 }
 
@@ -94,10 +103,22 @@ fn chromium(profile: &Path, args: &[&str]) -> String {
 }
 
 fn screenshot(profile: &Path, url: &str, file: &Path) {
-    chromium(profile, &[&format!("--screenshot={}", file.display()), "--window-size=1280,900", url]);
+    chromium(
+        profile,
+        &[
+            &format!("--screenshot={}", file.display()),
+            "--window-size=1280,900",
+            url,
+        ],
+    );
     let png = std::fs::read(file).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{} is not a PNG", file.display());
-    assert!(png.len() > 5_000, "{} is suspiciously small ({} bytes)", file.display(), png.len());
+    assert!(
+        png.len() > 5_000,
+        "{} is suspiciously small ({} bytes)",
+        file.display(),
+        png.len()
+    );
 }
 
 #[test]
@@ -121,8 +142,13 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
             let _ = tx.send(line);
         }
     });
-    let first = rx.recv_timeout(Duration::from_secs(60)).expect("the bookstore printed nothing in 60 s");
-    assert_eq!(first, format!("Serving the live page on http://{addr}/ (Ctrl-C to stop)"));
+    let first = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the bookstore printed nothing in 60 s");
+    assert_eq!(
+        first,
+        format!("Serving the live page on http://{addr}/ (Ctrl-C to stop)")
+    );
 
     // Wait for an order: the POST /orders trace nests a transaction's queries under the request.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -134,37 +160,60 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
             .iter()
             .filter(|t| t["root"] == "request.bookstore")
             .max_by_key(|t| t["events"].as_u64().unwrap())
-            .map(|t| (t["trace_id"].as_str().unwrap().to_owned(), t["events"].as_u64().unwrap()));
+            .map(|t| {
+                (
+                    t["trace_id"].as_str().unwrap().to_owned(),
+                    t["events"].as_u64().unwrap(),
+                )
+            });
         match biggest {
             Some((id, events)) if events >= 4 => break (id, events),
             _ if Instant::now() > deadline => panic!("no trace with 4 events in 30 s: {traces}"),
             _ => std::thread::sleep(Duration::from_millis(200)),
         }
     };
-    let trace: serde_json::Value =
-        serde_json::from_str(&http_get(addr, &format!("/api/trace/{trace_id}"))).unwrap();
+    let trace: serde_json::Value = serde_json::from_str(&http_get(addr, &format!("/api/trace/{trace_id}"))).unwrap();
     let insert = trace["events"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["payload"].as_array().unwrap().iter().any(|kv| kv[1].as_str().unwrap().starts_with("INSERT")))
+        .find(|e| {
+            e["payload"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|kv| kv[1].as_str().unwrap().starts_with("INSERT"))
+        })
         .expect("the order's INSERT");
     let open = insert["id"].as_u64().unwrap();
 
     let profile = tempfile::tempdir().unwrap();
     let index = chromium(profile.path(), &["--dump-dom", &format!("http://{addr}/")]);
     assert!(index.contains("<table id=\"traces\">"), "{index}");
-    assert!(index.contains(&format!("<a href=\"/trace/{trace_id}\">request.bookstore</a>")), "{index}");
+    assert!(
+        index.contains(&format!("<a href=\"/trace/{trace_id}\">request.bookstore</a>")),
+        "{index}"
+    );
     for name in ["import.bookstore", "query.sql", "request.bookstore"] {
-        assert!(index.contains(&format!("<tr class=\"name\"><td>{name}</td>")), "no row for {name}: {index}");
+        assert!(
+            index.contains(&format!("<tr class=\"name\"><td>{name}</td>")),
+            "no row for {name}: {index}"
+        );
     }
     assert!(index.contains("<svg id=\"latency-chart\""), "{index}");
 
     let url = format!("http://{addr}/trace/{trace_id}?open={open}");
     let view = chromium(profile.path(), &["--dump-dom", &url]);
     assert!(view.contains("<h1 id=\"trace-title\">request.bookstore</h1>"), "{view}");
-    assert_eq!(view.matches("<details class=\"event\"").count() as u64, events, "{view}");
-    assert!(view.contains(&format!("<details class=\"event\" id=\"event-{open}\" data-depth=\"")), "{view}");
+    assert_eq!(
+        view.matches("<details class=\"event\"").count() as u64,
+        events,
+        "{view}"
+    );
+    assert!(
+        view.contains(&format!("<details class=\"event\" id=\"event-{open}\" data-depth=\"")),
+        "{view}"
+    );
     assert!(view.contains("INSERT INTO orders"), "{view}");
     assert!(view.contains("<span class=\"ev-name\" style=\"padding-left:6px\">request.bookstore</span>"));
 
@@ -183,5 +232,10 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
 
 fn bookstore_traces(addr: SocketAddr) -> Vec<String> {
     let traces: serde_json::Value = serde_json::from_str(&http_get(addr, "/api/traces")).unwrap();
-    traces.as_array().unwrap().iter().map(|t| t["trace_id"].to_string()).collect()
+    traces
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["trace_id"].to_string())
+        .collect()
 }

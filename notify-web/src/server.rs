@@ -19,7 +19,8 @@ const TOKEN_COOKIE: &str = "notify_web_token";
 
 /// Scripts are refused outright: the pages use none, so an injected one could not run even if
 /// escaping failed.
-const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'";
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'";
 
 /// Serves a [`TraceRecorder`] over HTTP on one thread until dropped or [`stop`](WebServer::stop)ped.
 ///
@@ -224,7 +225,11 @@ fn authorize(recorder: &TraceRecorder, request: &Request, query: &str) -> Auth {
             }
         } else if h.field.equiv("Cookie") {
             for cookie in value.split(';') {
-                if let Some(given) = cookie.trim().strip_prefix(TOKEN_COOKIE).and_then(|c| c.strip_prefix('=')) {
+                if let Some(given) = cookie
+                    .trim()
+                    .strip_prefix(TOKEN_COOKIE)
+                    .and_then(|c| c.strip_prefix('='))
+                {
                     if matches(given) {
                         return Auth::Granted;
                     }

@@ -44,7 +44,13 @@ impl TraceBuffer {
         let is_root = event.parent_id().is_none();
         if let Some(trace) = self.finished.iter_mut().rev().find(|t| t.trace_id == trace_id) {
             let trace = Arc::make_mut(trace);
-            Self::append(trace, event, self.events_per_trace, &mut self.memory, &mut self.dropped_events);
+            Self::append(
+                trace,
+                event,
+                self.events_per_trace,
+                &mut self.memory,
+                &mut self.dropped_events,
+            );
             return;
         }
         if !self.pending.contains_key(&trace_id) && self.pending.len() >= self.pending_capacity && !is_root {
@@ -63,7 +69,13 @@ impl TraceBuffer {
                 },
             )
         });
-        Self::append(trace, event, self.events_per_trace, &mut self.memory, &mut self.dropped_events);
+        Self::append(
+            trace,
+            event,
+            self.events_per_trace,
+            &mut self.memory,
+            &mut self.dropped_events,
+        );
         if is_root {
             let (_, mut trace) = self.pending.remove(&trace_id).expect("just inserted");
             trace.complete = true;

@@ -2,22 +2,33 @@
 
 use std::time::{Duration, Instant};
 
-use notify_core::{Context, Event, TraceId, Notifier, Payload, Subscriber, Subscription};
+use notify_core::{Context, Event, Notifier, Payload, Subscriber, Subscription, TraceId};
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 
 /// Feeds `recorder` synchronously (deterministic tests); the pool path has its own test.
 fn attach(notifier: &Notifier, recorder: &TraceRecorder) -> Subscription {
     let r = recorder.clone();
-    notifier.subscribe(notify_core::Pattern::all(), Subscriber::event(move |e: &Event| r.record(e)))
+    notifier.subscribe(
+        notify_core::Pattern::all(),
+        Subscriber::event(move |e: &Event| r.record(e)),
+    )
 }
 
 fn request(notifier: &Notifier, n: u64, queries: usize) {
-    notifier.instrument("request.app", || Payload::new().with("n", n), |_| {
-        for q in 0..queries {
-            notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT ?").with("q", q as u64), |_| ());
-        }
-    });
+    notifier.instrument(
+        "request.app",
+        || Payload::new().with("n", n),
+        |_| {
+            for q in 0..queries {
+                notifier.instrument(
+                    "query.sql",
+                    || Payload::new().with("sql", "SELECT ?").with("q", q as u64),
+                    |_| (),
+                );
+            }
+        },
+    );
 }
 
 #[test]
@@ -42,7 +53,15 @@ fn keeps_the_last_n_traces_newest_first_with_their_events_nested() {
         assert_eq!(recorder.trace(trace.trace_id()).unwrap().trace_id(), trace.trace_id());
     }
     let counts = recorder.counts();
-    assert_eq!((counts.events, counts.events_held, counts.pending_traces, counts.dropped_events), (15, 9, 0, 0));
+    assert_eq!(
+        (
+            counts.events,
+            counts.events_held,
+            counts.pending_traces,
+            counts.dropped_events
+        ),
+        (15, 9, 0, 0)
+    );
 }
 
 #[test]
@@ -71,9 +90,15 @@ fn the_oldest_unfinished_trace_is_evicted_past_the_pending_limit() {
         });
     }
     let counts = recorder.counts();
-    assert_eq!((counts.pending_traces, counts.evicted_traces, counts.dropped_events), (2, 1, 1));
+    assert_eq!(
+        (counts.pending_traces, counts.evicted_traces, counts.dropped_events),
+        (2, 1, 1)
+    );
     assert!(recorder.traces().is_empty());
-    assert!(recorder.trace(TraceId::new(1).unwrap()).is_none(), "the oldest was evicted");
+    assert!(
+        recorder.trace(TraceId::new(1).unwrap()).is_none(),
+        "the oldest was evicted"
+    );
     let kept = recorder.trace(TraceId::new(3).unwrap()).unwrap();
     assert!(!kept.is_complete());
     assert_eq!(kept.events()[0].parent_id(), Some(7));
@@ -88,11 +113,19 @@ fn memory_stays_within_the_stated_bytes_per_event_and_payloads_are_cut() {
     let _s = attach(&notifier, &recorder);
     let long = "é".repeat(500); // 1,000 bytes of two-byte characters
     for _ in 0..5 {
-        notifier.instrument("request.app", || Payload::new().with("body", long.clone()).with("after", 1_u64), |_| ());
+        notifier.instrument(
+            "request.app",
+            || Payload::new().with("body", long.clone()).with("after", 1_u64),
+            |_| (),
+        );
     }
     let counts = recorder.counts();
     assert_eq!(counts.events_held, 2);
-    assert!(counts.memory_bytes <= 2 * per_event, "{} > 2 * {per_event}", counts.memory_bytes);
+    assert!(
+        counts.memory_bytes <= 2 * per_event,
+        "{} > 2 * {per_event}",
+        counts.memory_bytes
+    );
     assert_eq!(recorder.memory_bytes(), counts.memory_bytes);
     let traces = recorder.traces();
     let event = &traces[0].events()[0];
@@ -112,7 +145,12 @@ fn statistics_give_count_rate_and_percentiles_over_the_window() {
     let _s = attach(&notifier, &recorder);
     let end = Instant::now();
     for ms in 1..=100_u64 {
-        notifier.publish_event(Event::new("query.sql", end - Duration::from_millis(ms), end, Payload::new()));
+        notifier.publish_event(Event::new(
+            "query.sql",
+            end - Duration::from_millis(ms),
+            end,
+            Payload::new(),
+        ));
     }
     let stats = recorder.stats();
     assert_eq!(stats.len(), 1);
@@ -133,7 +171,12 @@ fn events_older_than_the_window_leave_the_statistics() {
     let recorder = TraceRecorder::new(WebOptions::new().window(Duration::from_millis(20)).slots(2));
     let _s = attach(&notifier, &recorder);
     let now = Instant::now();
-    notifier.publish_event(Event::new("tick.app", now, now + Duration::from_micros(5), Payload::new()));
+    notifier.publish_event(Event::new(
+        "tick.app",
+        now,
+        now + Duration::from_micros(5),
+        Payload::new(),
+    ));
     std::thread::sleep(Duration::from_millis(50));
     let s = &recorder.stats()[0];
     assert_eq!((s.count, s.window_count, s.p99_ns), (1, 0, 0));

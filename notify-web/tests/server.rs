@@ -39,10 +39,21 @@ fn planted_markup_in_names_and_payloads_is_inert_in_every_page() {
     let _s = attach(&notifier, &recorder);
     let root_name = format!("{SCRIPT}.{IMG}");
     let child_name = format!("{IMG}.sql");
-    notifier.instrument(&root_name, || Payload::new().with("path", SCRIPT), |_| {
-        notifier.instrument(&child_name, || Payload::new().with("sql", IMG).with(
-            "<b>key</b>", "'single' & \"double\""), |_| ());
-    });
+    notifier.instrument(
+        &root_name,
+        || Payload::new().with("path", SCRIPT),
+        |_| {
+            notifier.instrument(
+                &child_name,
+                || {
+                    Payload::new()
+                        .with("sql", IMG)
+                        .with("<b>key</b>", "'single' & \"double\"")
+                },
+                |_| (),
+            );
+        },
+    );
     let trace_id = recorder.traces()[0].trace_id();
     let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
     let addr = server.local_addr();
@@ -54,9 +65,15 @@ fn planted_markup_in_names_and_payloads_is_inert_in_every_page() {
         let lower = body.to_ascii_lowercase();
         assert!(!lower.contains("<script"), "{target}: a script tag got through");
         assert!(!lower.contains("<img"), "{target}: an img tag got through");
-        assert!(!body.contains("alert(2)>") && !body.contains("\"><img"), "{target}: an attribute was closed");
+        assert!(
+            !body.contains("alert(2)>") && !body.contains("\"><img"),
+            "{target}: an attribute was closed"
+        );
         assert!(body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{target}");
-        assert!(body.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"), "{target}");
+        assert!(
+            body.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;"),
+            "{target}"
+        );
     }
     let (_, _, trace) = get(addr, "GET", &format!("/trace/{trace_id}"), &[]);
     assert!(trace.contains("&lt;b&gt;key&lt;/b&gt;"));
@@ -88,7 +105,10 @@ fn routes_answer_json_and_clear_errors() {
     let traces: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(traces[0]["trace_id"], trace_id.to_string());
     assert_eq!(traces[0]["root"], "request.app");
-    assert_eq!((traces[0]["events"].as_u64(), traces[0]["complete"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(
+        (traces[0]["events"].as_u64(), traces[0]["complete"].as_bool()),
+        (Some(2), Some(true))
+    );
 
     let (status, _, body) = get(addr, "GET", &format!("/api/trace/{trace_id}"), &[]);
     assert_eq!(status, 200);
@@ -112,15 +132,24 @@ fn routes_answer_json_and_clear_errors() {
 
     let (status, _, body) = get(addr, "GET", "/", &[]);
     assert_eq!(status, 200);
-    assert!(body.contains(&format!("<a href=\"/trace/{trace_id}\">request.app</a>")), "{body}");
+    assert!(
+        body.contains(&format!("<a href=\"/trace/{trace_id}\">request.app</a>")),
+        "{body}"
+    );
     assert!(body.contains("<svg id=\"latency-chart\""));
 
     let (status, _, body) = get(addr, "GET", "/trace/xyz", &[]);
     assert_eq!(status, 400);
-    assert_eq!(body, "400 Bad Request: a trace id is 32 hex digits, not all zero: \"xyz\"\n");
+    assert_eq!(
+        body,
+        "400 Bad Request: a trace id is 32 hex digits, not all zero: \"xyz\"\n"
+    );
     let missing = "0000000000000000000000000000abcd";
     let (status, _, body) = get(addr, "GET", &format!("/trace/{missing}"), &[]);
-    assert_eq!((status, body.as_str()), (404, &*format!("404 Not Found: no trace {missing} is kept\n")));
+    assert_eq!(
+        (status, body.as_str()),
+        (404, &*format!("404 Not Found: no trace {missing} is kept\n"))
+    );
     let (status, _, _) = get(addr, "GET", "/nope", &[]);
     assert_eq!(status, 404);
     let (status, head, _) = get(addr, "POST", "/", &["Content-Length: 0"]);
@@ -145,8 +174,26 @@ fn a_token_is_required_when_configured() {
 
     let (status, head, _) = get(addr, "GET", "/?a=1&token=s3cret-token", &[]);
     assert_eq!(status, 200);
-    assert!(head.contains("Set-Cookie: notify_web_token=s3cret-token; HttpOnly; SameSite=Strict; Path=/"), "{head}");
-    assert_eq!(get(addr, "GET", "/api/stats", &["Authorization: Bearer s3cret-token"]).0, 200);
-    assert_eq!(get(addr, "GET", "/api/traces", &["Cookie: a=b; notify_web_token=s3cret-token"]).0, 200);
-    assert_eq!(get(addr, "GET", "/api/traces", &["Cookie: notify_web_token=nope"]).0, 401);
+    assert!(
+        head.contains("Set-Cookie: notify_web_token=s3cret-token; HttpOnly; SameSite=Strict; Path=/"),
+        "{head}"
+    );
+    assert_eq!(
+        get(addr, "GET", "/api/stats", &["Authorization: Bearer s3cret-token"]).0,
+        200
+    );
+    assert_eq!(
+        get(
+            addr,
+            "GET",
+            "/api/traces",
+            &["Cookie: a=b; notify_web_token=s3cret-token"]
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        get(addr, "GET", "/api/traces", &["Cookie: notify_web_token=nope"]).0,
+        401
+    );
 }

@@ -36,7 +36,11 @@ pub fn serve(
     let pool = WorkerPool::global();
     let subscription = recorder.subscribe(pool, notifier, Pattern::all());
     let server = WebServer::start(addr, recorder).map_err(AppError::Serve)?;
-    let _ = writeln!(out, "Serving the live page on http://{}/ (Ctrl-C to stop)", server.local_addr());
+    let _ = writeln!(
+        out,
+        "Serving the live page on http://{}/ (Ctrl-C to stop)",
+        server.local_addr()
+    );
     let _ = out.flush();
     let sql_log = SqlLog { color: options.color }.attach_to(notifier)?;
     let app_log = AppLog { color: options.color }.attach_to(notifier)?;

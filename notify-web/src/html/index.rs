@@ -71,7 +71,11 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
         );
         for trace in &traces {
             let id = trace.trace_id().to_string();
-            let _ = write!(out, "<tr class=\"trace\"><td>{}</td><td><a href=\"/trace/{id}\">", clock(trace.start_time()));
+            let _ = write!(
+                out,
+                "<tr class=\"trace\"><td>{}</td><td><a href=\"/trace/{id}\">",
+                clock(trace.start_time())
+            );
             push_escaped(&mut out, trace.root().map_or("?", |e| e.name()));
             let _ = write!(
                 out,

@@ -84,9 +84,9 @@ pub(crate) fn clock(time: Option<SystemTime>) -> String {
 
 /// A stable hue (0-359) for `key`: FNV-1a, so a namespace keeps its colour across pages and runs.
 pub(crate) fn hue(key: &str) -> u32 {
-    let hash = key
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     (hash % 360) as u32
 }
 

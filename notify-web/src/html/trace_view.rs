@@ -55,7 +55,11 @@ pub fn render_trace(trace: &Trace, open_event: Option<u64>) -> String {
     let namespaces: BTreeSet<&str> = tree.iter().map(|(_, e)| e.namespace()).collect();
     out.push_str("<p class=\"legend\">");
     for ns in namespaces {
-        let _ = write!(out, "<span><i class=\"swatch\" style=\"background:{}\"></i>", colour(ns));
+        let _ = write!(
+            out,
+            "<span><i class=\"swatch\" style=\"background:{}\"></i>",
+            colour(ns)
+        );
         push_escaped(&mut out, ns);
         out.push_str("</span>");
     }
@@ -88,7 +92,10 @@ pub fn render_trace(trace: &Trace, open_event: Option<u64>) -> String {
         match event.outcome() {
             Outcome::Completed => {}
             other => {
-                let _ = write!(out, "<tr><td class=\"muted\">outcome</td><td class=\"bad\">{other:?}</td></tr>");
+                let _ = write!(
+                    out,
+                    "<tr><td class=\"muted\">outcome</td><td class=\"bad\">{other:?}</td></tr>"
+                );
             }
         }
         for (key, value) in event.payload() {
@@ -99,7 +106,9 @@ pub fn render_trace(trace: &Trace, open_event: Option<u64>) -> String {
             out.push_str("</td></tr>");
         }
         if event.is_truncated() {
-            out.push_str("<tr><td class=\"muted\">…</td><td class=\"muted\">payload cut to fit the recorder's limit</td></tr>");
+            out.push_str(
+                "<tr><td class=\"muted\">…</td><td class=\"muted\">payload cut to fit the recorder's limit</td></tr>",
+            );
         }
         out.push_str("</tbody></table></details>");
     }
