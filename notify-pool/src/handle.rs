@@ -39,7 +39,7 @@ impl AsyncHandle {
         self.target.id(self.member)
     }
 
-    /// The label from [`AsyncOptions::named`].
+    /// The label from [`AsyncOptions::named`](crate::AsyncOptions::named).
     ///
     /// ```
     /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
@@ -88,7 +88,7 @@ impl AsyncHandle {
         self.target.queued(self.member)
     }
 
-    /// True when the mailbox refuses events: detached after a panic ([`AsyncFailurePolicy::Detach`]), or
+    /// True when the mailbox refuses events: detached after a panic ([`AsyncFailurePolicy::Detach`](crate::AsyncFailurePolicy::Detach)), or
     /// unsubscribed.
     ///
     /// ```

@@ -15,8 +15,8 @@ use crate::{
     PoolBuilder, ShutdownReport, SlowSubscriber,
 };
 
-/// A fixed pool of worker threads that delivers events to async subscribers (see the [module
-/// docs](self)). Cloning is cheap and shares the pool; the pool shuts down at
+/// A fixed pool of worker threads that delivers events to async subscribers (see the [crate
+/// docs](crate)). Cloning is cheap and shares the pool; the pool shuts down at
 /// [`WorkerPool::shutdown`] or when its last clone is dropped. The drop is a shutdown with a
 /// deadline of [`WorkerPool::DROP_DEADLINE`]: it never blocks longer than that plus
 /// [`WorkerPool::STOP_GRACE`]; what it abandoned (and any thread it detached) is written to
@@ -238,7 +238,7 @@ impl WorkerPool {
     /// Each member keeps what a single async subscriber has: one invocation at a time, events in
     /// publish order per producing thread, room for `options.capacity` events (a member whose
     /// shard is that far behind loses events by the overflow policy, with exact per-member drop
-    /// counts; [`Overflow::Block`] blocks the publisher until the slowest shard has room), the
+    /// counts; [`Overflow::Block`](crate::Overflow::Block) blocks the publisher until the slowest shard has room), the
     /// panic policy, and its own [`AsyncHandle`]. Members share `options` and always run on the
     /// shared workers (`dedicated_thread` is ignored). Members of one shard lag together: a member
     /// whose callback blocks delays the other members of its shard (and makes them drop alike

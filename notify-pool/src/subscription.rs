@@ -107,7 +107,7 @@ impl AsyncSubscription {
     }
 }
 
-/// Many async subscribers behind one registry subscription ([`WorkerPool::subscribe_fanout`]).
+/// Many async subscribers behind one registry subscription ([`WorkerPool::subscribe_fanout`](crate::WorkerPool::subscribe_fanout)).
 ///
 /// ```
 /// use notify_pool::{AsyncOptions, WorkerPool};
