@@ -5,11 +5,11 @@
 use std::sync::{Arc, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use crate::escape::Escaped;
 use crate::shutdown::Owner;
 use crate::sync::Mutex;
 use crate::unwind::quietly;
 use crate::{worker, WorkerPool};
+use notify_core::escape::Escaped;
 
 /// Flushes its pool when dropped, waiting at most its timeout: hold one in `main` so that the
 /// events queued when `main` returns are delivered, as `tracing-appender`'s `WorkerGuard` does
@@ -40,7 +40,7 @@ impl Drop for FlushGuard {
             eprintln!(
                 "notify-pool: worker pool `{}`: {pending} events still pending after the flush guard waited {:?}; \
                  they are delivered only if the process lives on",
-                Escaped(&shared.name),
+                Escaped::new(&shared.name),
                 self.timeout
             );
         });
@@ -82,7 +82,7 @@ extern "C" fn at_exit() {
                 eprintln!(
                     "notify-pool: worker pool `{}`: {pending} queued events were never delivered: the process \
                      exited first (hold WorkerPool::flush_guard in main to deliver them)",
-                    Escaped(&owner.inner.shared.name)
+                    Escaped::new(&owner.inner.shared.name)
                 );
             }
         }

@@ -61,7 +61,6 @@
 
 mod builder;
 mod config;
-mod escape;
 mod exit;
 mod group;
 mod group_core;

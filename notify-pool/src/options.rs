@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::escape::Escaped;
+use notify_core::escape::Escaped;
 
 /// What a mailbox does with an event that arrives when it already holds `capacity` events.
 ///
@@ -224,10 +224,10 @@ impl fmt::Display for AsyncFailure {
         write!(
             f,
             "async subscriber `{}` (mailbox #{}) panicked on `{}`: {}{}",
-            Escaped(&self.subscriber),
+            Escaped::new(&self.subscriber),
             self.mailbox,
-            Escaped(&self.event),
-            Escaped(&self.message),
+            Escaped::new(&self.event),
+            Escaped::new(&self.message),
             if self.detached { " (detached)" } else { "" }
         )
     }
@@ -313,7 +313,7 @@ impl fmt::Display for SlowSubscriber {
         write!(
             f,
             "async subscriber `{}` (mailbox #{}) is slow: mailbox full at {} events, {} dropped so far ({policy})",
-            Escaped(&self.subscriber),
+            Escaped::new(&self.subscriber),
             self.mailbox,
             self.capacity,
             self.dropped

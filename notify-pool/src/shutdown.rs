@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::escape::Escaped;
 use crate::sync::Mutex;
 use crate::unwind::quietly;
 use crate::worker::{self, PoolInner};
 use crate::{ShutdownReport, WorkerPool};
+use notify_core::escape::Escaped;
 
 pub(crate) struct Owner {
     pub(crate) inner: Arc<PoolInner>,
@@ -153,13 +153,13 @@ pub(crate) fn report_dropped(name: &str, report: &ShutdownReport) {
     quietly(|| {
         eprintln!(
             "notify-pool: worker pool `{}` dropped: {} queued events abandoned after {:?}{}",
-            Escaped(name),
+            Escaped::new(name),
             report.abandoned,
             WorkerPool::DROP_DEADLINE,
             if report.detached.is_empty() {
                 String::new()
             } else {
-                let names: Vec<String> = report.detached.iter().map(|n| Escaped(n).to_string()).collect();
+                let names: Vec<String> = report.detached.iter().map(|n| Escaped::new(n).to_string()).collect();
                 format!("; threads still in a callback, detached: {}", names.join(", "))
             }
         );

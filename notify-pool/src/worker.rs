@@ -212,7 +212,7 @@ impl Shared {
             log::warn!(
                 target: "notify::pool",
                 "worker pool `{}` is shut down: async events are refused and counted (WorkerPool::rejected)",
-                crate::escape::Escaped(&self.name)
+                notify_core::escape::Escaped::new(&self.name)
             );
         }
     }
