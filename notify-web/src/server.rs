@@ -153,8 +153,10 @@ fn handle(recorder: &TraceRecorder, request: Request) {
     if reply.status == 405 {
         response.add_header(header("Allow", "GET, HEAD"));
     }
-    if let Some(cookie) = set_cookie {
-        response.add_header(header("Set-Cookie", &cookie));
+    // A token that cannot be a header value (a line break in it, say) is still accepted as
+    // `?token=` or bearer token; it just cannot be kept in a cookie.
+    if let Some(cookie) = set_cookie.and_then(|c| Header::from_bytes(b"Set-Cookie".as_slice(), c.as_bytes()).ok()) {
+        response.add_header(cookie);
     }
     // The client may have gone; nothing to do about it.
     let _ = request.respond(response);

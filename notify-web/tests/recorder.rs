@@ -201,3 +201,21 @@ fn fed_through_the_worker_pool() {
     subscription.unsubscribe().unwrap();
     pool.shutdown(Duration::from_secs(5));
 }
+
+#[test]
+fn an_event_finishing_after_its_root_joins_the_finished_trace() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let _s = attach(&notifier, &recorder);
+    // The root hands its context to work that finishes after it (a spawned job, say).
+    let context = notifier.instrument("request.app", Payload::new, |_| Context::current());
+    let root = recorder.traces()[0].clone();
+    assert!(root.is_complete());
+    context.in_scope(|| notifier.instrument("job.app", Payload::new, |_| ()));
+    let traces = recorder.traces();
+    assert_eq!(traces.len(), 1);
+    let tree: Vec<(usize, &str)> = traces[0].tree().into_iter().map(|(d, e)| (d, e.name())).collect();
+    assert_eq!(tree, [(0, "request.app"), (1, "job.app")]);
+    assert_eq!(root.events().len(), 1, "a reader's copy does not change under it");
+    assert_eq!(recorder.counts().events_held, 2);
+}
