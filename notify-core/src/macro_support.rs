@@ -274,6 +274,52 @@ pub fn call_once<R>(_: Hint<R>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// What [`FutureProbe`] finds for a return type that is a future.
+pub struct ReturnsAFuture;
+
+/// What [`NotAFutureProbe`] finds for any other return type.
+pub struct NotAFuture;
+
+/// Picked by method resolution (`(&hint).probe()`) when the return type is a future: the impl is
+/// on `Hint<R>` itself, so it is found before [`NotAFutureProbe`]'s on `&Hint<R>`.
+pub trait FutureProbe {
+    /// Never called at run time.
+    fn probe(&self) -> ReturnsAFuture;
+}
+
+impl<R: Future> FutureProbe for Hint<R> {
+    fn probe(&self) -> ReturnsAFuture {
+        ReturnsAFuture
+    }
+}
+
+/// Picked when the return type is not a future.
+pub trait NotAFutureProbe {
+    /// Never called at run time.
+    fn probe(&self) -> NotAFuture;
+}
+
+impl<R> NotAFutureProbe for &Hint<R> {
+    fn probe(&self) -> NotAFuture {
+        NotAFuture
+    }
+}
+
+/// A synchronous function's event covers its call; if it returns a future (through a type alias
+/// the attribute cannot read), that event would time only the creation of the future.
+#[diagnostic::on_unimplemented(
+    message = "#[instrument_event] would time only the creation of this future, not its run",
+    label = "this function returns a future, but the attribute cannot find its async block",
+    note = "make it an `async fn`, or end its body with `async move {{ ... }}` or `Box::pin(async move {{ ... }})` (as `#[async_trait]` writes it), which the attribute instruments"
+)]
+pub trait NotAFutureReturned {}
+
+impl NotAFutureReturned for NotAFuture {}
+
+/// Compiles only for [`NotAFuture`] (never called at run time: it sits in an `if false`).
+#[inline(always)]
+pub fn require_not_a_future<T: NotAFutureReturned>(_: T) {}
+
 // ---------------------------------------------------------------------------------------------
 // Synchronous functions
 // ---------------------------------------------------------------------------------------------

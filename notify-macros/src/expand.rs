@@ -347,6 +347,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
             #run
         }
     } else if let Some(record) = record {
+        let future_check = future_check(&sig, &private, &hint);
         // A sync body, or an async body that never awaits (it runs within one poll): the body runs
         // in a closure called at once, so its `return` and `?` leave the closure and the value is
         // recorded. The closure has the span of the user's braces (lints on the body see the user's
@@ -370,6 +371,7 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         quote! {
             #static_item
             #hint_let
+            #future_check
             let mut #guard = #private::Guard::new();
             #guard_start(&mut #guard, &#site, #parent_arg #payload);
             let #value = #private::call_once(#hint, #closure);
@@ -378,8 +380,12 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         }
     } else {
         let guard = format_ident!("_notify_guard", span = Span::mixed_site());
+        let future_check = future_check(&sig, &private, &hint);
+        let hint_let = (!future_check.is_empty()).then_some(&hint_let);
         quote! {
             #static_item
+            #hint_let
+            #future_check
             let mut #guard = #private::Guard::new();
             #guard_start(&mut #guard, &#site, #parent_arg #payload);
             #body
@@ -398,6 +404,49 @@ pub(crate) fn expand(args: &Args, function: Function, mut errors: Errors) -> syn
         .into_token_stream(),
     );
     Ok(out)
+}
+
+/// For a sync function whose return type is written out (no `impl Trait`, which the check could
+/// not look into; not `!`, `Result` or `Option`): a compile error when that type is a future after all (a type
+/// alias, say), since the event would time only the creation of the future. `hint` is the
+/// function's `Hint<R>`; the check sits in an `if false` and costs nothing.
+fn future_check(sig: &Signature, private: &TokenStream, hint: &Ident) -> TokenStream {
+    let syn::ReturnType::Type(_, ty) = &sig.output else {
+        return TokenStream::new();
+    };
+    fn has_impl(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(i) => i == "impl",
+            proc_macro2::TokenTree::Group(g) => has_impl(g.stream()),
+            _ => false,
+        })
+    }
+    let has_impl = has_impl(ty.to_token_stream());
+    // `Result` and `Option` are never futures; skipping them keeps `clippy::unnecessary_wraps`,
+    // which gives up on a function with a `return` it cannot read (the hint's).
+    let result_or_option = matches!(&**ty, syn::Type::Path(p)
+        if p.path.segments.last().is_some_and(|s| s.ident == "Result" || s.ident == "Option"));
+    if sig.asyncness.is_some() || has_impl || result_or_option || matches!(&**ty, syn::Type::Never(_)) {
+        return TokenStream::new();
+    }
+    // The argument's first and last tokens are located at the type's, so the error underlines the
+    // whole return type.
+    let mut tokens = ty.to_token_stream().into_iter();
+    let first = tokens.next().map_or_else(Span::call_site, |t| t.span());
+    let last = tokens.last().map_or(first, |t| t.span());
+    let mut receiver = Group::new(Delimiter::Parenthesis, quote_spanned!(first=> &#hint));
+    receiver.set_span(first);
+    let mut call = Group::new(Delimiter::Parenthesis, TokenStream::new());
+    call.set_span(last);
+    let probe = Ident::new("probe", last);
+    let check = quote_spanned!(first=> #private::require_not_a_future(#receiver.#probe #call));
+    quote! {
+        if false {
+            #[allow(unused_imports)]
+            use #private::{FutureProbe as _, NotAFutureProbe as _};
+            #check;
+        }
+    }
 }
 
 /// Whether the function takes a `&mut` (`&mut self` included).
