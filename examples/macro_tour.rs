@@ -1,5 +1,5 @@
 //! A tour of `#[instrument_event]`: every option (`"name"`/`name =`, `fields(..)` in each form,
-//! `err`, `ret`, `crate = path`), methods, errors, panics, async fns and functions that return a
+//! `err`, `ret`, `parent = expr`, `crate = path`), methods, errors, panics, async fns and functions that return a
 //! boxed future (as `#[async_trait]` writes them), with a subscriber that prints every event it
 //! receives.
 //!
@@ -71,6 +71,18 @@ mod observability {
 /// renamed dependency, `nc = { package = "notify-core" }`, needs no option: `#[nc::instrument_event]`.)
 #[observability::instrument_event("audit.facade", crate = observability::notify_core)]
 fn audit() {}
+
+/// A request that queues a job: it hands the job its own context (`Context::current()` is this
+/// event's while it runs).
+#[instrument_event("enqueue.http")]
+fn enqueue() -> notify_core::Context {
+    notify_core::Context::current()
+}
+
+/// `parent = expr`: the job's event is a child of the request that queued it, not of whatever is
+/// current when it runs (here nothing: it runs after the request finished).
+#[instrument_event("run.job", fields(job), parent = queued_in)]
+fn run_job(job: u32, queued_in: notify_core::Context) {}
 
 /// A trait whose method returns a boxed future, written here as `#[async_trait]` writes it.
 trait Inventory {
@@ -238,6 +250,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\n10. a method returning Box::pin(async move {{ .. }}) (#[async_trait]'s shape): the run, nested event:");
     let count = block_on(Shelf(vec!["978-0", "978-1"]).count());
     println!("   count {count}");
+
+    println!("\n11. parent = expr: a job run later is the child of the request that queued it:");
+    let queued_in = enqueue();
+    run_job(1, queued_in);
 
     subscription.unsubscribe()?;
     println!("\nUnsubscribed: nothing is printed for this call.");
