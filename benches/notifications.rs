@@ -14,7 +14,12 @@
 //!   listener each: an evented notify subscriber (start and finish, no clock, like a span's
 //!   new/enter/exit/close) and a do-nothing layer on `tracing_subscriber`'s `Registry`, set with
 //!   `tracing::subscriber::with_default` inside that bench only. `tracing_event_disabled` is
-//!   `info!` with no subscriber; it runs before the listened cases.
+//!   `info!` with no subscriber; it runs before the listened cases. The bridges of crate
+//!   notify-tracing: `bridge_notify_to_tracing` is `notify_fn` listened by
+//!   `notify_tracing::TracingSubscriber` (each call a tracing span on the same Registry + do-nothing
+//!   layer; compare with `tracing_fn_listened`, target ≤ 1.5×), `layer_tracing_to_notify_unlistened`
+//!   is `tracing_fn` on a Registry with `notify_tracing::NotifyLayer` while nobody listens in
+//!   notify (compare with `tracing_fn_registry`, the Registry alone; target ≤ +5 ns).
 //! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
 //!   event reads its clock twice).
 //!
@@ -184,6 +189,23 @@ fn peers(c: &mut Criterion) {
     group.bench_function("tracing_fn_listened", |b| {
         use tracing_subscriber::layer::SubscriberExt;
         let subscriber = tracing_subscriber::registry().with(NoopLayer);
+        tracing::subscriber::with_default(subscriber, || b.iter(|| tracing_fn(black_box(7))));
+    });
+
+    // The bridges (crate notify-tracing), against `tracing_fn_listened` and `tracing_fn_registry`.
+    group.bench_function("bridge_notify_to_tracing", |b| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let bridge = notify_tracing::TracingSubscriber::new().subscribe(Notifier::global(), "peer_fn.bench");
+        let subscriber = tracing_subscriber::registry().with(NoopLayer);
+        tracing::subscriber::with_default(subscriber, || b.iter(|| notify_fn(black_box(7))));
+        bridge.unsubscribe().expect("subscribed above");
+    });
+    group.bench_function("tracing_fn_registry", |b| {
+        tracing::subscriber::with_default(tracing_subscriber::registry(), || b.iter(|| tracing_fn(black_box(7))));
+    });
+    group.bench_function("layer_tracing_to_notify_unlistened", |b| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(notify_tracing::NotifyLayer::new());
         tracing::subscriber::with_default(subscriber, || b.iter(|| tracing_fn(black_box(7))));
     });
     group.finish();

@@ -9,6 +9,7 @@
 //! that, events use one shared overflow callsite (`target: "notify"`, name `"event"`) with the
 //! event name in `notify.name` and the payload's Debug text in `notify.payload`.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -44,6 +45,8 @@ pub(crate) struct DynSite {
     keys: &'static [&'static str],
     /// True for the overflow callsite.
     pub(crate) overflow: bool,
+    /// The notify event name (empty for the overflow callsite), for the per-thread cache.
+    event_name: &'static str,
 }
 
 impl Callsite for DynSite {
@@ -66,7 +69,9 @@ impl Callsite for DynSite {
 }
 
 impl DynSite {
+    #[allow(clippy::too_many_arguments)]
     fn make_unregistered(
+        event_name: &'static str,
         name: &'static str,
         target: &'static str,
         level: Level,
@@ -81,6 +86,7 @@ impl DynSite {
             interest: AtomicU8::new(SOMETIMES),
             keys: &fields[keys_from..],
             overflow,
+            event_name,
         }));
         let identifier: Identifier = tracing_core::identify_callsite!(site);
         let metadata = Metadata::new(
@@ -114,6 +120,31 @@ impl DynSite {
             ALWAYS => true,
             _ => tracing_core::dispatcher::get_default(|dispatch| dispatch.enabled(self.meta())),
         }
+    }
+}
+
+thread_local! {
+    /// A per-thread direct-mapped cache of callsites by event name, so an event name seen before
+    /// on this thread costs no lock: indexed by the name's address (static names keep it), checked
+    /// by content. A widened callsite replaces a cached narrower one at its next use.
+    static CACHE: [Cell<Option<&'static DynSite>>; CACHE_SLOTS] = const { [const { Cell::new(None) }; CACHE_SLOTS] };
+}
+
+const CACHE_SLOTS: usize = 16;
+
+fn cache_slot(name: &str, span: bool) -> usize {
+    ((name.as_ptr() as usize >> 3) ^ name.len() ^ usize::from(span)) % CACHE_SLOTS
+}
+
+fn cached(name: &str, span: bool, level: Level) -> Option<&'static DynSite> {
+    let site = CACHE.with(|cache| cache[cache_slot(name, span)].get())?;
+    let meta = site.meta();
+    (site.event_name == name && meta.is_span() == span && *meta.level() == level).then_some(site)
+}
+
+fn remember(name: &str, span: bool, site: &'static DynSite) {
+    if !site.overflow {
+        CACHE.with(|cache| cache[cache_slot(name, span)].set(Some(site)));
     }
 }
 
@@ -156,17 +187,30 @@ impl Registry {
     /// The callsite of `name` (a span callsite when `span`) whose fields include every key of
     /// `keys`, made (or widened) when needed; `level` is used for new callsites.
     pub(crate) fn site(&self, name: &str, span: bool, level: Level, payload: &Payload) -> &'static DynSite {
-        if let Some(site) = self.map(span, level).read().get(name).copied() {
-            if payload.keys().all(|k| site.keys.contains(&k)) {
+        let covers = |site: &DynSite| payload.keys().all(|k| site.keys.contains(&k));
+        if let Some(site) = cached(name, span, level) {
+            if covers(site) {
                 return site;
             }
         }
-        self.widen(name, span, level, payload)
+        // (The read guard must be gone before `widen` takes the write lock.)
+        let known = self.map(span, level).read().get(name).copied();
+        let site = match known {
+            Some(site) if covers(site) => site,
+            _ => self.widen(name, span, level, payload),
+        };
+        remember(name, span, site);
+        site
     }
 
     /// The callsite of `name` if one was made (for `silenced`).
     pub(crate) fn existing(&self, name: &str, span: bool, level: Level) -> Option<&'static DynSite> {
-        self.map(span, level).read().get(name).copied()
+        if let Some(site) = cached(name, span, level) {
+            return Some(site);
+        }
+        let site = self.map(span, level).read().get(name).copied()?;
+        remember(name, span, site);
+        Some(site)
     }
 
     #[cold]
@@ -207,7 +251,11 @@ impl Registry {
             None => Box::leak(namespace.to_owned().into_boxed_str()),
         };
         let kind = if span { Kind::SPAN } else { Kind::EVENT };
-        let site = DynSite::make_unregistered(method, namespace, level, kind, fields, keys_from, false);
+        let event_name: &'static str = match old {
+            Some(old) => old.event_name,
+            None => Box::leak(name.to_owned().into_boxed_str()),
+        };
+        let site = DynSite::make_unregistered(event_name, method, namespace, level, kind, fields, keys_from, false);
         self.made.fetch_add(1, Ordering::Relaxed);
         tracing_core::callsite::register(site);
         by_name.insert(name.into(), site);
@@ -225,7 +273,7 @@ impl Registry {
         cell.get_or_init(|| {
             let kind = if span { Kind::SPAN } else { Kind::EVENT };
             let fields = vec![BRIDGE_FIELD, DURATION_FIELD, NAME_FIELD, PAYLOAD_FIELD];
-            let site = DynSite::make_unregistered("event", "notify", level, kind, fields, 4, true);
+            let site = DynSite::make_unregistered("", "event", "notify", level, kind, fields, 4, true);
             self.made.fetch_add(1, Ordering::Relaxed);
             tracing_core::callsite::register(site);
             site

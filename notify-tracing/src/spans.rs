@@ -1,5 +1,6 @@
 //! [`TracingSubscriber`]: notify events as tracing spans or events (notify -> tracing).
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use notify_core::{
@@ -12,7 +13,7 @@ use smallvec::SmallVec;
 use tracing::{Level, Span};
 use tracing_core::field::{self, DisplayValue, Value as TracingValue};
 use tracing_core::span::Id;
-use tracing_core::{Dispatch, Metadata};
+use tracing_core::Metadata;
 
 use crate::dyn_sites::{registry, DynSite, DURATION_FIELD};
 use crate::reentry;
@@ -26,7 +27,7 @@ use crate::reentry;
 ///   (default `INFO`);
 /// * with the payload as fields: integers, floats, booleans and strings as such, anything else as
 ///   its `Display` text; keys the block adds before finish are recorded on the span at finish
-///   (see below; a value the block replaces is not recorded again), plus
+///   (see below; a value the block replaces, or a key it removes, is not reflected), plus
 ///   [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
 /// * whose parent is the span of the event's notify parent when that event is bridged too, else
 ///   the tracing span current on the thread when the event starts;
@@ -125,9 +126,12 @@ impl TracingSubscriber {
         notifier.subscribe(pattern, Subscriber::from(self))
     }
 
-    /// How many bridged spans are open now (started, not finished).
+    /// How many bridged spans are open now (started, not finished): those of async events, and
+    /// those of synchronous events on the calling thread.
     pub fn open_spans(&self) -> usize {
-        self.inner.open.len()
+        let owner = self.owner();
+        let sync = SYNC.with(|sync| sync.borrow().iter().filter(|s| s.owner == owner).count());
+        self.inner.open.len() + sync
     }
 }
 
@@ -144,16 +148,42 @@ impl From<TracingSubscriber> for Subscriber {
 /// An open bridged span.
 struct Open {
     span: Span,
-    id: Id,
-    dispatch: Dispatch,
-    /// Entered at start (a synchronous event): exited at finish.
-    entered: bool,
     site: &'static DynSite,
-    /// The payload keys given at start (recorded then; at finish only the others are).
-    started_with: SmallVec<[&'static str; 8]>,
+    /// How many payload entries there were at start (recorded then; at finish only the entries
+    /// after them, which the block added, are recorded).
+    started: usize,
 }
 
-/// Open bridged spans by notify event id, in shards.
+impl Open {
+    fn enter(&self) {
+        self.span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
+    }
+
+    fn exit(&self) {
+        self.span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
+    }
+}
+
+/// A synchronous event's open span, on the thread that runs the event.
+struct SyncOpen {
+    /// The bridge (address of its shared state), so two bridges of one event keep apart.
+    owner: usize,
+    event: u64,
+    open: Open,
+}
+
+/// Synchronous events' spans kept per thread at most; past that the oldest is closed (only a
+/// handle started on this thread and finished on another can leave one behind).
+const MAX_SYNC: usize = 256;
+
+thread_local! {
+    /// The open spans of synchronous events started on this thread, innermost last: no lock, no
+    /// hash map on the common path.
+    static SYNC: RefCell<Vec<SyncOpen>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Open spans of async events (not entered at start, so they may move between threads), by notify
+/// event id, in shards.
 struct OpenSpans {
     shards: Box<[Mutex<FxHashMap<u64, Open>>]>,
 }
@@ -173,9 +203,9 @@ impl OpenSpans {
         &self.shards[(event as usize) % SHARDS]
     }
 
-    fn handle(&self, event: u64) -> Option<(Id, Dispatch)> {
-        let shard = self.shard(event).lock();
-        shard.get(&event).map(|open| (open.id.clone(), open.dispatch.clone()))
+    /// A handle on the span of async event `event` (the shard lock is not held while it is used).
+    fn span(&self, event: u64) -> Option<Span> {
+        self.shard(event).lock().get(&event).map(|open| open.span.clone())
     }
 
     fn len(&self) -> usize {
@@ -261,40 +291,49 @@ impl EventedSubscriber for TracingSubscriber {
         if !site.is_enabled() {
             return;
         }
-        let parent = event.parent_id().and_then(|parent| inner.open.handle(parent));
-        let span = with_values(site, name, event.id(), None, payload, |meta, values| match &parent {
-            Some((parent, _)) => Span::child_of(parent.clone(), meta, values),
+        let parent = event.parent_id().and_then(|parent| self.parent_span(parent));
+        let span = with_values(site, name, event.id(), None, payload, |meta, values| match parent {
+            Some(parent) => Span::child_of(parent, meta, values),
             None => Span::new(meta, values),
         });
-        let Some((id, dispatch)) = span.with_subscriber(|(id, dispatch)| (id.clone(), dispatch.clone())) else {
+        if span.is_disabled() {
             return;
-        };
-        // A synchronous event is this thread's current event from its start: enter its span now.
-        // An async one is not current until polled, and gets `enter`/`exit` per poll.
-        let entered = notify_core::current_event_id() == Some(event.id());
-        if entered {
-            dispatch.enter(&id);
         }
         let open = Open {
             span,
-            id,
-            dispatch,
-            entered,
             site,
-            started_with: payload.keys().collect(),
+            started: payload.len(),
         };
-        inner.open.shard(event.id()).lock().insert(event.id(), open);
+        // A synchronous event is this thread's current event from its start: enter its span now
+        // and keep it on this thread. An async one is not current until polled, and gets
+        // `enter`/`exit` per poll, on whatever thread polls it.
+        if notify_core::current_event_id() == Some(event.id()) {
+            open.enter();
+            let evicted = SYNC.with(|sync| {
+                let mut sync = sync.borrow_mut();
+                let evicted = (sync.len() >= MAX_SYNC).then(|| sync.remove(0));
+                sync.push(SyncOpen {
+                    owner: self.owner(),
+                    event: event.id(),
+                    open,
+                });
+                evicted
+            });
+            drop(evicted);
+        } else {
+            inner.open.shard(event.id()).lock().insert(event.id(), open);
+        }
     }
 
     fn enter(&self, _name: &str, event: &EventContext) {
-        if let Some((id, dispatch)) = self.inner.open.handle(event.id()) {
-            dispatch.enter(&id);
+        if let Some(span) = self.inner.open.span(event.id()) {
+            span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
         }
     }
 
     fn exit(&self, _name: &str, event: &EventContext) {
-        if let Some((id, dispatch)) = self.inner.open.handle(event.id()) {
-            dispatch.exit(&id);
+        if let Some(span) = self.inner.open.span(event.id()) {
+            span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
         }
     }
 
@@ -307,14 +346,21 @@ impl EventedSubscriber for TracingSubscriber {
             emit_event(inner.level, name, event, payload);
             return;
         }
-        let Some(open) = inner.open.shard(event.id()).lock().remove(&event.id()) else {
-            return;
+        let owner = self.owner();
+        let sync = SYNC.with(|sync| {
+            let mut sync = sync.borrow_mut();
+            let at = sync.iter().rposition(|s| s.event == event.id() && s.owner == owner)?;
+            Some(sync.remove(at).open)
+        });
+        let (open, entered) = match sync {
+            Some(open) => (open, true),
+            None => match inner.open.shard(event.id()).lock().remove(&event.id()) {
+                Some(open) => (open, false),
+                None => return,
+            },
         };
         let mut missing = false;
-        for (key, value) in payload.iter() {
-            if open.started_with.contains(&key) {
-                continue;
-            }
+        for (key, value) in payload.iter().skip(open.started) {
             if !open.site.keys().contains(&key) {
                 missing = true;
                 continue;
@@ -332,9 +378,26 @@ impl EventedSubscriber for TracingSubscriber {
             // Declare the new keys for the next events of this name.
             registry().site(name, true, inner.level, payload);
         }
-        if open.entered {
-            open.dispatch.exit(&open.id);
+        if entered {
+            open.exit();
         }
+    }
+}
+
+impl TracingSubscriber {
+    fn owner(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// The tracing span id of the bridged event `parent`, if it is open.
+    fn parent_span(&self, parent: u64) -> Option<Id> {
+        let owner = self.owner();
+        let sync = SYNC.with(|sync| {
+            let sync = sync.borrow();
+            let open = sync.iter().rev().find(|s| s.event == parent && s.owner == owner)?;
+            open.open.span.id()
+        });
+        sync.or_else(|| self.inner.open.span(parent)?.id())
     }
 }
 
