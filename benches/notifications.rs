@@ -20,6 +20,10 @@
 //!   layer; compare with `tracing_fn_listened`, target ≤ 1.5×), `layer_tracing_to_notify_unlistened`
 //!   is `tracing_fn` on a Registry with `notify_tracing::NotifyLayer` while nobody listens in
 //!   notify (compare with `tracing_fn_registry`, the Registry alone; target ≤ +5 ns).
+//!   `notify_future_listened` /
+//!   `tracing_future_listened`: a ready future instrumented as one event (notify's
+//!   `Instrument::instrument` with a callsite handle and the evented listener) or one span (tracing's
+//!   `Instrument::instrument`, the do-nothing layer), polled to completion.
 //! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
 //!   event reads its clock twice).
 //!
@@ -29,6 +33,7 @@
 //! `--measurement-time`, `--sample-size`, a name filter) override either. `scripts/bench-report`
 //! runs the suite and prints the markdown table of docs/benchmarks.md.
 
+use std::future::Future;
 use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -207,6 +212,35 @@ fn peers(c: &mut Criterion) {
         use tracing_subscriber::layer::SubscriberExt;
         let subscriber = tracing_subscriber::registry().with(notify_tracing::NotifyLayer::new());
         tracing::subscriber::with_default(subscriber, || b.iter(|| tracing_fn(black_box(7))));
+    });
+
+    // A future instrumented as one event and polled to completion (it is ready at once), with one
+    // do-nothing listener: notify's `Instrument::instrument` with a callsite handle and an evented
+    // subscriber, against tracing's `Instrument::instrument` with a span on the registry and a
+    // do-nothing layer. Both build the event or span, enter and exit it around the poll, and close it.
+    static FUTURE_SITE: Callsite = Callsite::new("peer_future.bench");
+    let waker = std::task::Waker::noop();
+    group.bench_function("notify_future_listened", |b| {
+        use notify_core::Instrument;
+        let subscription = notify_core::subscribe("peer_future.bench", Subscriber::evented(NoopEvented));
+        let mut cx = std::task::Context::from_waker(waker);
+        b.iter(|| {
+            let future = std::pin::pin!(async { black_box(7_u64) }.instrument(FUTURE_SITE.handle(Payload::new)));
+            black_box(future.poll(&mut cx))
+        });
+        subscription.unsubscribe().expect("subscribed above");
+    });
+    group.bench_function("tracing_future_listened", |b| {
+        use tracing::Instrument;
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(NoopLayer);
+        let mut cx = std::task::Context::from_waker(waker);
+        tracing::subscriber::with_default(subscriber, || {
+            b.iter(|| {
+                let future = std::pin::pin!(async { black_box(7_u64) }.instrument(tracing::info_span!("peer_future")));
+                black_box(future.poll(&mut cx))
+            })
+        });
     });
     group.finish();
 }
