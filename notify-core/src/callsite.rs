@@ -23,6 +23,7 @@ use arc_swap::ArcSwapOption;
 
 use crate::dispatch::{self, Active};
 use crate::handle::Handle;
+use crate::location::Location;
 use crate::notifier::Notifier;
 use crate::payload::Payload;
 use crate::registry::{Resolved, Snapshot};
@@ -68,6 +69,7 @@ pub enum Interest {
 /// ```
 pub struct Callsite {
     name: &'static str,
+    location: Option<Location>,
     interest: AtomicU8,
     resolved: ArcSwapOption<Resolved>,
 }
@@ -83,6 +85,7 @@ impl Callsite {
     pub const fn new(name: &'static str) -> Callsite {
         Callsite {
             name,
+            location: None,
             interest: AtomicU8::new(UNREGISTERED),
             resolved: ArcSwapOption::const_empty(),
         }
@@ -93,9 +96,38 @@ impl Callsite {
     pub fn new(name: &'static str) -> Callsite {
         Callsite {
             name,
+            location: None,
             interest: AtomicU8::new(UNREGISTERED),
             resolved: ArcSwapOption::const_empty(),
         }
+    }
+
+    /// A callsite for events named `name` instrumented at `location` (what `#[instrument_event]`
+    /// generates): its events carry the location ([`Event::location`](crate::Event::location)).
+    ///
+    /// ```
+    /// use notify_core::{Callsite, Location};
+    /// static SITE: Callsite = Callsite::at("a.b", Location::new(file!(), line!(), module_path!()));
+    /// assert_eq!(SITE.location().map(Location::line), Some(line!() - 1));
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn at(name: &'static str, location: Location) -> Callsite {
+        let mut callsite = Callsite::new(name);
+        callsite.location = Some(location);
+        callsite
+    }
+
+    /// (loom builds: not `const`.)
+    #[cfg(loom)]
+    pub fn at(name: &'static str, location: Location) -> Callsite {
+        let mut callsite = Callsite::new(name);
+        callsite.location = Some(location);
+        callsite
+    }
+
+    /// Where the callsite is, when it was made with [`Callsite::at`].
+    pub fn location(&'static self) -> Option<&'static Location> {
+        self.location.as_ref()
     }
 
     /// The event name.
@@ -167,7 +199,14 @@ impl Callsite {
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
         match self.resolved.load_full() {
-            Some(resolved) => dispatch::run(&Notifier::global().inner, resolved, None, payload, body),
+            Some(resolved) => dispatch::run(
+                &Notifier::global().inner,
+                resolved,
+                None,
+                self.location.as_ref(),
+                payload,
+                body,
+            ),
             None => dispatch::unlistened(body),
         }
     }
@@ -191,7 +230,8 @@ impl Callsite {
     fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         let resolved = self.resolved.load_full()?;
         let name = resolved.name.clone();
-        let prepared = Active::prepare(&Notifier::global().inner, resolved)?;
+        let mut prepared = Active::prepare(&Notifier::global().inner, resolved)?;
+        prepared.set_location(self.location.as_ref());
         Some(Handle::prepared(name, prepared, payload()))
     }
 
@@ -200,7 +240,9 @@ impl Callsite {
     #[inline]
     pub(crate) fn prepare(&'static self) -> Option<Active> {
         let resolved = self.resolved.load_full()?;
-        Active::prepare(&Notifier::global().inner, resolved)
+        let mut active = Active::prepare(&Notifier::global().inner, resolved)?;
+        active.set_location(self.location.as_ref());
+        Some(active)
     }
 
     /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).

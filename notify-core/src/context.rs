@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use crate::ids;
+use crate::location::Location;
 use crate::trace_id::TraceId;
 
 /// Where work is in a trace: a trace id and the current event (the parent of events started
@@ -206,6 +207,7 @@ pub struct EventContext {
     pub(crate) trace_id: TraceId,
     pub(crate) start: Option<Instant>,
     pub(crate) end: Option<Instant>,
+    pub(crate) location: Option<&'static Location>,
 }
 
 impl EventContext {
@@ -225,7 +227,14 @@ impl EventContext {
             trace_id,
             start: None,
             end: None,
+            location: None,
         }
+    }
+
+    /// Where the event is instrumented: set for events of callsites with a location
+    /// ([`Callsite::at`](crate::Callsite::at)) and of `#[instrument_event]`.
+    pub fn location(&self) -> Option<&'static Location> {
+        self.location
     }
 
     /// The event id, unique in this process (never 0); it pairs `start` with `finish`.

@@ -12,6 +12,7 @@ use crate::context::EventContext;
 use crate::event::{Event, Outcome};
 use crate::failure::{guarded, guarded_silenced_reporting, SubscriberFailure};
 use crate::ids;
+use crate::location::Location;
 use crate::notifier::Inner;
 use crate::payload::Payload;
 use crate::record;
@@ -82,6 +83,12 @@ impl Active {
     /// The event id; 0 until `start` (ids are never 0).
     pub(crate) fn id(&self) -> u64 {
         self.context.id
+    }
+
+    /// Sets where the event is instrumented (a callsite's location).
+    #[inline]
+    pub(crate) fn set_location(&mut self, location: Option<&'static Location>) {
+        self.context.location = location;
     }
 
     /// The event's ids (meaningful once started).
@@ -236,6 +243,7 @@ impl Active {
                         .zip(allocations_end)
                         .map(|(a, b)| b.saturating_sub(a)),
                     outcome,
+                    location: context.location,
                 };
                 deliver_event(failures, resolved, event);
             }
@@ -314,12 +322,14 @@ pub(crate) fn run<T>(
     inner: &Inner,
     resolved: Arc<Resolved>,
     parent: Option<ids::Frame>,
+    location: Option<&'static Location>,
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
-    let Some(active) = Active::prepare(inner, resolved) else {
+    let Some(mut active) = Active::prepare(inner, resolved) else {
         return unlistened(body);
     };
+    active.set_location(location);
     let mut guard = FinishOnDrop {
         inner,
         active,

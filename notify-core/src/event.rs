@@ -11,6 +11,7 @@ use serde::{Serialize, Serializer};
 
 use crate::context::Context;
 use crate::ids;
+use crate::location::Location;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
 
@@ -104,6 +105,7 @@ pub struct Event {
     pub(crate) cpu_time: Option<Duration>,
     pub(crate) allocations: Option<u64>,
     pub(crate) outcome: Outcome,
+    pub(crate) location: Option<&'static Location>,
 }
 
 impl Event {
@@ -141,6 +143,7 @@ impl Event {
             cpu_time: None,
             allocations: None,
             outcome: Outcome::Completed,
+            location: None,
         }
     }
 
@@ -323,6 +326,19 @@ impl Event {
         self.allocations
     }
 
+    /// Where the event is instrumented: set for events of callsites with a location
+    /// ([`Callsite::at`](crate::Callsite::at)) and of `#[instrument_event]`; `None` for events
+    /// instrumented by name ([`Notifier::instrument`](crate::Notifier::instrument)) or built by hand.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.location(), None);
+    /// ```
+    pub fn location(&self) -> Option<&'static Location> {
+        self.location
+    }
+
     /// How the block ended.
     ///
     /// ```
@@ -348,6 +364,7 @@ impl fmt::Debug for Event {
             .field("cpu_time", &self.cpu_time)
             .field("allocations", &self.allocations)
             .field("outcome", &self.outcome)
+            .field("location", &self.location)
             .finish()
     }
 }
@@ -355,7 +372,7 @@ impl fmt::Debug for Event {
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let epoch_ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut st = s.serialize_struct("Event", 11)?;
+        let mut st = s.serialize_struct("Event", 12)?;
         st.serialize_field("name", self.name())?;
         st.serialize_field("start_unix_ns", &epoch_ns(self.start_time()))?;
         st.serialize_field("duration_ns", &self.duration().as_nanos())?;
@@ -367,6 +384,7 @@ impl Serialize for Event {
         st.serialize_field("cpu_time_ns", &self.cpu_time.map(|d| d.as_nanos()))?;
         st.serialize_field("allocations", &self.allocations)?;
         st.serialize_field("outcome", &self.outcome)?;
+        st.serialize_field("location", &self.location)?;
         st.end()
     }
 }

@@ -103,6 +103,7 @@ mod future;
 mod handle;
 mod ids;
 mod instrumenter;
+mod location;
 mod namespace_subscriber;
 mod notifier;
 mod pattern;
@@ -125,6 +126,7 @@ pub use crate::future::{Instrument, Instrumented, WithContext};
 pub use crate::handle::{Entered, Handle};
 pub use crate::ids::{current_event_id, transaction_id};
 pub use crate::instrumenter::Instrumenter;
+pub use crate::location::Location;
 pub use crate::namespace_subscriber::{Attachment, Method, Methods, MethodsError, NamespaceSubscriber};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
@@ -233,6 +235,7 @@ mod macro_support;
 pub mod __private {
     pub use crate::callsite::Callsite;
     pub use crate::handle::Handle;
+    pub use crate::location::Location;
     pub use crate::payload::{Payload, Value};
 
     // What `#[instrument_event]` expands to calls these.

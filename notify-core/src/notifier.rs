@@ -356,7 +356,7 @@ impl Notifier {
                 None => return dispatch::unlistened(body),
             }
         };
-        dispatch::run(&self.inner, resolved, None, payload, body)
+        dispatch::run(&self.inner, resolved, None, None, payload, body)
     }
 
     /// As [`Notifier::instrument`], with an explicit parent: the event's parent id and trace id come
@@ -381,7 +381,7 @@ impl Notifier {
         let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
             return dispatch::unlistened(body);
         };
-        dispatch::run(&self.inner, resolved, Some(parent.into().frame()), payload, body)
+        dispatch::run(&self.inner, resolved, Some(parent.into().frame()), None, payload, body)
     }
 
     /// As [`Notifier::instrument`] for a body that returns a `Result`: an `Err` is recorded in the
@@ -679,7 +679,7 @@ impl Inner {
                             .with("message", failure.message.clone());
                         let resolved = self.snapshot.load().resolve(SUBSCRIBER_FAILED);
                         if let Some(resolved) = resolved {
-                            dispatch::run(self, resolved, None, || payload, |_| ());
+                            dispatch::run(self, resolved, None, None, || payload, |_| ());
                         }
                     }
                 }

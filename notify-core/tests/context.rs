@@ -313,3 +313,41 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
     }
     assert_eq!(notify_core::current_event_id(), None);
 }
+
+static LOCATED: notify_core::Callsite =
+    notify_core::Callsite::at("located.app", notify_core::Location::new(file!(), 7, module_path!()));
+
+#[test]
+fn callsite_events_carry_their_location_to_events_evented_subscribers_and_the_serialised_event() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let calls = Arc::new(Calls::default());
+    let sink = events.clone();
+    let a = notify_core::subscribe(
+        "located.app",
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
+    );
+    let b = notify_core::subscribe("located.app", Subscriber::evented(calls.clone()));
+    LOCATED.instrument(Payload::new, |_| ());
+    let mut handle = LOCATED.handle(Payload::new).unwrap();
+    handle.start().unwrap();
+    handle.finish().unwrap();
+    a.unsubscribe().unwrap();
+    b.unsubscribe().unwrap();
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 2);
+    for event in events.iter() {
+        let location = event.location().expect("a callsite event has a location");
+        assert_eq!(
+            (location.file(), location.line(), location.module_path()),
+            (file!(), 7, module_path!())
+        );
+        let json = serde_json::to_value(event).unwrap();
+        assert_eq!(json["location"]["line"], 7);
+        assert_eq!(json["location"]["file"], file!());
+    }
+    let calls = calls.0.lock().unwrap();
+    assert!(calls.iter().all(|(_, _, c)| c.location().map(|l| l.line()) == Some(7)));
+    let (notifier, by_name) = collecting();
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(by_name.lock().unwrap()[0].location(), None);
+}

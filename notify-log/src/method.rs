@@ -16,7 +16,7 @@ use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
 use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
-use notify_core::{EventContext, EventedOptions, EventedSubscriber, SilenceableSubscriber};
+use notify_core::{EventContext, EventedOptions, EventedSubscriber, Location, SilenceableSubscriber};
 
 /// A log subscriber's shared state and its notify-core declaration.
 type Declared<T> = (Arc<Shared<T>>, Methods<Shared<T>>);
@@ -200,6 +200,25 @@ impl<T> LogMethod<T> {
     }
 }
 
+/// Hands one record to the `log` logger, pointing at the instrumented code (`location`) when the
+/// event has one (callsites, `#[instrument_event]`), not at this file as `log::log!` would.
+fn emit(level: Level, target: &str, location: Option<&'static Location>, args: std::fmt::Arguments<'_>) {
+    // What `log::log!` checks before handing a record to the logger.
+    if level > log::STATIC_MAX_LEVEL || level > log::max_level() {
+        return;
+    }
+    log::logger().log(
+        &log::Record::builder()
+            .level(level)
+            .target(target)
+            .args(args)
+            .file_static(location.map(Location::file))
+            .line(location.map(Location::line))
+            .module_path_static(location.map(Location::module_path))
+            .build(),
+    );
+}
+
 /// True when the `log` facade would keep a record of `level` for `target` right now: the same
 /// check as `log::log_enabled!(target: target, level)`, made on every call.
 fn log_enabled(level: Level, target: &str) -> bool {
@@ -213,6 +232,7 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
 
     fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
         let id = event.id();
+        let location = event.location();
         let duration = event.duration();
         let shared = &*self.shared;
         let spec = self.spec();
@@ -231,14 +251,18 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
                     text: &line,
                     keep_sgr: shared.color,
                 };
-                log::log!(target: &shared.target, spec.level, "{line}");
+                emit(spec.level, &shared.target, location, format_args!("{line}"));
             }
             Ok(None) => {}
-            Err(panic) => log::error!(
-                target: &shared.target,
-                "could not log {}: {}",
-                Escaped::new(name),
-                Escaped::new(&panic_message(&*panic))
+            Err(panic) => emit(
+                Level::Error,
+                &shared.target,
+                location,
+                format_args!(
+                    "could not log {}: {}",
+                    Escaped::new(name),
+                    Escaped::new(&panic_message(&*panic))
+                ),
             ),
         }
     }

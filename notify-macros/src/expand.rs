@@ -141,7 +141,10 @@ fn callsite(args: &Args, private: &Private, function: &Ident, callsite: &Ident) 
         }}
     };
     quote! {
-        static #callsite: #private::Callsite = #private::Callsite::new(#name);
+        static #callsite: #private::Callsite = #private::Callsite::at(
+            #name,
+            #private::Location::new(::core::file!(), ::core::line!(), ::core::module_path!()),
+        );
     }
 }
 
