@@ -39,6 +39,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; `Error` with `"panicked"` when the block panicked; else `Unset` (OpenTelemetry's advice for success) |
 /// | events | an `exception` event at the end time with `exception.type` and `exception.message` when the payload has an exception |
 /// | `notify.outcome` | an attribute, only when the outcome is not `completed` (`"panicked"`, `"cancelled"`) |
+/// | `code.file.path`, `code.line.number`, `code.module.name` | the event's source location ([`Event::location`]: events of callsites and of `#[instrument_event]`), under the names tracing-opentelemetry uses |
 ///
 /// ```
 /// use notify_core::{Event, Payload};
@@ -60,7 +61,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
         false,
         TraceState::default(),
     );
-    let mut attributes = Vec::with_capacity(event.payload().len() + 1);
+    let mut attributes = Vec::with_capacity(event.payload().len() + 4);
     let mut exception = None;
     for (key, value) in event.payload().iter() {
         match value {
@@ -86,6 +87,11 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
             ],
             0,
         ));
+    }
+    if let Some(location) = event.location() {
+        attributes.push(KeyValue::new("code.file.path", location.file()));
+        attributes.push(KeyValue::new("code.line.number", i64::from(location.line())));
+        attributes.push(KeyValue::new("code.module.name", location.module_path()));
     }
     match event.outcome() {
         Outcome::Completed => {}

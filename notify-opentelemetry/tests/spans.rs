@@ -193,3 +193,39 @@ fn a_hundred_concurrent_requests_on_tokio_give_a_hundred_traces_each_the_right_t
     assert_eq!(requests_seen, (0..100).collect::<Vec<_>>());
     exporter.shutdown(Duration::from_secs(5)).unwrap();
 }
+
+#[instrument_event("located.otel_code")]
+fn located() -> u8 {
+    7
+}
+
+#[test]
+fn events_with_a_source_location_carry_code_attributes() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    // `#[instrument_event]` callsites publish on the global notifier; the name is this test's own.
+    let _s = exporter.subscribe(Notifier::global(), Pattern::from("located.otel_code"));
+    assert_eq!(located(), 7);
+    let notifier = Notifier::new();
+    let _n = exporter.subscribe(&notifier, Pattern::all());
+    notifier.instrument("nowhere.otel_code", Payload::new, |_| ());
+
+    let spans = memory.get_finished_spans().unwrap();
+    let located = spans
+        .iter()
+        .find(|s| s.name == "located.otel_code")
+        .expect("the macro's span");
+    assert_eq!(
+        attribute(located, "code.file.path"),
+        Some(&Value::from("notify-opentelemetry/tests/spans.rs"))
+    );
+    assert_eq!(attribute(located, "code.module.name"), Some(&Value::from("spans")));
+    assert!(matches!(attribute(located, "code.line.number"), Some(Value::I64(line)) if *line > 0));
+    // An event instrumented by name has no location, hence no code attributes.
+    let by_name = spans
+        .iter()
+        .find(|s| s.name == "nowhere.otel_code")
+        .expect("the named span");
+    assert_eq!(attribute(by_name, "code.file.path"), None);
+    assert_eq!(attribute(by_name, "code.line.number"), None);
+}
