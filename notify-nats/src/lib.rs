@@ -34,5 +34,5 @@ pub use crate::importer::{ImportError, Importer, ImporterBuilder, ImporterStats}
 pub use crate::jetstream::JetStream;
 pub use crate::keys::{MAX_KEYS, OVERFLOW_KEY};
 pub use crate::subject::subject_for;
-pub use crate::wire::{encode_batch, DecodeError, Encoding, WIRE_VERSION};
+pub use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, WIRE_VERSION};
 pub use notify_pool::Overflow;

@@ -28,6 +28,9 @@ struct State {
     dropped_overflow: u64,
     dropped_closed: u64,
     blocked: usize,
+    /// The consumer found the queue empty and waits for [`Queue::wake`]: only then does a push
+    /// wake it (one wake-up per idle period, not one per event).
+    idle: bool,
 }
 
 /// What the consumer side counts (the producer side counts under the lock).
@@ -45,7 +48,7 @@ pub(crate) struct Queue {
     space: Condvar,
     capacity: usize,
     overflow: Overflow,
-    /// Wakes the exporter task; called only when the queue goes from empty to non-empty.
+    /// Wakes the exporter task; a push calls it only when the consumer went idle.
     pub(crate) wake: tokio::sync::Notify,
     pub(crate) counts: ConsumerCounts,
 }
@@ -69,6 +72,7 @@ impl Queue {
                 dropped_overflow: 0,
                 dropped_closed: 0,
                 blocked: 0,
+                idle: false,
             }),
             space: Condvar::new(),
             capacity: capacity.max(1),
@@ -115,19 +119,21 @@ impl Queue {
                 }
             }
         }
-        let was_empty = state.events.is_empty();
         state.events.push_back(event.clone());
+        let wake = std::mem::replace(&mut state.idle, false);
         drop(state);
-        if was_empty {
+        if wake {
             self.wake.notify_one();
         }
     }
 
-    /// Moves every queued event into `into` (which must be empty); returns how many.
+    /// Moves every queued event into `into` (which must be empty); returns how many. Taking
+    /// nothing marks the consumer idle: the next push wakes it through [`Queue::wake`].
     pub(crate) fn take(&self, into: &mut VecDeque<Arc<Event>>) -> usize {
         debug_assert!(into.is_empty());
         let mut state = self.state.lock();
         std::mem::swap(&mut state.events, into);
+        state.idle = into.is_empty();
         if state.blocked > 0 {
             self.space.notify_all();
         }

@@ -411,7 +411,39 @@ impl BatchEncoder {
     }
 }
 
-/// Encodes `events` as one batch with no size limit (benchmarks, tests).
+/// Decodes one message body (a batch written by an exporter or [`encode_batch`]) into the
+/// exporter's id ([`Exporter::source`](crate::Exporter::source)) and its events, with their
+/// original names, times, ids, outcome and payload; for transports other than NATS.
+///
+/// ```
+/// use std::sync::Arc;
+/// use notify_nats::{decode_batch, encode_batch, Encoding};
+/// let now = std::time::Instant::now();
+/// let event = Arc::new(notify_core::Event::new("query.sql", now, now, notify_core::Payload::new()));
+/// let body = encode_batch(Encoding::Binary, 7, std::slice::from_ref(&event));
+/// let (source, events) = decode_batch(Encoding::Binary, &body)?;
+/// assert_eq!((source, events[0].id()), (7, event.id()));
+/// # Ok::<(), notify_nats::DecodeError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`DecodeError::UnsupportedVersion`] for a batch of a newer wire version, else
+/// [`DecodeError::Malformed`] when the body is not a batch in `encoding`.
+pub fn decode_batch(encoding: Encoding, body: &[u8]) -> Result<(u64, Vec<Event>), DecodeError> {
+    let batch = decode(encoding, body)?;
+    Ok((
+        batch.source,
+        batch.events.into_iter().map(EventIn::into_event).collect(),
+    ))
+}
+
+/// Encodes `events` as one batch with no size limit, `source` standing for the exporter's id
+/// (for transports other than NATS, benchmarks and tests).
+///
+/// # Panics
+///
+/// If an event cannot be serialized (postcard and JSON serialize every payload value).
 pub fn encode_batch(encoding: Encoding, source: u64, events: &[Arc<Event>]) -> Vec<u8> {
     let mut encoder = BatchEncoder::new(encoding, source);
     for event in events {
