@@ -16,6 +16,7 @@ use crate::location::Location;
 use crate::notifier::Inner;
 use crate::payload::Payload;
 use crate::record;
+use crate::redaction::Pending;
 use crate::registry::Resolved;
 use crate::subscriber::EventedSubscriber;
 use crate::trace_id::TraceId;
@@ -41,6 +42,8 @@ pub(crate) struct Active {
     /// Indices of the silenceable listeners that were not silenced at start.
     silenceable: SmallVec<[u32; 4]>,
     failures: Vec<SubscriberFailure>,
+    /// The notifier's redaction policy, captured here, and what it replaced so far.
+    redaction: Pending,
 }
 
 fn thread_cpu_time() -> Option<Duration> {
@@ -77,6 +80,7 @@ impl Active {
             allocations_start: None,
             silenceable,
             failures,
+            redaction: Pending::new(inner.redaction()),
         })
     }
 
@@ -100,7 +104,7 @@ impl Active {
     /// evented `start` calls, then the clocks (so the event measures the block, not its `start`
     /// subscribers). With `enter`, the event becomes this thread's current event until `finish`.
     #[inline]
-    pub(crate) fn start(&mut self, payload: &Payload, enter: bool, parent: Option<ids::Frame>) {
+    pub(crate) fn start(&mut self, payload: &mut Payload, enter: bool, parent: Option<ids::Frame>) {
         let begun = match parent {
             None => ids::begin(enter),
             Some(parent) => ids::begin_in(parent, enter),
@@ -113,6 +117,10 @@ impl Active {
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
+        if !listeners.evented.is_empty() || !self.silenceable.is_empty() {
+            self.redaction.apply(payload);
+        }
+        let payload = &*payload;
         let context = &self.context;
         for l in &listeners.evented {
             guarded(&mut self.failures, &l.entry, name, || {
@@ -199,6 +207,7 @@ impl Active {
             ids::leave(self.context.id);
         }
         record::take_into(self.context.id, payload);
+        self.redaction.apply(payload);
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
@@ -336,7 +345,7 @@ pub(crate) fn run<T>(
         payload: CheapDrop::new(payload()),
         finished: false,
     };
-    guard.active.start(&guard.payload, true, parent);
+    guard.active.start(&mut guard.payload, true, parent);
     let value = body(&mut guard.payload);
     guard.finish(Outcome::Completed);
     value

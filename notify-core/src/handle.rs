@@ -116,7 +116,7 @@ impl Handle {
             self.active = resolved.and_then(|resolved| Active::prepare(inner, resolved));
         }
         if let Some(active) = &mut self.active {
-            active.start(&self.payload, enter, self.parent.as_ref().map(Context::frame));
+            active.start(&mut self.payload, enter, self.parent.as_ref().map(Context::frame));
             self.id = Some(active.id());
         }
         Ok(())

@@ -109,6 +109,7 @@ mod notifier;
 mod pattern;
 mod payload;
 mod record;
+mod redaction;
 mod registry;
 mod remote;
 mod subscriber;
@@ -132,6 +133,7 @@ pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
 pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
 pub use crate::record::record;
+pub use crate::redaction::{Redaction, RedactionBuilder, RedactionError, FILTERED};
 pub use crate::subscriber::{
     EventOptions, EventSubscriber, EventedOptions, EventedSubscriber, MonotonicSubscriber, OwnedEventSubscriber,
     SilenceableSubscriber, Subscriber, TimedSubscriber,

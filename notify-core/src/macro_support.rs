@@ -400,7 +400,7 @@ impl Guard {
             panicking_at_start: std::thread::panicking(),
         });
         payload(&mut started.payload);
-        started.active.start(&started.payload, true, parent);
+        started.active.start(&mut started.payload, true, parent);
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).

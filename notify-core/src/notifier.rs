@@ -7,11 +7,11 @@
 //! snapshot (after releasing the mutex, so a subscriber's `Drop` may itself subscribe).
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::SystemTime;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use once_cell::sync::Lazy;
 use parking_lot::RwLock;
 use rustc_hash::{FxBuildHasher, FxHashSet};
@@ -30,6 +30,7 @@ use crate::failure::{
 use crate::handle::Handle;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
+use crate::redaction::Redaction;
 use crate::registry::{Change, Entry, Resolved, Snapshot};
 use crate::subscriber::Subscriber;
 
@@ -43,6 +44,10 @@ pub(crate) struct Inner {
     writer: Mutex<Writer>,
     next_subscription: AtomicU64,
     policy: AtomicU8,
+    /// True while `redaction` holds a policy: the one relaxed load a listened event pays for
+    /// redaction when none is set.
+    redacting: AtomicBool,
+    redaction: ArcSwapOption<Redaction>,
     hook: RwLock<Hook>,
     is_global: bool,
 }
@@ -140,6 +145,8 @@ impl Notifier {
                 writer: Mutex::new(Writer::default()),
                 next_subscription: AtomicU64::new(1),
                 policy: AtomicU8::new(0),
+                redacting: AtomicBool::new(false),
+                redaction: ArcSwapOption::empty(),
                 hook: RwLock::new(default_hook()),
                 is_global,
             }),
@@ -479,6 +486,38 @@ impl Notifier {
         self.inner.deliver_published(&resolved, start, finish, event);
     }
 
+    /// Sets the redaction policy: from now on, every event of this notifier (`instrument`, handles,
+    /// `#[instrument_event]` fields, `err`/`ret` and values `record`ed during the body, `publish`,
+    /// `publish_event` and so remote events, and what the bridges republish) has its payload
+    /// redacted once, before the first subscriber of any kind sees it. No subscriber can opt out.
+    /// Events already started keep the policy they started with. Replaces an earlier policy.
+    ///
+    /// ```
+    /// use notify_core::{Event, Notifier, Payload, Redaction, Subscriber, Value};
+    /// let notifier = Notifier::new();
+    /// notifier.set_redaction(Redaction::builder().key("password").build()?);
+    /// notifier.subscribe("login.app", Subscriber::event(|e: &Event| {
+    ///     assert_eq!(e.payload().get("password"), Some(&Value::from("[FILTERED]")));
+    /// }));
+    /// notifier.instrument("login.app", || Payload::new().with("password", "hunter2"), |_| ());
+    /// # Ok::<(), notify_core::RedactionError>(())
+    /// ```
+    pub fn set_redaction(&self, policy: Redaction) {
+        self.inner.redaction.store(Some(Arc::new(policy)));
+        self.inner.redacting.store(true, Ordering::Release);
+    }
+
+    /// Removes the redaction policy (events started earlier still apply it); returns it.
+    pub fn clear_redaction(&self) -> Option<Arc<Redaction>> {
+        self.inner.redacting.store(false, Ordering::Release);
+        self.inner.redaction.swap(None)
+    }
+
+    /// The redaction policy in force, if any.
+    pub fn redaction(&self) -> Option<Arc<Redaction>> {
+        self.inner.redaction.load_full()
+    }
+
     /// Sets what happens when a subscriber panics. Takes effect for events finished afterwards.
     ///
     /// ```
@@ -639,7 +678,19 @@ impl Inner {
         }
     }
 
-    fn deliver_published(&self, resolved: &Resolved, start: SystemTime, finish: SystemTime, event: Event) {
+    /// The redaction policy an event prepared now applies (one relaxed load when none is set).
+    #[inline(always)]
+    pub(crate) fn redaction(&self) -> Option<Arc<Redaction>> {
+        if !self.redacting.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.redaction.load_full()
+    }
+
+    fn deliver_published(&self, resolved: &Resolved, start: SystemTime, finish: SystemTime, mut event: Event) {
+        if let Some(policy) = self.redaction() {
+            policy.redact(&mut event.payload);
+        }
         let mut failures = Vec::new();
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;

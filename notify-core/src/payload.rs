@@ -199,6 +199,11 @@ impl Payload {
         !self.entries.spilled() && self.entries.is_empty()
     }
 
+    /// The entries, mutable in place (keys and order kept): how a redaction policy rewrites values.
+    pub(crate) fn entries_mut(&mut self) -> &mut [(&'static str, Value)] {
+        &mut self.entries
+    }
+
     /// Builder form of [`Payload::insert`].
     ///
     /// ```

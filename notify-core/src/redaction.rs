@@ -1,0 +1,408 @@
+//! Redaction: a per-notifier policy that rewrites secrets in payloads (passwords, tokens, card
+//! numbers) once per event, before the first subscriber of any kind sees the payload.
+//!
+//! A policy matches payload entries by key (exact name, glob or regex) and by value (regexes
+//! searched in text values, error messages and the decimal text of numbers), and replaces each
+//! matched value with a fixed marker (`"[FILTERED]"` by default) or a keyed hash
+//! (HMAC-SHA-256 under a key you give, `"hmac:"` and 16 hex digits) that lets equal values be
+//! correlated without revealing them. Set it with [`Notifier::set_redaction`](crate::Notifier::set_redaction).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Write as _;
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac};
+use regex::{Regex, RegexBuilder};
+use sha2::Sha256;
+
+use crate::payload::{Payload, Value};
+
+/// The marker a policy replaces matched values with unless told otherwise.
+pub const FILTERED: &str = "[FILTERED]";
+
+/// A redaction policy, built (and validated) by [`Redaction::builder`].
+///
+/// ```
+/// use notify_core::{Payload, Redaction, Value};
+/// let policy = Redaction::builder()
+///     .key("password")
+///     .key_glob("*_token")
+///     .value_regex(r"Bearer [A-Za-z0-9._~+/-]+=*")
+///     .build()?;
+/// let mut payload = Payload::new()
+///     .with("user", "ann")
+///     .with("password", "hunter2")
+///     .with("api_token", "t-123")
+///     .with("header", "Bearer abc.def");
+/// policy.redact(&mut payload);
+/// assert_eq!(payload.get("user"), Some(&Value::from("ann")));
+/// assert_eq!(payload.get("password"), Some(&Value::from("[FILTERED]")));
+/// assert_eq!(payload.get("api_token"), Some(&Value::from("[FILTERED]")));
+/// assert_eq!(payload.get("header"), Some(&Value::from("[FILTERED]")));
+/// # Ok::<(), notify_core::RedactionError>(())
+/// ```
+pub struct Redaction {
+    /// Exact key names (compared ASCII-case-insensitively when `case_insensitive`).
+    exact: Vec<Box<str>>,
+    case_insensitive: bool,
+    /// The globs and key regexes, as one alternation.
+    keys: Option<Regex>,
+    /// The value regexes, as one alternation.
+    values: Option<Regex>,
+    replacement: Replacement,
+}
+
+enum Replacement {
+    Marker(Cow<'static, str>),
+    /// The keyed MAC, ready to be cloned per value (the key is not kept elsewhere).
+    KeyedHash(Box<Hmac<Sha256>>),
+}
+
+impl fmt::Debug for Redaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let replacement = match &self.replacement {
+            Replacement::Marker(m) => format!("marker {m:?}"),
+            Replacement::KeyedHash(_) => "keyed hash (HMAC-SHA-256)".to_owned(),
+        };
+        f.debug_struct("Redaction")
+            .field("exact", &self.exact)
+            .field("case_insensitive", &self.case_insensitive)
+            .field("keys", &self.keys.as_ref().map(Regex::as_str))
+            .field("values", &self.values.as_ref().map(Regex::as_str))
+            .field("replacement", &replacement)
+            .finish()
+    }
+}
+
+/// A pattern of a [`RedactionBuilder`] that is not valid; building fails and nothing changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedactionError {
+    /// The pattern as given to the builder.
+    pub pattern: String,
+    /// Why it is invalid (the regex parser's message, or "empty pattern").
+    pub reason: String,
+}
+
+impl fmt::Display for RedactionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid redaction pattern `{}`: {}", self.pattern, self.reason)
+    }
+}
+
+impl std::error::Error for RedactionError {}
+
+/// Builds a [`Redaction`]; nothing is checked until [`RedactionBuilder::build`].
+#[derive(Clone, Default)]
+pub struct RedactionBuilder {
+    exact: Vec<String>,
+    globs: Vec<String>,
+    key_regexes: Vec<String>,
+    value_regexes: Vec<String>,
+    case_insensitive: bool,
+    marker: Option<Cow<'static, str>>,
+    hash_key: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for RedactionBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedactionBuilder")
+            .field("exact", &self.exact)
+            .field("globs", &self.globs)
+            .field("key_regexes", &self.key_regexes)
+            .field("value_regexes", &self.value_regexes)
+            .field("case_insensitive", &self.case_insensitive)
+            .field("marker", &self.marker)
+            .field("keyed_hash", &self.hash_key.is_some())
+            .finish()
+    }
+}
+
+impl RedactionBuilder {
+    /// Redacts the value of the key named exactly `name`.
+    #[must_use]
+    pub fn key(mut self, name: impl Into<String>) -> Self {
+        self.exact.push(name.into());
+        self
+    }
+
+    /// Redacts the values of keys matching `glob` as a whole: `*` is any run of characters, `?`
+    /// one character, everything else itself (`"*_token"`, `"pass*"`).
+    #[must_use]
+    pub fn key_glob(mut self, glob: impl Into<String>) -> Self {
+        self.globs.push(glob.into());
+        self
+    }
+
+    /// Redacts the values of keys in which `regex` finds a match (anchor it with `^…$` to match
+    /// whole keys). Regex syntax of the `regex` crate.
+    #[must_use]
+    pub fn key_regex(mut self, regex: impl Into<String>) -> Self {
+        self.key_regexes.push(regex.into());
+        self
+    }
+
+    /// Redacts any value, under any key, in which `regex` finds a match: in text values, error
+    /// messages (the type name is kept) and the decimal text of numbers. The whole value is
+    /// replaced, not only the match. Case-sensitive unless the regex says `(?i)`.
+    #[must_use]
+    pub fn value_regex(mut self, regex: impl Into<String>) -> Self {
+        self.value_regexes.push(regex.into());
+        self
+    }
+
+    /// Makes the key matchers (names, globs, key regexes) ignore case; exact names compare
+    /// ASCII-case-insensitively. Default: case-sensitive.
+    #[must_use]
+    pub fn case_insensitive(mut self, yes: bool) -> Self {
+        self.case_insensitive = yes;
+        self
+    }
+
+    /// Replaces matched values with `marker` (default [`FILTERED`], `"[FILTERED]"`). Overrides an
+    /// earlier [`keyed_hash`](Self::keyed_hash).
+    #[must_use]
+    pub fn marker(mut self, marker: impl Into<Cow<'static, str>>) -> Self {
+        self.marker = Some(marker.into());
+        self.hash_key = None;
+        self
+    }
+
+    /// Replaces matched values with `"hmac:"` and the first 8 bytes, in hex, of the HMAC-SHA-256
+    /// of the value's text under `key` (any length; 32 random bytes are right): equal values get
+    /// equal replacements, so they can still be correlated, and without the key they cannot be
+    /// guessed by hashing candidates. Overrides an earlier [`marker`](Self::marker).
+    #[must_use]
+    pub fn keyed_hash(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.hash_key = Some(key.as_ref().to_vec());
+        self.marker = None;
+        self
+    }
+
+    /// Checks every pattern and builds the policy.
+    ///
+    /// # Errors
+    /// A [`RedactionError`] naming the first invalid pattern: an empty name, glob or regex, or a
+    /// regex that does not parse.
+    pub fn build(self) -> Result<Redaction, RedactionError> {
+        let ci = self.case_insensitive;
+        let mut key_parts = Vec::new();
+        for glob in &self.globs {
+            nonempty(glob)?;
+            let part = glob_regex(glob);
+            compile(glob, &part, ci)?;
+            key_parts.push(part);
+        }
+        for regex in &self.key_regexes {
+            nonempty(regex)?;
+            compile(regex, regex, ci)?;
+            key_parts.push(regex.clone());
+        }
+        let mut value_parts = Vec::new();
+        for regex in &self.value_regexes {
+            nonempty(regex)?;
+            compile(regex, regex, false)?;
+            value_parts.push(regex.clone());
+        }
+        for name in &self.exact {
+            nonempty(name)?;
+        }
+        let keys = combine(&key_parts, ci)?;
+        let values = combine(&value_parts, false)?;
+        let replacement = match self.hash_key {
+            Some(key) => Replacement::KeyedHash(Box::new(
+                Hmac::<Sha256>::new_from_slice(&key).expect("HMAC takes keys of any length"),
+            )),
+            None => Replacement::Marker(self.marker.unwrap_or(Cow::Borrowed(FILTERED))),
+        };
+        Ok(Redaction {
+            exact: self.exact.into_iter().map(String::into_boxed_str).collect(),
+            case_insensitive: ci,
+            keys,
+            values,
+            replacement,
+        })
+    }
+}
+
+fn nonempty(pattern: &str) -> Result<(), RedactionError> {
+    if pattern.is_empty() {
+        return Err(RedactionError {
+            pattern: String::new(),
+            reason: "empty pattern".to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn compile(pattern: &str, regex: &str, ci: bool) -> Result<Regex, RedactionError> {
+    RegexBuilder::new(regex)
+        .case_insensitive(ci)
+        .build()
+        .map_err(|e| RedactionError {
+            pattern: pattern.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// One regex for all `parts` (each already compiled alone, so only size limits can fail here).
+fn combine(parts: &[String], ci: bool) -> Result<Option<Regex>, RedactionError> {
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let all = parts.iter().map(|p| format!("(?:{p})")).collect::<Vec<_>>().join("|");
+    compile(&all, &all, ci).map(Some)
+}
+
+/// `glob` as an anchored regex.
+fn glob_regex(glob: &str) -> String {
+    let mut out = String::from("^");
+    for c in glob.chars() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            c => out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
+        }
+    }
+    out.push('$');
+    out
+}
+
+impl Redaction {
+    /// A builder of an empty policy (redacts nothing until given patterns).
+    pub fn builder() -> RedactionBuilder {
+        RedactionBuilder::default()
+    }
+
+    /// Redacts `payload` in place: each entry whose key or value matches is replaced (keys and
+    /// order are kept). Returns the number of entries replaced. Notifiers call this themselves;
+    /// it is public for payloads that travel outside events.
+    pub fn redact(&self, payload: &mut Payload) -> usize {
+        let mut replaced = 0;
+        for (key, value) in payload.entries_mut().iter_mut() {
+            replaced += usize::from(self.redact_entry(key, value));
+        }
+        replaced
+    }
+
+    /// True when a value under `key` is redacted whatever it is.
+    pub fn matches_key(&self, key: &str) -> bool {
+        let exact = if self.case_insensitive {
+            self.exact.iter().any(|e| e.eq_ignore_ascii_case(key))
+        } else {
+            self.exact.iter().any(|e| **e == *key)
+        };
+        exact || self.keys.as_ref().is_some_and(|r| r.is_match(key))
+    }
+
+    /// Redacts one entry; true when it was replaced.
+    fn redact_entry(&self, key: &str, value: &mut Value) -> bool {
+        if self.matches_key(key) {
+            *value = Value::Str(self.replacement(&value_text(value)));
+            return true;
+        }
+        let Some(values) = &self.values else {
+            return false;
+        };
+        match value {
+            Value::Str(s) => {
+                if values.is_match(s) {
+                    *value = Value::Str(self.replacement(s));
+                    return true;
+                }
+            }
+            Value::Exception { message, .. } => {
+                if values.is_match(message) {
+                    *message = self.replacement(message).into_owned();
+                    return true;
+                }
+            }
+            Value::I64(_) | Value::U64(_) | Value::F64(_) => {
+                let mut buf = [0_u8; 64];
+                let mut cursor = std::io::Cursor::new(&mut buf[..]);
+                let _ = write!(cursor, "{value}");
+                let len = cursor.position() as usize;
+                let text = std::str::from_utf8(&buf[..len]).unwrap_or_default();
+                if values.is_match(text) {
+                    *value = Value::Str(self.replacement(text));
+                    return true;
+                }
+            }
+            Value::Bool(_) | Value::Duration(_) => {}
+        }
+        false
+    }
+
+    fn replacement(&self, text: &str) -> Cow<'static, str> {
+        match &self.replacement {
+            Replacement::Marker(m) => m.clone(),
+            Replacement::KeyedHash(mac) => {
+                let mut mac = (**mac).clone();
+                mac.update(text.as_bytes());
+                let digest = mac.finalize().into_bytes();
+                let mut out = String::with_capacity(21);
+                out.push_str("hmac:");
+                for b in &digest[..8] {
+                    out.push_str(&format!("{b:02x}"));
+                }
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
+/// The text a replacement is computed from: the string itself, an error's message, else the
+/// value's `Display` text.
+fn value_text(value: &Value) -> Cow<'_, str> {
+    match value {
+        Value::Str(s) => Cow::Borrowed(s),
+        Value::Exception { message, .. } => Cow::Borrowed(message),
+        Value::Bool(_) | Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Duration(_) => {
+            Cow::Owned(value.to_string())
+        }
+    }
+}
+
+/// The redaction state of one event in flight: the policy captured when the event was prepared
+/// and the entries it already replaced, so each value is redacted once (a keyed hash is never
+/// hashed again) even though the payload is checked at start and again at finish.
+#[derive(Default)]
+pub(crate) struct Pending {
+    policy: Option<Arc<Redaction>>,
+    /// (key, replacement) of the entries replaced so far.
+    done: Vec<(&'static str, Value)>,
+}
+
+impl Pending {
+    pub(crate) fn new(policy: Option<Arc<Redaction>>) -> Pending {
+        Pending {
+            policy,
+            done: Vec::new(),
+        }
+    }
+
+    /// Redacts the entries not redacted yet (or changed since): before the `start` calls when
+    /// some listener has one, and again at finish for what the body added or replaced.
+    #[inline(always)]
+    pub(crate) fn apply(&mut self, payload: &mut Payload) {
+        if self.policy.is_some() {
+            self.apply_policy(payload);
+        }
+    }
+
+    #[inline(never)]
+    fn apply_policy(&mut self, payload: &mut Payload) {
+        let Some(policy) = &self.policy else {
+            return;
+        };
+        for (key, value) in payload.entries_mut().iter_mut() {
+            let key: &'static str = key;
+            if self.done.iter().any(|(k, v)| *k == key && v == value) {
+                continue;
+            }
+            if policy.redact_entry(key, value) {
+                self.done.push((key, value.clone()));
+            }
+        }
+    }
+}
