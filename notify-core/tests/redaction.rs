@@ -137,7 +137,12 @@ fn instrument_payload_and_recorded_values_are_redacted_for_every_kind() {
     );
     seen.assert_clean(&ALL_KINDS);
     let lines = seen.lines();
-    assert!(lines.iter().all(|l| !l.starts_with("event:") || l.contains("\"user\":\"ann\"")), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with("event:") || l.contains("\"user\":\"ann\"")),
+        "{lines:#?}"
+    );
     // The entries recorded during the body are there, redacted.
     let finish = lines.iter().find(|l| l.starts_with("evented finish")).unwrap();
     assert!(finish.contains("\"session_token\":\"[FILTERED]\""), "{finish}");
@@ -171,7 +176,12 @@ fn publish_publish_event_and_remote_events_are_redacted() {
     let now = SystemTime::now();
     notifier.publish("cache.app", now, now, 1, Payload::new().with("password", SECRET));
     let at = Instant::now();
-    notifier.publish_event(Event::new("cache.app", at, at, Payload::new().with("Authorization", SECRET)));
+    notifier.publish_event(Event::new(
+        "cache.app",
+        at,
+        at,
+        Payload::new().with("Authorization", SECRET),
+    ));
     let remote = Event::at_wall_clock(
         "cache.app",
         now,
@@ -211,7 +221,11 @@ fn macro_fields_err_ret_and_recorded_values_are_redacted() {
     assert!(log_in("ann", SECRET).is_ok());
     assert!(log_in("bob", SECRET).is_err());
     seen.assert_clean(&ALL_KINDS);
-    let events = seen.lines().into_iter().filter(|l| l.starts_with("event:")).collect::<Vec<_>>();
+    let events = seen
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("event:"))
+        .collect::<Vec<_>>();
     assert_eq!(events.len(), 2, "{events:#?}");
     assert!(events[0].contains("\"user\":\"ann\""), "{}", events[0]);
     assert!(events[1].contains("\"user\":\"bob\""), "{}", events[1]);
@@ -224,7 +238,13 @@ fn macro_fields_err_ret_and_recorded_values_are_redacted() {
 #[test]
 fn keyed_hash_is_equal_for_equal_values_and_applied_once_per_event() {
     let notifier = Notifier::new();
-    notifier.set_redaction(Redaction::builder().key("password").keyed_hash(b"k".repeat(32)).build().unwrap());
+    notifier.set_redaction(
+        Redaction::builder()
+            .key("password")
+            .keyed_hash(b"k".repeat(32))
+            .build()
+            .unwrap(),
+    );
     let seen = subscribe_all_kinds(&notifier, "hash.app");
     for password in [SECRET, SECRET, "other"] {
         notifier.instrument("hash.app", || Payload::new().with("password", password), |_| ());
@@ -251,7 +271,11 @@ fn keyed_hash_is_equal_for_equal_values_and_applied_once_per_event() {
     notifier.redaction().unwrap().redact(&mut alone);
     assert_eq!(alone.get("password"), Some(&Value::from(started[0].clone())));
     // Another key gives other hashes.
-    let other = Redaction::builder().key("password").keyed_hash(b"j".repeat(32)).build().unwrap();
+    let other = Redaction::builder()
+        .key("password")
+        .keyed_hash(b"j".repeat(32))
+        .build()
+        .unwrap();
     let mut p = Payload::new().with("password", SECRET);
     other.redact(&mut p);
     assert_ne!(p.get("password"), alone.get("password"));
@@ -276,7 +300,10 @@ fn invalid_pattern_is_an_error_naming_it_and_changes_nothing() {
         .build()
         .unwrap_err();
     assert_eq!(err.pattern, "(unclosed");
-    assert!(err.to_string().starts_with("invalid redaction pattern `(unclosed`: "), "{err}");
+    assert!(
+        err.to_string().starts_with("invalid redaction pattern `(unclosed`: "),
+        "{err}"
+    );
     let err = Redaction::builder().value_regex("[z-a]").build().unwrap_err();
     assert_eq!(err.pattern, "[z-a]");
     let err = Redaction::builder().key_glob("").build().unwrap_err();
@@ -322,10 +349,25 @@ fn key_matchers_globs_regexes_case_insensitivity_and_value_kinds() {
     assert_eq!(p.get("count"), Some(&Value::U64(4)));
     assert_eq!(text("x-api-keys"), "kept");
     assert_eq!(p.get("flag"), Some(&Value::Bool(true)));
-    assert_eq!(p.keys().collect::<Vec<_>>(), ["PASSWORD", "X-Api-Key", "client_SECRET_id", "card", "count", "x-api-keys", "flag"]);
+    assert_eq!(
+        p.keys().collect::<Vec<_>>(),
+        [
+            "PASSWORD",
+            "X-Api-Key",
+            "client_SECRET_id",
+            "card",
+            "count",
+            "x-api-keys",
+            "flag"
+        ]
+    );
 
     // Case-sensitive by default; an error keeps its type name, its message is replaced.
-    let strict = Redaction::builder().key("Password").value_regex("Bearer").build().unwrap();
+    let strict = Redaction::builder()
+        .key("Password")
+        .value_regex("Bearer")
+        .build()
+        .unwrap();
     let mut p = Payload::new().with("password", "a");
     p.record_error(&"Bearer x".to_owned());
     assert_eq!(strict.redact(&mut p), 1);
