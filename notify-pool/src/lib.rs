@@ -71,6 +71,7 @@ mod options;
 mod padded;
 mod pending;
 mod pool;
+mod run_queue;
 mod shutdown;
 mod slot;
 mod subscriber;

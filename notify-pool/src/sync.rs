@@ -12,9 +12,17 @@ pub(crate) use parking_lot::{Mutex, MutexGuard};
 /// Atomics: `std`'s, or `loom`'s under `--cfg loom`.
 pub(crate) mod atomic {
     #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+}
+
+/// Parking and yielding: `std`'s, or `loom`'s under `--cfg loom` (the run queue's protocol).
+pub(crate) mod thread {
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{current, park, yield_now, Thread};
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{current, park, yield_now, Thread};
 }
 
 /// A condition variable with `parking_lot`'s interface.

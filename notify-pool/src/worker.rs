@@ -4,47 +4,36 @@
 //! section under one lock); a worker pops one mailbox, runs one bounded batch of it, and re-queues it
 //! at the tail if events remain — or, when the run queue is empty, runs its next batch right away.
 //!
-//! Parking: a worker that finds nothing spins briefly on the queue length, then registers itself on
-//! the idle stack (under the run-queue lock) and parks with `std::thread::park`, which blocks on a
-//! futex with no timeout. Whoever queues a mailbox pops one idle worker, if any, and unparks it:
-//! each idle worker is woken at most once per registration, and nothing wakes an idle pool.
+//! Parking, waking and retiring: see [`RunQueue`], where the protocol is argued and model-checked.
 //!
 //! # Atomic orderings, one by one
 //!
 //! The run queue, the idle stack, the mailboxes and the group logs are under locks; the atomics
-//! beside them are either hints read again under a lock, counters, or one of the three small
-//! protocols argued where they live ([`Pending`]: flush and the waits; [`PoolInner::enter`]: the
-//! door shutdown closes; [`ExitGuard`]: the end of a worker).
+//! beside them are either hints read again under a lock, counters, or one of the four small
+//! protocols argued where they live ([`RunQueue`]: park / wake / retire, `queued`, `notified`,
+//! `retiring`; [`Pending`]: flush and the waits; [`PoolInner::enter`]: the door shutdown closes;
+//! [`ExitGuard`]: the end of a worker).
 //!
 //! * `state` (RUNNING → CLOSING → STOPPED): changed with a read-modify-write (close) or under the
 //!   run-queue lock (stop), loaded with `Acquire`. Every decision that must not race it is taken
 //!   under that lock (a worker parks, and `schedule` queues, only after checking it there) or is
 //!   the door's protocol; elsewhere it is a hint (a worker stops its batch early).
-//! * `queued` (`Release` stores under the lock, `Acquire` loads): a hint that lets an idle worker
-//!   spin without the lock; it pops only under the lock, and re-reads it there.
-//! * `WorkerSlot::notified`: set (`Release`) by whoever popped the worker off the idle stack,
-//!   before `unpark`; swapped back (`Acquire`) by the worker after `park` returns. `park` may return
-//!   spuriously, so the flag, not the return, says "you were woken"; the idle stack (under the lock)
-//!   guarantees each registration is popped, hence notified, at most once.
-//! * `retiring`: stored before `retire` takes the run-queue lock to wake idle workers, and read by
-//!   the worker under that lock before it parks: the lock orders the two, so either the worker sees
-//!   the flag or it is on the idle stack when `retire` looks and is woken. `Relaxed` would do;
-//!   `Release`/`Acquire` keeps the lock-free reads (`retired`, the spin check) meaningful as hints.
-//! * `running` and `WorkerSlot::exited`: see [`ExitGuard`]; `delivered`, `wakeups`, `rejected`,
-//!   ids: counters read for reports, `Relaxed` (no other memory is published through them).
+//! * `running` and `WorkerSlot::exited`: see [`ExitGuard`]; `delivered`, `rejected`, ids:
+//!   counters read for reports, `Relaxed` (no other memory is published through them).
 //!
+//! [`RunQueue`]: crate::run_queue::RunQueue
 //! [`Pending`]: crate::pending::Pending
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::thread::{self, JoinHandle, Thread};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::options::{AsyncFailure, SlowSubscriber};
 use crate::padded::Padded;
 use crate::pending::Pending;
+use crate::run_queue::{RunQueue, SPINS};
 use crate::slot::Slot;
 use crate::sync::{Condvar, Mutex};
 use crate::unwind::quietly;
@@ -55,24 +44,12 @@ pub(crate) const CLOSING: u8 = 1;
 /// Workers stop after the callback in progress.
 pub(crate) const STOPPED: u8 = 2;
 
-/// How many times an idle worker re-reads the queue length before it parks: the first
-/// `SPINS_HOT` with a spin-loop hint, the rest after yielding its CPU (so a publisher sharing the
-/// core runs). A publisher that keeps up a steady stream then finds the worker awake, and skips
-/// the futex wake-up; a pool with nothing to do parks within microseconds and stays parked.
-const SPINS: u32 = 256;
-const SPINS_HOT: u32 = 64;
-
 pub(crate) type FailureHook = Arc<dyn Fn(&AsyncFailure) + Send + Sync>;
 pub(crate) type SlowHook = Arc<dyn Fn(&SlowSubscriber) + Send + Sync>;
 
-/// One worker's parking spot and counters.
+/// One worker's counters (its parking spot is in the run queue).
 #[derive(Debug, Default)]
 pub(crate) struct WorkerSlot {
-    thread: OnceLock<Thread>,
-    /// Set by whoever popped this worker off the idle stack, before it unparks it.
-    notified: AtomicBool,
-    /// Returns from `park` (a count): what an idle pool must keep at zero.
-    pub(crate) wakeups: AtomicU64,
     /// Callbacks this worker ran to completion or panic (a count).
     pub(crate) delivered: AtomicU64,
     /// Set when the worker's loop ended (its thread is about to finish): it can be joined at once.
@@ -119,13 +96,6 @@ pub(crate) struct Task {
 pub(crate) struct Batches {
     pub(crate) mailbox: Vec<Slot>,
     pub(crate) shard: Vec<(u64, Slot)>,
-}
-
-#[derive(Default)]
-struct RunQueue {
-    queue: VecDeque<Task>,
-    /// Parked workers, by index, each at most once.
-    idle: Vec<usize>,
 }
 
 thread_local! {
@@ -222,9 +192,7 @@ impl Shared {
 pub(crate) struct PoolInner {
     pub(crate) shared: Arc<Shared>,
     state: AtomicU8,
-    run: Mutex<RunQueue>,
-    /// `run.queue.len()`, readable without the lock (idle workers spin on it).
-    queued: AtomicUsize,
+    run: RunQueue<Task>,
     pub(crate) slots: Box<[Padded<WorkerSlot>]>,
     /// Events accepted and not yet finished, by flush generation.
     pending: Pending,
@@ -240,9 +208,6 @@ pub(crate) struct PoolInner {
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// A pool of one dedicated subscription (one thread, one mailbox).
     pub(crate) dedicated: bool,
-    /// Set when the dedicated subscription was closed, detached or dropped: the thread ends once
-    /// nothing is queued or pending.
-    retiring: AtomicBool,
 }
 
 impl PoolInner {
@@ -266,13 +231,13 @@ impl PoolInner {
         let mut slots = Vec::new();
         slots.try_reserve_exact(threads).map_err(|_| too_many())?;
         slots.extend((0..threads).map(|_| Padded(WorkerSlot::default())));
+        let run = RunQueue::new(threads).ok_or_else(too_many)?;
         let mut handles = Vec::new();
         handles.try_reserve_exact(threads).map_err(|_| too_many())?;
         let inner = Arc::new(PoolInner {
             shared,
             state: AtomicU8::new(RUNNING),
-            run: Mutex::new(RunQueue::default()),
-            queued: AtomicUsize::new(0),
+            run,
             slots: slots.into_boxed_slice(),
             pending: Pending::new(),
             running: crate::sync::atomic::AtomicUsize::new(0),
@@ -281,7 +246,6 @@ impl PoolInner {
             space_cv: Condvar::new(),
             handles: Mutex::new(handles),
             dedicated,
-            retiring: AtomicBool::new(false),
         });
         for index in 0..threads {
             let worker = inner.clone();
@@ -350,19 +314,11 @@ impl PoolInner {
 
     /// Hands a newly scheduled part (a mailbox, part 0) to the workers.
     pub(crate) fn schedule(&self, target: Arc<dyn Flavor>, part: usize) {
-        let wake = {
-            let mut run = self.run.lock();
-            if self.state() == STOPPED {
-                drop(run);
-                target.refuse_stopped(self, part);
-                return;
+        let task = std::iter::once(Task { target, part });
+        if let Err(refused) = self.run.push(task, 1, || self.state() == STOPPED) {
+            for task in refused {
+                task.target.refuse_stopped(self, task.part);
             }
-            run.queue.push_back(Task { target, part });
-            self.queued.store(run.queue.len(), Ordering::Release);
-            run.idle.pop()
-        };
-        if let Some(index) = wake {
-            self.wake(index);
         }
     }
 
@@ -370,99 +326,29 @@ impl PoolInner {
     /// group) to the workers under one lock, waking as many idle workers as there are parts (at
     /// most 4: a woken worker finding more work keeps going).
     pub(crate) fn schedule_parts(&self, target: &Arc<dyn Flavor>, parts: u64) {
+        let tasks = (0..64).filter(|p| parts & (1 << p) != 0).map(|part| Task {
+            target: target.clone(),
+            part,
+        });
         let n = parts.count_ones() as usize;
-        let mut wake = [usize::MAX; 4];
-        let mut woken = 0;
-        {
-            let mut run = self.run.lock();
-            if self.state() == STOPPED {
-                drop(run);
-                for part in (0..64).filter(|p| parts & (1 << p) != 0) {
-                    target.refuse_stopped(self, part);
-                }
-                return;
+        if let Err(refused) = self.run.push(tasks, n, || self.state() == STOPPED) {
+            for task in refused {
+                task.target.refuse_stopped(self, task.part);
             }
-            for part in (0..64).filter(|p| parts & (1 << p) != 0) {
-                run.queue.push_back(Task {
-                    target: target.clone(),
-                    part,
-                });
-            }
-            self.queued.store(run.queue.len(), Ordering::Release);
-            while woken < n.min(wake.len()) {
-                match run.idle.pop() {
-                    Some(index) => {
-                        wake[woken] = index;
-                        woken += 1;
-                    }
-                    None => break,
-                }
-            }
-        }
-        for &index in &wake[..woken] {
-            self.wake(index);
         }
     }
 
-    fn wake(&self, index: usize) {
-        let slot = &self.slots[index].0;
-        slot.notified.store(true, Ordering::Release);
-        if let Some(thread) = slot.thread.get() {
-            thread.unpark();
-        }
-    }
-
-    /// The next scheduled task, parking while there is none; `None` once the pool stopped.
+    /// The next scheduled task, parking while there is none; `None` once the pool stopped, or
+    /// once it was retired and everything accepted is finished.
     fn next(&self, index: usize) -> Option<Task> {
-        let slot = &self.slots[index].0;
-        let mut spins = 0;
-        loop {
-            if self.state() == STOPPED {
-                return None;
-            }
-            if self.retiring.load(Ordering::Acquire) && self.queued.load(Ordering::Acquire) == 0 {
-                // Check at once rather than after the spins: see below.
-                spins = spins.max(SPINS);
-            }
-            if self.queued.load(Ordering::Acquire) > 0 || spins >= SPINS {
-                let mut run = self.run.lock();
-                if let Some(task) = run.queue.pop_front() {
-                    self.queued.store(run.queue.len(), Ordering::Release);
-                    return Some(task);
-                }
-                // A retired dedicated pool ends its thread once everything accepted is finished (a
-                // publisher that accepted an event before the close still counts as pending until
-                // its push was refused or its mailbox scheduled, so nothing is left behind).
-                if self.retiring.load(Ordering::Acquire) && self.pending() == 0 {
-                    return None;
-                }
-                if spins >= SPINS {
-                    if self.state() == STOPPED {
-                        return None;
-                    }
-                    run.idle.push(index);
-                    drop(run);
-                    while !slot.notified.swap(false, Ordering::Acquire) {
-                        thread::park();
-                        slot.wakeups.fetch_add(1, Ordering::Relaxed);
-                    }
-                    spins = 0;
-                    continue;
-                }
-            }
-            spins += 1;
-            if spins < SPINS_HOT {
-                std::hint::spin_loop();
-            } else {
-                thread::yield_now();
-            }
-        }
+        self.run
+            .next(index, SPINS, || self.state() == STOPPED, || self.pending() == 0)
     }
 
     /// A worker thread's life.
     fn work(self: Arc<PoolInner>, index: usize) {
         let slot = &self.slots[index].0;
-        let _ = slot.thread.set(thread::current());
+        self.run.parker(index).register_current();
         WORKER_OF.with(|w| w.set(self.shared.family));
         // Whatever ends the loop, the thread counts as ended for shutdown's bounded join.
         let _exit = ExitGuard { pool: &self, index };
@@ -474,17 +360,10 @@ impl PoolInner {
                     break;
                 }
                 // Events remain: run the next batch now if nobody else waits, else go to the tail.
-                if self.queued.load(Ordering::Acquire) == 0 {
+                if self.run.queued() == 0 {
                     continue;
                 }
-                let next = {
-                    let mut run = self.run.lock();
-                    run.queue.push_back(task);
-                    let next = run.queue.pop_front().expect("just pushed");
-                    self.queued.store(run.queue.len(), Ordering::Release);
-                    next
-                };
-                task = next;
+                task = self.run.requeue(task);
             }
         }
     }
@@ -493,16 +372,12 @@ impl PoolInner {
     /// nothing is queued or pending (see `next`). Called again after a refused push, so the thread
     /// rechecks.
     pub(crate) fn retire(&self) {
-        self.retiring.store(true, Ordering::Release);
-        let idle = mem_take(&mut self.run.lock().idle);
-        for index in idle {
-            self.wake(index);
-        }
+        self.run.retire();
     }
 
     /// True when the pool was retired and its threads have ended (they can be joined at once).
     pub(crate) fn retired(&self) -> bool {
-        self.retiring.load(Ordering::Acquire) && self.handles.lock().iter().all(|h| h.is_finished())
+        self.run.retiring() && self.handles.lock().iter().all(|h| h.is_finished())
     }
 
     /// Wakes every publisher blocked on a full mailbox of this pool ([`Overflow::Block`]).
@@ -535,15 +410,7 @@ impl PoolInner {
 
     /// Stops the workers after their callbacks in progress; discards what is still queued.
     pub(crate) fn stop(&self) {
-        let (idle, queued) = {
-            let mut run = self.run.lock();
-            self.state.store(STOPPED, Ordering::Release);
-            self.queued.store(0, Ordering::Release);
-            (mem_take(&mut run.idle), mem_take(&mut run.queue))
-        };
-        for index in idle {
-            self.wake(index);
-        }
+        let queued = self.run.stop(|| self.state.store(STOPPED, Ordering::Release));
         for task in queued {
             task.target.abandon(task.part);
         }
@@ -584,7 +451,7 @@ impl PoolInner {
 
     /// Each worker's wake-up count.
     pub(crate) fn wakeups(&self) -> Vec<u64> {
-        self.slots.iter().map(|s| s.0.wakeups.load(Ordering::Relaxed)).collect()
+        (0..self.run.workers()).map(|i| self.run.parker(i).wakeups()).collect()
     }
 
     /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed, its
