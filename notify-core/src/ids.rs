@@ -244,51 +244,36 @@ fn deep_top() -> Frame {
 /// with its id.
 #[inline]
 pub(crate) fn begin(enter: bool) -> Begun {
-    THREAD.with(|thread| {
-        let id = thread.next_event_id();
-        let current = thread.current();
-        let trace = match TraceId::new(current.trace) {
-            Some(trace) => trace,
-            None => thread.random_trace(),
-        };
-        if enter {
-            thread.push(Frame {
-                key: id,
-                event: id,
-                trace: trace.get(),
-            });
-        }
-        Begun {
-            id,
-            parent: (current.event != 0).then_some(current.event),
-            trace,
-            transaction: thread.transaction_id(),
-        }
-    })
+    THREAD.with(|thread| begin_under(thread, thread.current(), enter))
 }
 
 /// As [`begin`], with an explicit parent context instead of the thread's current one.
 pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
-    THREAD.with(|thread| {
-        let id = thread.next_event_id();
-        let trace = match TraceId::new(parent.trace) {
-            Some(trace) => trace,
-            None => thread.random_trace(),
-        };
-        if enter {
-            thread.push(Frame {
-                key: id,
-                event: id,
-                trace: trace.get(),
-            });
-        }
-        Begun {
-            id,
-            parent: (parent.event != 0).then_some(parent.event),
-            trace,
-            transaction: thread.transaction_id(),
-        }
-    })
+    THREAD.with(|thread| begin_under(thread, parent, enter))
+}
+
+/// An event's ids under `parent` (its trace, or a new random one for a root); with `enter`, the
+/// event becomes the thread's current one.
+#[inline(always)]
+fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
+    let id = thread.next_event_id();
+    let trace = match TraceId::new(parent.trace) {
+        Some(trace) => trace,
+        None => thread.random_trace(),
+    };
+    if enter {
+        thread.push(Frame {
+            key: id,
+            event: id,
+            trace: trace.get(),
+        });
+    }
+    Begun {
+        id,
+        parent: (parent.event != 0).then_some(parent.event),
+        trace,
+        transaction: thread.transaction_id(),
+    }
 }
 
 /// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under.

@@ -226,3 +226,35 @@ impl fmt::Display for ConnectError {
 }
 
 impl std::error::Error for ConnectError {}
+
+/// Starts the thread `name` running `run`, which answers on the given sender once it is connected
+/// (`Ok`) or could not connect (`Err`, after which it ends), and waits for that answer. The
+/// exporter and the importer start their threads this way; `what` names the step a thread that
+/// ended without answering did not finish ("connecting", "subscribing").
+pub(crate) fn spawn_connected<T: Send + 'static>(
+    name: &str,
+    servers: &str,
+    what: &str,
+    run: impl FnOnce(std::sync::mpsc::Sender<Result<T, ConnectError>>) + Send + 'static,
+) -> Result<(T, std::thread::JoinHandle<()>), ConnectError> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || run(ready_tx))
+        .map_err(|e| ConnectError::new(servers, ConnectErrorKind::Thread, e.to_string()))?;
+    match ready_rx.recv() {
+        Ok(Ok(value)) => Ok((value, thread)),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(ConnectError::new(
+                servers,
+                ConnectErrorKind::Thread,
+                format!("the {name} thread ended before {what}"),
+            ))
+        }
+    }
+}

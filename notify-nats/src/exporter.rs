@@ -15,7 +15,7 @@ use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{ConnectError, ConnectErrorKind, NatsOptions};
+use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions};
 use crate::jetstream::JetStream;
 use crate::queue::{self, Queue};
 use crate::subject::subject_for;
@@ -129,32 +129,16 @@ impl ExporterBuilder {
             progressed: Condvar::new(),
             batches: AtomicU64::new(0),
         });
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread_shared = shared.clone();
         let servers = self.options.servers().to_owned();
-        let thread = std::thread::Builder::new()
-            .name("notify-nats-exporter".into())
-            .spawn(move || run_thread(self, thread_shared, ready_tx))
-            .map_err(|e| ConnectError::new(&servers, ConnectErrorKind::Thread, e.to_string()))?;
-        match ready_rx.recv() {
-            Ok(Ok(source)) => Ok(Exporter {
-                shared,
-                source,
-                thread: Mutex::new(Some(thread)),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(ConnectError::new(
-                    &servers,
-                    ConnectErrorKind::Thread,
-                    "the exporter's thread ended before connecting",
-                ))
-            }
-        }
+        let (source, thread) = spawn_connected("notify-nats-exporter", &servers, "connecting", move |ready| {
+            run_thread(self, thread_shared, ready)
+        })?;
+        Ok(Exporter {
+            shared,
+            source,
+            thread: Mutex::new(Some(thread)),
+        })
     }
 }
 

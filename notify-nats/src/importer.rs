@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use notify_core::Notifier;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{ConnectError, ConnectErrorKind, NatsOptions};
+use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions};
 use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
 use crate::queue;
@@ -113,32 +113,16 @@ impl ImporterBuilder {
             progress: Mutex::new(()),
             progressed: Condvar::new(),
         });
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread_shared = shared.clone();
         let notifier = notifier.clone();
         let servers = self.options.servers().to_owned();
-        let thread = std::thread::Builder::new()
-            .name("notify-nats-importer".into())
-            .spawn(move || run_thread(self, notifier, thread_shared, ready_tx))
-            .map_err(|e| ConnectError::new(&servers, ConnectErrorKind::Thread, e.to_string()))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Importer {
-                shared,
-                thread: Mutex::new(Some(thread)),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => {
-                let _ = thread.join();
-                Err(ConnectError::new(
-                    &servers,
-                    ConnectErrorKind::Thread,
-                    "the importer's thread ended before subscribing",
-                ))
-            }
-        }
+        let ((), thread) = spawn_connected("notify-nats-importer", &servers, "subscribing", move |ready| {
+            run_thread(self, notifier, thread_shared, ready)
+        })?;
+        Ok(Importer {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
     }
 }
 
