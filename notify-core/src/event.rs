@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use once_cell::sync::Lazy;
-use serde::ser::SerializeStruct;
-use serde::{Serialize, Serializer};
 
 use crate::context::Context;
 use crate::ids;
@@ -20,8 +18,7 @@ use crate::trace_id::TraceId;
 /// ```
 /// assert_eq!(notify_core::Outcome::default(), notify_core::Outcome::Completed);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// The block returned (an `Err` it returned is in the payload's `exception`, not here).
     #[default]
@@ -366,26 +363,6 @@ impl fmt::Debug for Event {
             .field("outcome", &self.outcome)
             .field("location", &self.location)
             .finish()
-    }
-}
-
-impl Serialize for Event {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let epoch_ns = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut st = s.serialize_struct("Event", 12)?;
-        st.serialize_field("name", self.name())?;
-        st.serialize_field("start_unix_ns", &epoch_ns(self.start_time()))?;
-        st.serialize_field("duration_ns", &self.duration().as_nanos())?;
-        st.serialize_field("transaction_id", &self.transaction_id)?;
-        st.serialize_field("id", &self.id)?;
-        st.serialize_field("parent_id", &self.parent_id)?;
-        st.serialize_field("trace_id", &self.trace_id)?;
-        st.serialize_field("payload", &self.payload)?;
-        st.serialize_field("cpu_time_ns", &self.cpu_time.map(|d| d.as_nanos()))?;
-        st.serialize_field("allocations", &self.allocations)?;
-        st.serialize_field("outcome", &self.outcome)?;
-        st.serialize_field("location", &self.location)?;
-        st.end()
     }
 }
 

@@ -112,6 +112,8 @@ mod record;
 mod redaction;
 mod registry;
 mod remote;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod subscriber;
 mod sync;
 pub mod testing;
@@ -131,7 +133,7 @@ pub use crate::location::Location;
 pub use crate::namespace_subscriber::{Attachment, Method, Methods, MethodsError, NamespaceSubscriber};
 pub use crate::notifier::{Notifier, Subscription};
 pub use crate::pattern::Pattern;
-pub use crate::payload::{Payload, Value, EXCEPTION_KEY};
+pub use crate::payload::{Key, Payload, ToValue, Value, EXCEPTION_KEY};
 pub use crate::record::record;
 pub use crate::redaction::{Redaction, RedactionBuilder, RedactionError, FILTERED};
 pub use crate::subscriber::{

@@ -1,6 +1,8 @@
 //! [`Location`]: where in the source an event is instrumented.
 
+#[cfg(feature = "serde")]
 use serde::ser::SerializeStruct;
+#[cfg(feature = "serde")]
 use serde::{Serialize, Serializer};
 
 /// The source location of an instrumentation site: file, line and module path, as `file!()`,
@@ -47,6 +49,7 @@ impl Location {
     }
 }
 
+#[cfg(feature = "serde")]
 impl Serialize for Location {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("Location", 3)?;

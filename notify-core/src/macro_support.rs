@@ -5,7 +5,6 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::time::Duration;
 
 use crate::callsite::Callsite;
 use crate::context::Context;
@@ -75,81 +74,9 @@ pub const fn name_str(bytes: &'static [u8]) -> &'static str {
 // Payload values
 // ---------------------------------------------------------------------------------------------
 
-/// Conversion of a `fields(key = expr)` value, taken by reference so the expression (an argument,
-/// usually) is not moved.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be stored in a payload as it is",
-    label = "not a number, bool, string or duration",
-    note = "write `key = %expr` to record its `Display` text, or `key = ?expr` for its `Debug` text"
-)]
-pub trait ToValue {
-    /// The payload value.
-    fn to_value(&self) -> Value;
-}
-
-macro_rules! to_value_into {
-    ($($t:ty),*) => {
-        $(impl ToValue for $t {
-            #[inline]
-            fn to_value(&self) -> Value {
-                Value::from(*self)
-            }
-        })*
-    };
-}
-
-to_value_into!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, Duration);
-
-impl ToValue for str {
-    fn to_value(&self) -> Value {
-        Value::from(self.to_owned())
-    }
-}
-
-impl ToValue for String {
-    fn to_value(&self) -> Value {
-        Value::from(self.clone())
-    }
-}
-
-impl ToValue for std::borrow::Cow<'_, str> {
-    fn to_value(&self) -> Value {
-        Value::from(self.to_string())
-    }
-}
-
-impl ToValue for char {
-    fn to_value(&self) -> Value {
-        Value::from(self.to_string())
-    }
-}
-
-impl ToValue for Value {
-    fn to_value(&self) -> Value {
-        self.clone()
-    }
-}
-
-impl<T: ToValue + ?Sized> ToValue for &T {
-    #[inline]
-    fn to_value(&self) -> Value {
-        (**self).to_value()
-    }
-}
-
-impl<T: ToValue + ?Sized> ToValue for &mut T {
-    #[inline]
-    fn to_value(&self) -> Value {
-        (**self).to_value()
-    }
-}
-
-impl<T: ToValue + ?Sized> ToValue for Box<T> {
-    #[inline]
-    fn to_value(&self) -> Value {
-        (**self).to_value()
-    }
-}
+// `fields(key = expr)` values convert through the payload's one conversion trait, by reference so
+// the expression (an argument, usually) is not moved.
+pub use crate::payload::ToValue;
 
 /// `key = expr`.
 #[inline]

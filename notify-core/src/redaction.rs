@@ -16,7 +16,7 @@ use hmac::{Hmac, Mac};
 use regex::{Regex, RegexBuilder};
 use sha2::Sha256;
 
-use crate::payload::{Payload, Value};
+use crate::payload::{Key, Payload, Value};
 
 /// The marker a policy replaces matched values with unless told otherwise.
 pub const FILTERED: &str = "[FILTERED]";
@@ -274,15 +274,27 @@ impl Redaction {
         RedactionBuilder::default()
     }
 
-    /// Redacts `payload` in place: each entry whose key or value matches is replaced (keys and
-    /// order are kept). Returns the number of entries replaced. Notifiers call this themselves;
-    /// it is public for payloads that travel outside events.
+    /// Redacts `payload` in place, nested lists and maps included: a value whose key matches is
+    /// replaced whole (whatever it is, a list or map too); key patterns also apply to the keys of
+    /// nested maps at any depth, and value patterns to every text, error message and number
+    /// inside lists and maps. Keys, order and the shape of nested values are kept. Returns the
+    /// number of values replaced (nested ones included). Notifiers call this themselves; it is
+    /// public for payloads that travel outside events.
+    ///
+    /// ```
+    /// use notify_core::{Payload, Redaction, Value};
+    /// let policy = Redaction::builder().key("password").value_regex(r"^tok-").build()?;
+    /// let mut payload = Payload::new()
+    ///     .with("user", Payload::new().with("name", "ann").with("password", "hunter2"))
+    ///     .with("tokens", vec!["tok-1", "public"]);
+    /// assert_eq!(policy.redact(&mut payload), 2);
+    /// assert_eq!(payload.get("user").and_then(|u| u.as_map()).and_then(|u| u.get("password")),
+    ///     Some(&Value::from("[FILTERED]")));
+    /// assert_eq!(payload.get("tokens"), Some(&Value::from(vec!["[FILTERED]", "public"])));
+    /// # Ok::<(), notify_core::RedactionError>(())
+    /// ```
     pub fn redact(&self, payload: &mut Payload) -> usize {
-        let mut replaced = 0;
-        for (key, value) in payload.entries_mut().iter_mut() {
-            replaced += usize::from(self.redact_entry(key, value));
-        }
-        replaced
+        self.redact_map(payload, None)
     }
 
     /// True when a value under `key` is redacted whatever it is.
@@ -295,42 +307,90 @@ impl Redaction {
         exact || self.keys.as_ref().is_some_and(|r| r.is_match(key))
     }
 
-    /// Redacts one entry; true when it was replaced.
-    fn redact_entry(&self, key: &str, value: &mut Value) -> bool {
+    /// Redacts the entries of `map`; `previous` is what an earlier pass left in the same map,
+    /// whose unchanged values are not redacted again (see [`Redaction::redact_entry`]).
+    fn redact_map(&self, map: &mut Payload, previous: Option<&Payload>) -> usize {
+        let mut replaced = 0;
+        for (key, value) in map.entries_mut().iter_mut() {
+            let before = previous.and_then(|p| p.get(key));
+            replaced += self.redact_entry(key, value, before);
+        }
+        replaced
+    }
+
+    /// Redacts the value of one entry, nested values included; returns how many values it
+    /// replaced. `previous` is the entry's value as an earlier pass left it, if any: a value
+    /// equal to what that pass left at the same place is skipped, so a keyed hash (or a marker a
+    /// value pattern matches) is never redacted twice, while anything the body changed is.
+    fn redact_entry(&self, key: &str, value: &mut Value, previous: Option<&Value>) -> usize {
+        if previous == Some(value) {
+            return 0;
+        }
         if self.matches_key(key) {
             *value = Value::Str(self.replacement(&value_text(value)));
-            return true;
+            return 1;
+        }
+        self.redact_value(value, previous)
+    }
+
+    /// Redacts a value that is not under a matched key: value patterns on scalars, recursion into
+    /// lists (value patterns on the items) and maps (key and value patterns on the entries).
+    fn redact_value(&self, value: &mut Value, previous: Option<&Value>) -> usize {
+        if previous == Some(value) {
+            return 0;
+        }
+        match value {
+            Value::Map(map) => {
+                let previous = previous.and_then(Value::as_map);
+                return self.redact_map(map, previous);
+            }
+            Value::List(items) => {
+                let previous = previous.and_then(Value::as_list);
+                return items
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, item)| self.redact_value(item, previous.and_then(|p| p.get(i))))
+                    .sum();
+            }
+            _ => {}
         }
         let Some(values) = &self.values else {
-            return false;
+            return 0;
         };
         match value {
             Value::Str(s) => {
                 if values.is_match(s) {
                     *value = Value::Str(self.replacement(s));
-                    return true;
+                    return 1;
                 }
             }
             Value::Exception { message, .. } => {
                 if values.is_match(message) {
                     *message = self.replacement(message).into_owned();
-                    return true;
+                    return 1;
                 }
             }
-            Value::I64(_) | Value::U64(_) | Value::F64(_) => {
+            Value::I64(_) | Value::U64(_) | Value::I128(_) | Value::U128(_) | Value::F64(_) => {
                 let mut buf = [0_u8; 64];
                 let mut cursor = std::io::Cursor::new(&mut buf[..]);
-                let _ = write!(cursor, "{value}");
-                let len = cursor.position() as usize;
-                let text = std::str::from_utf8(&buf[..len]).unwrap_or_default();
+                // A long float (1e300 has 301 digits) does not fit: its text is allocated.
+                let long;
+                let text = if write!(cursor, "{value}").is_ok() {
+                    let len = cursor.position() as usize;
+                    std::str::from_utf8(&buf[..len]).unwrap_or_default()
+                } else {
+                    long = value.to_string();
+                    &long
+                };
                 if values.is_match(text) {
                     *value = Value::Str(self.replacement(text));
-                    return true;
+                    return 1;
                 }
             }
-            Value::Bool(_) | Value::Duration(_) => {}
+            // Null, booleans, durations and times carry no text a secret could hide in.
+            _ => {}
         }
-        false
+        0
     }
 
     fn replacement(&self, text: &str) -> Cow<'static, str> {
@@ -352,25 +412,24 @@ impl Redaction {
 }
 
 /// The text a replacement is computed from: the string itself, an error's message, else the
-/// value's `Display` text.
+/// value's `Display` text (a list or map whose key matched: its whole `Display` text).
 fn value_text(value: &Value) -> Cow<'_, str> {
     match value {
         Value::Str(s) => Cow::Borrowed(s),
         Value::Exception { message, .. } => Cow::Borrowed(message),
-        Value::Bool(_) | Value::I64(_) | Value::U64(_) | Value::F64(_) | Value::Duration(_) => {
-            Cow::Owned(value.to_string())
-        }
+        _ => Cow::Owned(value.to_string()),
     }
 }
 
 /// The redaction state of one event in flight: the policy captured when the event was prepared
-/// and the entries it already replaced, so each value is redacted once (a keyed hash is never
-/// hashed again) even though the payload is checked at start and again at finish.
+/// and the entries it already redacted (as redacted), so each value is redacted once (a keyed
+/// hash is never hashed again, nested ones included) even though the payload is checked at start
+/// and again at finish.
 #[derive(Default)]
 pub(crate) struct Pending {
     policy: Option<Arc<Redaction>>,
-    /// (key, replacement) of the entries replaced so far.
-    done: Vec<(&'static str, Value)>,
+    /// (key, value as redacted) of the entries in which something was replaced so far.
+    done: Vec<(Key, Value)>,
 }
 
 impl Pending {
@@ -396,12 +455,13 @@ impl Pending {
             return;
         };
         for (key, value) in payload.entries_mut().iter_mut() {
-            let key: &'static str = key;
-            if self.done.iter().any(|(k, v)| *k == key && v == value) {
-                continue;
-            }
-            if policy.redact_entry(key, value) {
-                self.done.push((key, value.clone()));
+            let done = self.done.iter().position(|(k, _)| k == key);
+            let previous = done.map(|at| &self.done[at].1);
+            if policy.redact_entry(key, value, previous) > 0 {
+                match done {
+                    Some(at) => self.done[at].1 = value.clone(),
+                    None => self.done.push((key.clone(), value.clone())),
+                }
             }
         }
     }

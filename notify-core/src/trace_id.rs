@@ -4,6 +4,7 @@ use std::fmt;
 use std::num::NonZeroU128;
 use std::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The id of a trace: every listened event carries one. A root event (no parent) gets a random
@@ -109,12 +110,14 @@ impl FromStr for TraceId {
     }
 }
 
+#[cfg(feature = "serde")]
 impl Serialize for TraceId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
+#[cfg(feature = "serde")]
 impl<'de> Deserialize<'de> for TraceId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TraceId, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
@@ -179,15 +182,18 @@ mod tests {
         ] {
             assert!(bad.parse::<TraceId>().is_err(), "{bad:?}");
         }
-        assert_eq!(
-            serde_json::to_string(&id).unwrap(),
-            "\"0af7651916cd43dd8448eb211c80319c\""
-        );
-        assert_eq!(
-            serde_json::from_str::<TraceId>("\"0af7651916cd43dd8448eb211c80319c\"").unwrap(),
-            id
-        );
-        assert!(serde_json::from_str::<TraceId>("\"00000000000000000000000000000000\"").is_err());
+        #[cfg(feature = "serde")]
+        {
+            assert_eq!(
+                serde_json::to_string(&id).unwrap(),
+                "\"0af7651916cd43dd8448eb211c80319c\""
+            );
+            assert_eq!(
+                serde_json::from_str::<TraceId>("\"0af7651916cd43dd8448eb211c80319c\"").unwrap(),
+                id
+            );
+            assert!(serde_json::from_str::<TraceId>("\"00000000000000000000000000000000\"").is_err());
+        }
     }
 
     #[test]

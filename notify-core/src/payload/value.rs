@@ -1,0 +1,283 @@
+//! [`Value`]: one payload value, and its accessors.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use super::Payload;
+
+/// One payload value.
+///
+/// Build values with [`ToValue`](crate::ToValue) (what [`Payload::with`] and `fields(...)` of
+/// `#[instrument_event]` use) or `From`; anything else is stored through its `Display` or `Debug`
+/// text ([`Value::display`], [`Value::debug`]). An error recorded with [`Payload::record_error`] is
+/// a [`Value::Exception`]. Each variant has an accessor (`as_*`), so code reading a payload need
+/// not match on this enum, which may gain variants (`#[non_exhaustive]`).
+///
+/// Integers keep their signedness; 128-bit integers that fit in 64 bits are stored as
+/// [`Value::I64`] / [`Value::U64`], so a value reads the same whatever integer type produced it.
+///
+/// ```
+/// use notify_core::Value;
+/// assert_eq!(Value::from(3_u32), Value::U64(3));
+/// assert_eq!(Value::from(3_u128), Value::U64(3));
+/// assert_eq!(Value::from("users"), Value::Str("users".into()));
+/// assert_eq!(Value::from(None::<u64>), Value::Null);
+/// assert_eq!(Value::from(vec![1_u8, 2]), Value::List(vec![Value::U64(1), Value::U64(2)]));
+/// assert_eq!(Value::debug(&Some(1)), Value::Str("Some(1)".into()));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Value {
+    /// No value (`None`; JSON `null`).
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    I64(i64),
+    /// An unsigned integer (counts, sizes in bytes).
+    U64(u64),
+    /// A signed integer below `i64::MIN` or above `i64::MAX`.
+    I128(i128),
+    /// An unsigned integer above `u64::MAX`.
+    U128(u128),
+    /// A floating-point number.
+    F64(f64),
+    /// Text; a `&'static str` given through `From` is stored without allocating.
+    Str(Cow<'static, str>),
+    /// A duration (serialized as whole nanoseconds).
+    Duration(Duration),
+    /// A wall-clock time (serialized as an RFC 3339 UTC string with nanoseconds).
+    Time(SystemTime),
+    /// A list of values.
+    List(Vec<Value>),
+    /// A nested map, ordered as inserted (boxed: a [`Payload`] holds values inline).
+    Map(Box<Payload>),
+    /// An error: its type name and its `Display` message, as AS::N's `exception` payload entry
+    /// (`[class name, message]`).
+    Exception {
+        /// `std::any::type_name` of the error.
+        type_name: Cow<'static, str>,
+        /// The error's `Display` text.
+        message: String,
+    },
+}
+
+impl Value {
+    /// Stores `value`'s `Display` text (allocates once).
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::display(&std::net::Ipv4Addr::LOCALHOST), Value::Str("127.0.0.1".into()));
+    /// ```
+    pub fn display(value: &dyn fmt::Display) -> Value {
+        Value::Str(Cow::Owned(value.to_string()))
+    }
+
+    /// Stores `value`'s `Debug` text (allocates once).
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::debug(&[1, 2]), Value::Str("[1, 2]".into()));
+    /// ```
+    pub fn debug(value: &dyn fmt::Debug) -> Value {
+        Value::Str(Cow::Owned(format!("{value:?}")))
+    }
+
+    /// True for [`Value::Null`].
+    ///
+    /// ```
+    /// assert!(notify_core::Value::from(None::<u8>).is_null());
+    /// ```
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value of a [`Value::Bool`].
+    pub fn as_bool(&self) -> Option<bool> {
+        match *self {
+            Value::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value as an `i64`, if it is an integer that fits.
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::U64(7).as_i64(), Some(7));
+    /// assert_eq!(Value::U64(u64::MAX).as_i64(), None);
+    /// assert_eq!(Value::Bool(true).as_i64(), None);
+    /// ```
+    pub fn as_i64(&self) -> Option<i64> {
+        self.as_i128().and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// The value as a `u64`, if it is an integer that fits.
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::I64(7).as_u64(), Some(7));
+    /// assert_eq!(Value::I64(-1).as_u64(), None);
+    /// ```
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_u128().and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// The value as an `i128`, if it is an integer that fits (all but [`Value::U128`]s above
+    /// `i128::MAX`).
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::U64(u64::MAX).as_i128(), Some(u64::MAX as i128));
+    /// ```
+    pub fn as_i128(&self) -> Option<i128> {
+        match *self {
+            Value::I64(v) => Some(v.into()),
+            Value::U64(v) => Some(v.into()),
+            Value::I128(v) => Some(v),
+            Value::U128(v) => i128::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a `u128`, if it is a non-negative integer.
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::from(u128::MAX).as_u128(), Some(u128::MAX));
+    /// assert_eq!(Value::I64(-1).as_u128(), None);
+    /// ```
+    pub fn as_u128(&self) -> Option<u128> {
+        match *self {
+            Value::U128(v) => Some(v),
+            _ => self.as_i128().and_then(|v| u128::try_from(v).ok()),
+        }
+    }
+
+    /// The value of a [`Value::F64`] (integers are not converted: use `as_i64` and friends).
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::from(0.5_f32).as_f64(), Some(0.5));
+    /// assert_eq!(Value::U64(1).as_f64(), None);
+    /// ```
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The text of a [`Value::Str`].
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::from("x").as_str(), Some("x"));
+    /// ```
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value of a [`Value::Duration`].
+    pub fn as_duration(&self) -> Option<Duration> {
+        match *self {
+            Value::Duration(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The value of a [`Value::Time`].
+    pub fn as_time(&self) -> Option<SystemTime> {
+        match *self {
+            Value::Time(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The items of a [`Value::List`].
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::from(&["a", "b"][..]).as_list().map(<[Value]>::len), Some(2));
+    /// ```
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The entries of a [`Value::Map`].
+    ///
+    /// ```
+    /// use notify_core::{Payload, Value};
+    /// let v = Value::from(Payload::new().with("port", 80_u16));
+    /// assert_eq!(v.as_map().and_then(|m| m.get("port")), Some(&Value::U64(80)));
+    /// ```
+    pub fn as_map(&self) -> Option<&Payload> {
+        match self {
+            Value::Map(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The type name and message of a [`Value::Exception`].
+    ///
+    /// ```
+    /// let mut p = notify_core::Payload::new();
+    /// p.record_error(&std::fmt::Error);
+    /// assert_eq!(p.get("exception").and_then(|v| v.as_exception()),
+    ///     Some(("core::fmt::Error", "an error occurred when formatting an argument")));
+    /// ```
+    pub fn as_exception(&self) -> Option<(&str, &str)> {
+        match self {
+            Value::Exception { type_name, message } => Some((type_name, message)),
+            _ => None,
+        }
+    }
+}
+
+/// `Display`: numbers and text as they are, a duration as its `Debug` form (`1.5ms`), a time as
+/// RFC 3339 UTC (`2024-05-01T12:00:00.000000001Z`), null as `null`, lists as `[a, b]`, maps as
+/// `{k: v, ...}`, an exception as `type: message`.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => f.write_str("null"),
+            Value::Bool(v) => v.fmt(f),
+            Value::I64(v) => v.fmt(f),
+            Value::U64(v) => v.fmt(f),
+            Value::I128(v) => v.fmt(f),
+            Value::U128(v) => v.fmt(f),
+            Value::F64(v) => v.fmt(f),
+            Value::Str(v) => v.fmt(f),
+            Value::Duration(v) => write!(f, "{v:?}"),
+            Value::Time(v) => humantime::format_rfc3339_nanos(*v).fmt(f),
+            Value::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    item.fmt(f)?;
+                }
+                f.write_str("]")
+            }
+            Value::Map(map) => {
+                f.write_str("{")?;
+                for (i, (key, value)) in map.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{key}: {value}")?;
+                }
+                f.write_str("}")
+            }
+            Value::Exception { type_name, message } => write!(f, "{type_name}: {message}"),
+        }
+    }
+}

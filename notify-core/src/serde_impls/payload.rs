@@ -1,0 +1,258 @@
+//! Serde forms of [`Payload`], [`Value`] and [`Key`].
+//!
+//! A payload is a map in insertion order; a value is its plain data: `Null` → unit (JSON `null`),
+//! numbers and text as they are, `Duration` → whole nanoseconds, `Time` → RFC 3339 UTC string,
+//! `List` → sequence, `Map` → map, `Exception` → `{"type_name": ..., "message": ...}`.
+//! Deserializing gives back the same for null, booleans, numbers, text, lists and maps; a
+//! duration comes back as its nanoseconds (`U64`) and a time as its text (`Str`), as the form
+//! does not say what they were; a map `{"type_name": text, "message": text}` under the key
+//! [`EXCEPTION_KEY`] comes back as a `Value::Exception`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::payload::{Key, Payload, Value, EXCEPTION_KEY};
+
+impl Serialize for Key {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        String::deserialize(d).map(Key::from)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
+        d.deserialize_map(PayloadVisitor)
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(v) => s.serialize_bool(*v),
+            Value::I64(v) => s.serialize_i64(*v),
+            Value::U64(v) => s.serialize_u64(*v),
+            Value::I128(v) => s.serialize_i128(*v),
+            Value::U128(v) => s.serialize_u128(*v),
+            Value::F64(v) => s.serialize_f64(*v),
+            Value::Str(v) => s.serialize_str(v),
+            Value::Duration(v) => match u64::try_from(v.as_nanos()) {
+                Ok(ns) => s.serialize_u64(ns),
+                Err(_) => s.serialize_u128(v.as_nanos()),
+            },
+            Value::Time(v) => super::time::serialize(*v, s),
+            Value::List(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Value::Map(map) => map.serialize(s),
+            Value::Exception { type_name, message } => {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("type_name", type_name)?;
+                map.serialize_entry("message", message)?;
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a payload value: null, a boolean, a number, a string, a list or a map")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Value::deserialize(d)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::I64(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::U64(v))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::F64(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::Str(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::Str(Cow::Owned(v)))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::List(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        PayloadVisitor.visit_map(map).map(|p| Value::Map(Box::new(p)))
+    }
+}
+
+struct PayloadVisitor;
+
+impl<'de> Visitor<'de> for PayloadVisitor {
+    type Value = Payload;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a payload: a map of string keys to values")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Payload, A::Error> {
+        let mut payload = Payload::new();
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            let value = if key == EXCEPTION_KEY { exception(value) } else { value };
+            payload.insert(key, value);
+        }
+        Ok(payload)
+    }
+}
+
+/// `{"type_name": text, "message": text}` as a [`Value::Exception`]; anything else as it is.
+fn exception(value: Value) -> Value {
+    let Value::Map(map) = value else { return value };
+    match (map.len(), map.get("type_name"), map.get("message")) {
+        (2, Some(Value::Str(type_name)), Some(Value::Str(message))) => Value::Exception {
+            type_name: Cow::Owned(type_name.to_string()),
+            message: message.to_string(),
+        },
+        _ => Value::Map(map),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+
+    #[test]
+    fn serializes_as_an_ordered_map() {
+        let p = Payload::new()
+            .with("sql", "SELECT 1")
+            .with("rows", 2_u64)
+            .with("took", Duration::from_micros(3))
+            .with("at", SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 5))
+            .with("cached", None::<bool>)
+            .with("tags", ["a", "b"])
+            .with("big", u128::MAX);
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"sql":"SELECT 1","rows":2,"took":3000,"at":"2023-11-14T22:13:20.000000005Z","cached":null,"tags":["a","b"],"big":340282366920938463463374607431768211455}"#
+        );
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let mut p = Payload::new()
+            .with("null", Value::Null)
+            .with("bool", true)
+            .with("neg", -3_i64)
+            .with("u64", u64::MAX)
+            .with("f64", 0.25)
+            .with("str", "text")
+            .with("list", vec![Value::from(1_u8), Value::Null, Value::from("x")])
+            .with("map", Payload::new().with("inner", Payload::new().with("deep", 1_u8)));
+        p.record_error(&std::fmt::Error);
+        let json = serde_json::to_string(&p).unwrap();
+        let back: Payload = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(
+            back.get(EXCEPTION_KEY).and_then(Value::as_exception),
+            Some(("core::fmt::Error", "an error occurred when formatting an argument"))
+        );
+    }
+
+    #[test]
+    fn durations_and_times_come_back_as_their_plain_form() {
+        let p = Payload::new()
+            .with("took", Duration::from_nanos(1_500))
+            .with("at", SystemTime::UNIX_EPOCH);
+        let back: Payload = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back.get("took"), Some(&Value::U64(1_500)));
+        assert_eq!(back.get("at"), Some(&Value::from("1970-01-01T00:00:00.000000000Z")));
+    }
+
+    #[test]
+    fn an_exception_lookalike_elsewhere_stays_a_map() {
+        let json = r#"{"error":{"type_name":"E","message":"m"},"exception":{"type_name":"E","message":"m","x":1}}"#;
+        let back: Payload = serde_json::from_str(json).unwrap();
+        assert!(back.get("error").and_then(Value::as_map).is_some());
+        assert!(back.get("exception").and_then(Value::as_map).is_some());
+    }
+
+    #[test]
+    fn a_payload_must_be_a_map() {
+        let err = serde_json::from_str::<Payload>("[1]").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid type: sequence, expected a payload: a map of string keys to values at line 1 column 0"
+        );
+    }
+}
