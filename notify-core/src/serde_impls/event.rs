@@ -224,8 +224,20 @@ mod tests {
         assert_eq!(back.end_time(), event.end_time());
         assert_eq!(back.duration(), event.duration());
         assert_eq!(
-            (back.id(), back.parent_id(), back.transaction_id(), back.trace_id(), back.outcome()),
-            (event.id(), Some(41), event.transaction_id(), event.trace_id(), Outcome::Panicked)
+            (
+                back.id(),
+                back.parent_id(),
+                back.transaction_id(),
+                back.trace_id(),
+                back.outcome()
+            ),
+            (
+                event.id(),
+                Some(41),
+                event.transaction_id(),
+                event.trace_id(),
+                Outcome::Panicked
+            )
         );
         assert_eq!(back.payload(), event.payload());
         assert_eq!((back.cpu_time(), back.allocations()), (event.cpu_time(), Some(7)));
