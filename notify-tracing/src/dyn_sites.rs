@@ -225,9 +225,11 @@ impl Registry {
         if let Some(old) = old {
             fields.extend_from_slice(old.keys);
         }
-        for key in payload.keys() {
-            if !fields.contains(&key) {
-                fields.push(key);
+        for (key, _) in payload.entries() {
+            if !fields.contains(&key.as_str()) {
+                // tracing's field names are `&'static str`: an owned payload key is leaked once
+                // per callsite that first sees it (callsites are bounded by MAX_SITES).
+                fields.push(key.as_static().unwrap_or_else(|| Box::leak(Box::from(key.as_str()))));
             }
         }
         if let Some(old) = old {

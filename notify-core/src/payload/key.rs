@@ -37,6 +37,21 @@ impl Key {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The key's text when it is a `&'static str` (for bridges to APIs that need static names,
+    /// such as `tracing`'s field names); `None` for owned keys.
+    ///
+    /// ```
+    /// use notify_core::Key;
+    /// assert_eq!(Key::from("sql").as_static(), Some("sql"));
+    /// assert_eq!(Key::from(String::from("sql")).as_static(), None);
+    /// ```
+    pub fn as_static(&self) -> Option<&'static str> {
+        match self.0 {
+            Cow::Borrowed(key) => Some(key),
+            Cow::Owned(_) => None,
+        }
+    }
 }
 
 impl Deref for Key {

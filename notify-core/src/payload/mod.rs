@@ -213,6 +213,18 @@ impl Payload {
         self.entries.iter().map(|(k, v)| (k.as_str(), v))
     }
 
+    /// The entries in insertion order, with the keys as [`Key`]s (to tell static keys from owned
+    /// ones, or to keep a key without copying its text).
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new().with("a", 1_u64);
+    /// let (key, _) = p.entries().next().unwrap();
+    /// assert_eq!(key.as_static(), Some("a"));
+    /// ```
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (&Key, &Value)> + '_ {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
     /// The keys in insertion order.
     ///
     /// ```
