@@ -203,8 +203,8 @@ impl Instrumenter {
         let Some(mut handle) = handle else {
             return Err(NotifyError::NotStarted);
         };
-        for (key, value) in payload.iter() {
-            handle.payload_mut().insert(key, value.clone());
+        for (key, value) in payload {
+            handle.payload_mut().insert(key, value);
         }
         // Outside the thread-local's borrow: subscribers may start and finish events themselves.
         handle.finish()

@@ -144,6 +144,9 @@ impl<'a> From<&'a Value> for WireValue<'a> {
                 type_name: Cow::Borrowed(type_name),
                 message: Cow::Borrowed(message),
             },
+            // Null, 128-bit integers, times, lists and maps (Value is #[non_exhaustive]): their
+            // Display text until the wire format carries them.
+            other => WireValue::Str(Cow::Owned(other.to_string())),
         }
     }
 }

@@ -63,12 +63,18 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
     );
     let mut attributes = Vec::with_capacity(event.payload().len() + 4);
     let mut exception = None;
-    for (key, value) in event.payload().iter() {
+    for (key, value) in event.payload().entries() {
         match value {
-            Value::Exception { type_name, message } if key == EXCEPTION_KEY => {
+            Value::Exception { type_name, message } if key.as_str() == EXCEPTION_KEY => {
                 exception = Some((type_name.clone(), message.clone()));
             }
-            other => attributes.push(KeyValue::new(key, attribute(other))),
+            other => {
+                let key = key.as_static().map_or_else(
+                    || opentelemetry::Key::from(key.as_str().to_owned()),
+                    opentelemetry::Key::from_static_str,
+                );
+                attributes.push(KeyValue::new(key, attribute(other)));
+            }
         }
     }
     let mut events = SpanEvents::default();

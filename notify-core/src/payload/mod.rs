@@ -249,6 +249,22 @@ impl fmt::Debug for Payload {
     }
 }
 
+/// The entries in insertion order, by value.
+///
+/// ```
+/// let p = notify_core::Payload::new().with("a", 1_u64);
+/// let (key, value) = p.into_iter().next().unwrap();
+/// assert_eq!((key.as_str(), value.as_u64()), ("a", Some(1)));
+/// ```
+impl IntoIterator for Payload {
+    type Item = (Key, Value);
+    type IntoIter = smallvec::IntoIter<[(Key, Value); 4]>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
 /// Collects `(key, value)` pairs; a repeated key keeps its first position and its last value.
 ///
 /// ```
