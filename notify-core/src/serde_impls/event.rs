@@ -13,8 +13,7 @@
 //! | `outcome` | `"completed"`, `"panicked"` or `"cancelled"` |
 //! | `payload` | map (see [`Payload`](crate::Payload)) |
 //! | `cpu_time_ns`, `allocations` | number or `null` |
-//! | `location` | `{"file", "line", "module_path"}` or `null` (written, not read back: an event's\
-//! location is a `&'static` of the process that instrumented it) |
+//! | `location` | `{"file", "line", "module_path"}` or `null`; written, not read back |
 //!
 //! Reading one back needs `name`, `start`, `duration_ns` (or `end`), `id`, `transaction_id` and `trace_id`;
 //! the other fields default (no parent, completed, empty payload, not measured), and fields this
