@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
     instrument_event, record, Event, EventContext, EventedSubscriber, Notifier, OwnedEventSubscriber, Payload,
-    Redaction, RedactionError, SilenceableSubscriber, Subscriber, Value,
+    Redaction, RedactionBuilder, RedactionError, SilenceableSubscriber, Subscriber, Value,
 };
 
 const SECRET: &str = "hunter2-s3cr3t";
@@ -388,4 +388,180 @@ fn clearing_the_policy_stops_redaction() {
     assert!(notifier.redaction().is_none());
     notifier.instrument("clear.app", || Payload::new().with("password", "plain"), |_| ());
     assert!(seen.lines().iter().all(|l| l.contains("plain")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nested values (issue 17, item 1): lists and maps are redacted inside
+// ---------------------------------------------------------------------------------------------
+
+/// A payload with secrets at every depth: under a matched key of a nested map, in a map inside a
+/// list, as a list item a value pattern matches, as a number inside a list, and a whole map under
+/// a matched key.
+fn nested_secrets() -> Payload {
+    Payload::new()
+        .with("user", Payload::new().with("name", "ann").with("password", SECRET))
+        .with(
+            "sessions",
+            Value::List(vec![
+                Payload::new().with("id", 1_u64).with("refresh_token", SECRET).into(),
+                Payload::new()
+                    .with("id", 2_u64)
+                    .with(
+                        "meta",
+                        Payload::new().with("Authorization", SECRET).with("ip", "10.0.0.1"),
+                    )
+                    .into(),
+            ]),
+        )
+        .with("headers", vec![format!("Bearer {SECRET}"), "Accept: */*".to_owned()])
+        .with("cards", vec![4_111_111_111_111_111_u64, 7])
+        .with("password", Payload::new().with("old", SECRET).with("new", SECRET))
+        .with(
+            "ok",
+            Value::List(vec![Value::Null, true.into(), Value::List(vec!["plain".into()])]),
+        )
+}
+
+/// `nested_secrets()` as the policy below leaves it, with `r` the replacement of each secret.
+fn nested_redacted(r: impl Fn(&str) -> Value) -> Payload {
+    Payload::new()
+        .with("user", Payload::new().with("name", "ann").with("password", r(SECRET)))
+        .with(
+            "sessions",
+            Value::List(vec![
+                Payload::new().with("id", 1_u64).with("refresh_token", r(SECRET)).into(),
+                Payload::new()
+                    .with("id", 2_u64)
+                    .with(
+                        "meta",
+                        Payload::new().with("Authorization", r(SECRET)).with("ip", "10.0.0.1"),
+                    )
+                    .into(),
+            ]),
+        )
+        .with(
+            "headers",
+            Value::List(vec![r(&format!("Bearer {SECRET}")), "Accept: */*".into()]),
+        )
+        .with("cards", Value::List(vec![r("4111111111111111"), 7_u64.into()]))
+        .with("password", r(&format!("{{old: {SECRET}, new: {SECRET}}}")))
+        .with(
+            "ok",
+            Value::List(vec![Value::Null, true.into(), Value::List(vec!["plain".into()])]),
+        )
+}
+
+fn nested_policy() -> RedactionBuilder {
+    Redaction::builder()
+        .key("password")
+        .key_glob("*_token")
+        .key_regex("(?i)^authorization$")
+        .value_regex(r"Bearer \S+")
+        .value_regex(r"^4[0-9]{15}$")
+}
+
+#[test]
+fn nested_lists_and_maps_are_redacted_inside_to_the_exact_structure() {
+    let policy = nested_policy().build().unwrap();
+    let mut p = nested_secrets();
+    // user.password, sessions[0].refresh_token, sessions[1].meta.Authorization, headers[0],
+    // cards[0], and the whole map under "password".
+    assert_eq!(policy.redact(&mut p), 6);
+    assert_eq!(p, nested_redacted(|_| Value::from("[FILTERED]")));
+    // Redacting again leaves the same structure (matched keys get the marker again).
+    policy.redact(&mut p);
+    assert_eq!(p, nested_redacted(|_| Value::from("[FILTERED]")));
+
+    // Key patterns reach map keys at any depth even without value patterns.
+    let keys_only = Redaction::builder().key("password").build().unwrap();
+    let mut deep = Payload::new().with(
+        "a",
+        Value::List(vec![Value::List(vec![Payload::new()
+            .with("b", Payload::new().with("password", 42_u64))
+            .into()])]),
+    );
+    assert_eq!(keys_only.redact(&mut deep), 1);
+    assert_eq!(
+        deep,
+        Payload::new().with(
+            "a",
+            Value::List(vec![Value::List(vec![Payload::new()
+                .with("b", Payload::new().with("password", "[FILTERED]"))
+                .into()])]),
+        )
+    );
+}
+
+#[test]
+fn keyed_hash_works_inside_nested_values() {
+    let policy = nested_policy().keyed_hash(b"k".repeat(32)).build().unwrap();
+    let hash = |text: &str| {
+        let mut alone = Payload::new().with("password", text.to_owned());
+        policy.redact(&mut alone);
+        alone.get("password").unwrap().clone()
+    };
+    assert!(hash(SECRET).as_str().unwrap().starts_with("hmac:"));
+    let mut p = nested_secrets();
+    assert_eq!(policy.redact(&mut p), 6);
+    // Equal secrets hash equal at every depth (and as a top-level value).
+    assert_eq!(p, nested_redacted(hash));
+}
+
+/// Captures the payload each subscriber kind saw, in order.
+#[derive(Clone, Default)]
+struct Payloads(Arc<Mutex<Vec<(&'static str, Payload)>>>);
+
+struct EventedPayloads(Payloads);
+
+impl EventedSubscriber for EventedPayloads {
+    fn start(&self, _: &str, _: &EventContext, payload: &Payload) {
+        (self.0).0.lock().unwrap().push(("start", payload.clone()));
+    }
+    fn finish(&self, _: &str, _: &EventContext, payload: &Payload) {
+        (self.0).0.lock().unwrap().push(("finish", payload.clone()));
+    }
+}
+
+#[test]
+fn nested_values_are_redacted_for_every_kind_and_hashed_once_per_event() {
+    let notifier = Notifier::new();
+    notifier.set_redaction(nested_policy().keyed_hash(b"k".repeat(32)).build().unwrap());
+    let seen = subscribe_all_kinds(&notifier, "nested.app");
+    let payloads = Payloads::default();
+    notifier.subscribe("nested.app", Subscriber::evented(EventedPayloads(payloads.clone())));
+    let p = payloads.clone();
+    notifier.subscribe(
+        "nested.app",
+        Subscriber::event(move |e: &Event| p.0.lock().unwrap().push(("event", e.payload().clone()))),
+    );
+    notifier.instrument("nested.app", nested_secrets, |payload| {
+        // The body changes a sibling inside a nested map that was redacted at start, and records
+        // a nested secret: the hash made at start stays as it is, the new secret is hashed.
+        let Some(Value::Map(user)) = payload.get_mut("user") else {
+            panic!("user is a map")
+        };
+        user.insert("name", "bob");
+        record("late", Payload::new().with("api_token", SECRET));
+    });
+    seen.assert_clean_of_secret_only();
+    assert!(seen.lines().iter().any(|l| l.starts_with("owned")));
+
+    let policy = notifier.redaction().unwrap();
+    let hash = |text: &str| {
+        let mut alone = Payload::new().with("password", text.to_owned());
+        policy.redact(&mut alone);
+        alone.get("password").unwrap().clone()
+    };
+    let started = nested_redacted(hash);
+    let mut finished = started.clone();
+    let Some(Value::Map(user)) = finished.get_mut("user") else {
+        panic!()
+    };
+    user.insert("name", "bob");
+    finished.insert("late", Payload::new().with("api_token", hash(SECRET)));
+    let payloads = payloads.0.lock().unwrap().clone();
+    assert_eq!(
+        payloads,
+        [("start", started), ("finish", finished.clone()), ("event", finished)]
+    );
 }
