@@ -358,17 +358,13 @@ impl Redaction {
             return 0;
         };
         match value {
-            Value::Str(s) => {
-                if values.is_match(s) {
-                    *value = Value::Str(self.replacement(s));
-                    return 1;
-                }
+            Value::Str(s) if values.is_match(s) => {
+                *value = Value::Str(self.replacement(s));
+                return 1;
             }
-            Value::Exception { message, .. } => {
-                if values.is_match(message) {
-                    *message = self.replacement(message).into_owned();
-                    return 1;
-                }
+            Value::Exception { message, .. } if values.is_match(message) => {
+                *message = self.replacement(message).into_owned();
+                return 1;
             }
             Value::I64(_) | Value::U64(_) | Value::I128(_) | Value::U128(_) | Value::F64(_) => {
                 let mut buf = [0_u8; 64];
