@@ -2,43 +2,86 @@
 
 use std::io::IsTerminal;
 
-/// When a log subscriber writes ANSI colours (AS::N's `colorize_logging`).
+/// Whether a log subscriber writes ANSI colours (AS::N's `colorize_logging`).
+///
+/// # The rule: colour only where the lines go to a terminal, and off unless asked
+///
+/// A log subscriber writes through the [`log`] facade, so it cannot see where the installed logger
+/// sends its lines: standard error, a file, a JSON sink, syslog, the network. Whether standard
+/// error happens to be a terminal says nothing about that, so notify-log never looks at it
+/// by itself. Colour is therefore:
+///
+/// * **off by default** ([`ColorChoice::Never`], the [`Default`]): a logger writing to a file, a
+///   buffer or a structured sink never receives escape codes it did not ask for;
+/// * **decided by the sink** with [`ColorChoice::for_sink`]: pass the very handle your logger
+///   writes to (`&std::io::stderr()` for `env_logger`'s default target, `&std::io::stdout()`,
+///   a `File`); colour is on only when that handle is a terminal
+///   ([`IsTerminal`]) and `NO_COLOR` is unset or empty. A file, pipe or socket gets no colour;
+/// * **on when asked** ([`ColorChoice::Always`]), whatever the sink is — as tracing-subscriber's
+///   `with_ansi(true)`.
+///
+/// The choice is read once, when the subscriber is attached ([`LogConfig::color`],
+/// [`LogSubscriber::color`]); it only affects [`LogEvent::color`] and [`LogEvent::elapsed`], and
+/// with colour off no escape sequence of any kind is left in a line.
 ///
 /// ```
 /// use notify_log::ColorChoice;
-/// assert_eq!(ColorChoice::default(), ColorChoice::Auto);
-/// assert!(ColorChoice::Always.resolve());
-/// assert!(!ColorChoice::Never.resolve());
+/// assert_eq!(ColorChoice::default(), ColorChoice::Never);
+/// assert!(ColorChoice::Always.is_enabled());
+/// assert!(!ColorChoice::Never.is_enabled());
+///
+/// // A logger writing to a file: a file is not a terminal, so no colour.
+/// let file = tempfile::tempfile()?;
+/// assert_eq!(ColorChoice::for_sink(&file), ColorChoice::Never);
+/// // env_logger writes to standard error: colour exactly when that is a terminal.
+/// let _for_stderr = ColorChoice::for_sink(&std::io::stderr());
+/// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// [`LogConfig::color`]: crate::LogConfig::color
+/// [`LogSubscriber::color`]: crate::LogSubscriber::color
+/// [`LogEvent::color`]: crate::LogEvent::color
+/// [`LogEvent::elapsed`]: crate::LogEvent::elapsed
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ColorChoice {
-    /// Colour when standard error (where `env_logger` and most loggers write) is a terminal and the
-    /// `NO_COLOR` environment variable is unset or empty (<https://no-color.org>).
+    /// Never colour (the default).
     #[default]
-    Auto,
-    /// Always colour.
-    Always,
-    /// Never colour.
     Never,
+    /// Always colour, whatever the logger writes to.
+    Always,
 }
 
 impl ColorChoice {
-    /// True when this choice means "write colours", checking the terminal and `NO_COLOR` for
-    /// [`ColorChoice::Auto`]. A log subscriber resolves its choice once, when it is attached.
+    /// [`ColorChoice::Always`] when `sink` — the handle the logger writes its lines to — is a
+    /// terminal and the `NO_COLOR` environment variable is unset or empty
+    /// (<https://no-color.org>); [`ColorChoice::Never`] otherwise. Decided now, from the handle
+    /// given: a file, a pipe, a socket or a redirected standard stream is not a terminal.
     ///
     /// ```
     /// use notify_log::ColorChoice;
-    /// // Under a test harness standard error is usually captured, so `Auto` means no colour there.
-    /// let _ = ColorChoice::Auto.resolve();
+    /// let file = tempfile::tempfile()?;
+    /// assert_eq!(ColorChoice::for_sink(&file), ColorChoice::Never);
+    /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn resolve(self) -> bool {
+    pub fn for_sink<S: IsTerminal + ?Sized>(sink: &S) -> ColorChoice {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        if !no_color && sink.is_terminal() {
+            ColorChoice::Always
+        } else {
+            ColorChoice::Never
+        }
+    }
+
+    /// True for [`ColorChoice::Always`]: lines are written with colours.
+    ///
+    /// ```
+    /// assert!(!notify_log::ColorChoice::default().is_enabled());
+    /// ```
+    pub fn is_enabled(self) -> bool {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                !no_color && std::io::stderr().is_terminal()
-            }
         }
     }
 }

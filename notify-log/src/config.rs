@@ -46,7 +46,7 @@ pub(super) struct MethodSpec<T> {
 
 impl<T> LogConfig<T> {
     /// A configuration for the events `"*.<namespace>"`, with target `namespace`, no methods and
-    /// [`ColorChoice::Auto`]. The namespace is checked when the subscriber is attached.
+    /// no colour ([`ColorChoice::Never`]). The namespace is checked when the subscriber is attached.
     ///
     /// ```
     /// let config = notify_log::LogConfig::<()>::new("db");
@@ -58,7 +58,7 @@ impl<T> LogConfig<T> {
             namespace: namespace.into(),
             target: None,
             methods: Vec::new(),
-            color: ColorChoice::Auto,
+            color: ColorChoice::Never,
         }
     }
 
@@ -105,12 +105,14 @@ impl<T> LogConfig<T> {
         self
     }
 
-    /// Sets when lines are coloured (default [`ColorChoice::Auto`]).
+    /// Sets whether lines are coloured (default [`ColorChoice::Never`]). Colour is off unless
+    /// asked: pass [`ColorChoice::Always`], or [`ColorChoice::for_sink`] with the handle your
+    /// logger writes to, so a logger writing to a file or a JSON sink never gets escape codes.
     ///
     /// ```
     /// use notify_log::{ColorChoice, LogConfig};
-    /// let config = LogConfig::<()>::new("db").color(ColorChoice::Never);
-    /// assert_eq!(config.color_choice(), ColorChoice::Never);
+    /// let config = LogConfig::<()>::new("db").color(ColorChoice::for_sink(&std::io::stderr()));
+    /// assert_eq!(config.color_choice(), ColorChoice::for_sink(&std::io::stderr()));
     /// ```
     #[must_use]
     pub fn color(mut self, choice: ColorChoice) -> LogConfig<T> {
@@ -140,7 +142,7 @@ impl<T> LogConfig<T> {
     ///
     /// ```
     /// use notify_log::{ColorChoice, LogConfig};
-    /// assert_eq!(LogConfig::<()>::new("sql").color_choice(), ColorChoice::Auto);
+    /// assert_eq!(LogConfig::<()>::new("sql").color_choice(), ColorChoice::Never);
     /// ```
     pub fn color_choice(&self) -> ColorChoice {
         self.color

@@ -49,6 +49,15 @@
 //! has no run-time counterpart in Rust: a method added to [`LogSubscriber::config`] is subscribed by
 //! the next `attach_to`, so detach ([`Attached::detach`]) and attach again to pick it up.
 //!
+//! # Colour: off unless asked, never decided by standard error
+//!
+//! [`LogEvent::color`] and [`LogEvent::elapsed`] colour text (AS::N's `color(text, :red, bold:
+//! true)`) only when the subscriber's [`ColorChoice`] is [`ColorChoice::Always`]. The default is
+//! [`ColorChoice::Never`]: a log subscriber cannot see where the `log` logger writes, so it never
+//! guesses from standard error (a logger writing to a file while standard error is a terminal
+//! must not get escape codes). Give it the handle your logger writes to,
+//! `ColorChoice::for_sink(&std::io::stderr())`, to colour exactly when that handle is a terminal.
+//!
 //! # Lines cannot be forged
 //!
 //! Event names, payload values and panic messages can come from users. So that none can start a
@@ -138,7 +147,9 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
     fn config() -> LogConfig<Self>;
 
     /// This value's colour choice, which overrides the configuration's [`LogConfig::color`] when
-    /// `Some` (default `None`), so one type can colour in a terminal program and not in another.
+    /// `Some` (default `None`), so one type can colour in a terminal program and not in another:
+    /// return [`ColorChoice::for_sink`] of the handle the program's logger writes to (see
+    /// [`ColorChoice`] for the rule; colour is off unless asked).
     ///
     /// ```
     /// use notify_log::{ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};

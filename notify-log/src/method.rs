@@ -68,7 +68,7 @@ impl<T> Clone for LogMethod<T> {
 
 impl<T: LogSubscriber> LogMethod<T> {
     /// The methods of `subscriber`'s configuration ([`LogSubscriber::config`]), sharing one
-    /// subscriber value, in declaration order. The colour choice is resolved here.
+    /// subscriber value, in declaration order. The colour choice is read here.
     ///
     /// # Errors
     /// [`LogSubscriberError`] when the configuration is invalid.
@@ -97,7 +97,7 @@ impl<T: LogSubscriber> LogMethod<T> {
     fn declare(subscriber: T) -> Result<Declared<T>, LogSubscriberError> {
         let config = T::config();
         let target = config.target_name().to_owned();
-        let color = subscriber.color().unwrap_or(config.color).resolve();
+        let color = subscriber.color().unwrap_or(config.color).is_enabled();
         let shared = Arc::new(Shared {
             subscriber,
             namespace: config.namespace,

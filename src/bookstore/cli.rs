@@ -107,5 +107,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, AppError> {
         database.unwrap_or_else(|| std::env::temp_dir().join(format!("bookstore-{}.sqlite", std::process::id()))),
     );
     options.serve = serve;
+    // The example's logger (env_logger, see examples/bookstore.rs) writes to standard error.
+    options.color = notify_log::ColorChoice::for_sink(&std::io::stderr());
     Ok(Some(options))
 }

@@ -16,7 +16,7 @@ use notify_log::{Color, ColorChoice, Level, LogConfig, LogEvent, LogSubscriber};
 /// ```
 #[derive(Debug, Default)]
 pub struct SqlLog {
-    /// When to colour (resolved at attach).
+    /// Whether to colour (read at attach; off by default).
     pub color: ColorChoice,
 }
 
@@ -100,7 +100,7 @@ fn sql_color(sql: &str) -> Color {
 /// ```
 #[derive(Debug, Default)]
 pub struct AppLog {
-    /// When to colour (resolved at attach).
+    /// Whether to colour (read at attach; off by default).
     pub color: ColorChoice,
 }
 

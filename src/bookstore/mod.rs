@@ -94,7 +94,7 @@ impl From<LogSubscriberError> for AppError {
 ///
 /// ```
 /// let options = notify_app::bookstore::Options::new("books.csv", "/tmp/books.sqlite");
-/// assert_eq!(options.color, notify_log::ColorChoice::Auto);
+/// assert_eq!(options.color, notify_log::ColorChoice::Never);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -102,14 +102,14 @@ pub struct Options {
     pub data: PathBuf,
     /// The SQLite database file; created if missing, its tables dropped and re-created.
     pub database: PathBuf,
-    /// Colour of the log lines.
+    /// Colour of the log lines (see [`ColorChoice`]: decided by where the logger writes).
     pub color: ColorChoice,
     /// `--serve [ADDR]`: serve the live page (notify-web) there and run requests in a loop.
     pub serve: Option<std::net::SocketAddr>,
 }
 
 impl Options {
-    /// Options with [`ColorChoice::Auto`].
+    /// Options without colour ([`ColorChoice::Never`]) and without `--serve`.
     ///
     /// ```
     /// let options = notify_app::bookstore::Options::new("a.csv", "b.sqlite");
@@ -119,7 +119,7 @@ impl Options {
         Options {
             data: data.into(),
             database: database.into(),
-            color: ColorChoice::Auto,
+            color: ColorChoice::Never,
             serve: None,
         }
     }
