@@ -78,8 +78,8 @@ fn run_session(token: &str) {
     record("header", format!("Bearer {token}"));
 }
 
-/// Publishes the four [`EVENTS`], each carrying [`SECRET`], on [`global`], and returns when all
-/// have finished. The `user` entries (`"ann"`) are not secret and stay.
+/// Publishes the four [`EVENTS`], each carrying [`SECRET`] (the first also inside a map and a
+/// list), on [`global`], and returns when all have finished. The `user` entries (`"ann"`) are not secret and stay.
 pub fn plant() {
     global().instrument(
         "payload.secrets",
@@ -88,6 +88,9 @@ pub fn plant() {
                 .with("user", "ann")
                 .with("password", SECRET)
                 .with("authorization", format!("Bearer {SECRET}"))
+                // Nested: a map with a matched key, a list with a matched value.
+                .with("headers", Payload::new().with("x_token", SECRET).with("accept", "*/*"))
+                .with("tried", vec![format!("Bearer {SECRET}"), "anonymous".to_owned()])
         },
         |_| (),
     );
