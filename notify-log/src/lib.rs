@@ -192,3 +192,8 @@ pub trait LogSubscriber: Send + Sync + Sized + 'static {
         Attached::attach(self, notifier)
     }
 }
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -68,3 +68,8 @@
 mod subscriber;
 
 pub use crate::subscriber::{MetricsSubscriber, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS};
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -36,3 +36,8 @@ pub use crate::keys::{MAX_KEYS, OVERFLOW_KEY};
 pub use crate::subject::subject_for;
 pub use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, WIRE_VERSION};
 pub use notify_pool::Overflow;
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

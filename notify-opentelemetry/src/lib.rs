@@ -28,3 +28,8 @@ mod span;
 
 pub use crate::exporter::OpenTelemetryExporter;
 pub use crate::span::{span_data, span_id, trace_id};
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

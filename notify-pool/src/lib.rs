@@ -87,3 +87,8 @@ pub use self::options::{AsyncFailure, AsyncFailurePolicy, AsyncOptions, Overflow
 pub use self::pool::WorkerPool;
 pub use self::subscriber::AsyncSubscriber;
 pub use self::subscription::{AsyncSubscription, FanoutSubscription};
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

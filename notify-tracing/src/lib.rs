@@ -66,3 +66,8 @@ pub use crate::spans::TracingSubscriber;
 /// The field every span and event made by [`TracingSubscriber`] carries: the notify event id
 /// (`u64`). [`NotifyLayer`] skips callsites that have it, so nothing goes round twice.
 pub const BRIDGE_FIELD: &str = "notify.event_id";
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -47,3 +47,8 @@ pub use self::record::{namespace, Trace, TraceEvent};
 pub use self::recorder::{RecorderCounts, TraceRecorder};
 pub use self::server::WebServer;
 pub use self::stats::{NameStats, SlotPoint};
+
+/// This crate's README.md: its code blocks are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
