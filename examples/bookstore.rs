@@ -3,8 +3,11 @@
 //! ```text
 //! cargo run --release --example bookstore                # SQL lines (debug) and requests (info)
 //! RUST_LOG=info cargo run --release --example bookstore  # requests only: the SQL log subscriber is silenced
-//! cargo run --release --example bookstore -- --db my.sqlite path/to/books.csv
+//! cargo run --release --example bookstore -- --db my.sqlite path/to/books.csv   # keep the database
+//! cargo run --release --example bookstore -- --help
 //! ```
+//!
+//! Without `--db` the database is a temporary file, removed at exit (also on Ctrl-C).
 //!
 //! The code is in `src/bookstore/` so the integration test `tests/bookstore.rs` runs the same thing.
 

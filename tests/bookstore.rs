@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{LazyLock, Mutex, MutexGuard, Once};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use notify_app::bookstore::{self, Options, SummaryRow};
+use notify_app::bookstore::{self, Book, Db, Options, SummaryRow};
 use notify_core::Notifier;
 use notify_log::ColorChoice;
 use regex::Regex;
@@ -257,3 +257,121 @@ fn a_byte_order_mark_before_the_header_is_accepted() {
     let books = bookstore::load_books(&data).unwrap();
     assert_eq!(books.len(), 1);
 }
+
+#[test]
+fn a_quoted_title_with_a_comma_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("quoted.csv");
+    std::fs::write(
+        &data,
+        concat!(
+            "isbn,title,author,year,price_cents,genre,stock\n",
+            "9780001000001,\"Love, Actually\",Richard Curtis,2003,1999,romance,4\n",
+            "9780001000002,\"The \"\"Best\"\" Book\", Ann Other ,2001,1500,poetry,2\n",
+        ),
+    )
+    .unwrap();
+    let books = bookstore::load_books(&data).unwrap();
+    let book = |isbn: &str, title: &str, author: &str, year, price_cents, genre: &str, stock| Book {
+        isbn: isbn.to_owned(),
+        title: title.to_owned(),
+        author: author.to_owned(),
+        year,
+        price_cents,
+        genre: genre.to_owned(),
+        stock,
+    };
+    assert_eq!(
+        books,
+        [
+            book(
+                "9780001000001",
+                "Love, Actually",
+                "Richard Curtis",
+                2003,
+                1999,
+                "romance",
+                4
+            ),
+            book(
+                "9780001000002",
+                "The \"Best\" Book",
+                "Ann Other",
+                2001,
+                1500,
+                "poetry",
+                2
+            ),
+        ]
+    );
+
+    // Imported whole: the title is one column, comma and all.
+    let db = Db::open_in_memory(Notifier::new()).unwrap();
+    bookstore::create_schema(&db).unwrap();
+    assert_eq!(bookstore::import(&db, "quoted.csv", &books).unwrap(), 2);
+    let titles = db
+        .query("Book Load", "SELECT title FROM books ORDER BY isbn", (), |row| {
+            row.get::<_, String>(0)
+        })
+        .unwrap();
+    assert_eq!(titles, ["Love, Actually", "The \"Best\" Book"]);
+}
+
+#[test]
+fn a_record_that_is_not_utf8_names_its_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("latin1.csv");
+    let mut text = b"isbn,title,author,year,price_cents,genre,stock\n9780001000001,T,A,2000,100,poetry,1\n".to_vec();
+    text.extend_from_slice(b"9780001000002,Caf\xe9,A,2000,100,poetry,1\n");
+    std::fs::write(&data, text).unwrap();
+    let err = bookstore::load_books(&data).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("{}:3: field 2 is not valid UTF-8", data.display())
+    );
+}
+
+#[test]
+fn help_lists_every_option_and_exits_zero() {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = bookstore::run_cli(&["--help".to_owned()], &Notifier::new(), &mut out, &mut err);
+    assert_eq!(code, 0);
+    assert!(err.is_empty());
+    assert_eq!(String::from_utf8(out).unwrap(), HELP);
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message_and_the_usage() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--bogus"], "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: bookstore [OPTIONS] [DATA_FILE]\n\nFor more information, try '--help'.\n"),
+        (&["--db"], "error: a value is required for '--db <DATABASE_FILE>' but none was supplied\n\nFor more information, try '--help'.\n"),
+        (&["--serve", "nowhere"], "error: invalid value 'nowhere' for '--serve [<ADDR>]': invalid socket address syntax\n\nFor more information, try '--help'.\n"),
+        (&["a.csv", "b.csv"], "error: unexpected argument 'b.csv' found\n\nUsage: bookstore [OPTIONS] [DATA_FILE]\n\nFor more information, try '--help'.\n"),
+    ];
+    for (args, expected) in cases {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = bookstore::run_cli(&args, &Notifier::new(), &mut out, &mut err);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?}");
+        assert_eq!(String::from_utf8(err).unwrap(), expected, "{args:?}");
+    }
+}
+
+/// `bookstore --help`, exactly.
+const HELP: &str = "\
+Loads a CSV file of books into a SQLite database, runs a mix of requests on it and logs every statement and request through notify's log subscribers (stderr), then prints a summary of every event (stdout)
+
+Usage: bookstore [OPTIONS] [DATA_FILE]
+
+Arguments:
+  [DATA_FILE]  The data file, CSV with the header isbn,title,author,year,price_cents,genre,stock [default: examples/data/books.csv]
+
+Options:
+      --db <DATABASE_FILE>  Use this SQLite database file and keep it (its tables are dropped and re-created). Without it, a new temporary file is used and removed at exit
+      --serve [<ADDR>]      Serve the live page of the requests' events on ADDR [default: 127.0.0.1:7878] and run the requests once a second until stopped (a DATA_FILE goes before it, or write --serve=ADDR)
+      --color <WHEN>        Colour the log lines: `auto` when stderr, where the log goes, is a terminal (and NO_COLOR is unset) [default: auto] [possible values: auto, always, never]
+  -h, --help                Print help
+
+RUST_LOG=info hides the SQL lines; RUST_LOG=debug (the default) shows them.
+";

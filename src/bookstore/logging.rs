@@ -105,29 +105,37 @@ pub struct AppLog {
 }
 
 impl AppLog {
-    /// Formats a finished request: status, duration, method, path and rows.
+    /// Formats a finished request: status with its reason phrase (from the `http` crate's
+    /// `StatusCode::canonical_reason`; the bare code when it has none), duration, method, path
+    /// and rows. A request without a status is logged as 500.
     ///
     /// ```
     /// use notify_log::LogEvent;
-    /// let payload = notify_core::Payload::new().with("method", "POST").with("path", "/orders").with("status", 409_u64).with("rows", 0_u64);
-    /// let event = LogEvent::new("request.bookstore", &payload, None);
-    /// assert_eq!(notify_app::bookstore::AppLog::default().request(&event).unwrap(), "Completed 409 Conflict in ?ms (POST /orders, 0 rows)");
+    /// let line = |status: u64| {
+    ///     let payload = notify_core::Payload::new().with("method", "POST").with("path", "/orders").with("status", status).with("rows", 0_u64);
+    ///     notify_app::bookstore::AppLog::default().request(&LogEvent::new("request.bookstore", &payload, None)).unwrap()
+    /// };
+    /// assert_eq!(line(409), "Completed 409 Conflict in ?ms (POST /orders, 0 rows)");
+    /// assert_eq!(line(418), "Completed 418 I'm a teapot in ?ms (POST /orders, 0 rows)");
+    /// assert_eq!(line(299), "Completed 299 in ?ms (POST /orders, 0 rows)");
     /// ```
     pub fn request(&self, event: &LogEvent<'_>) -> Option<String> {
         let payload = event.payload();
         let status = payload.get("status").and_then(Value::as_i64).unwrap_or(500);
-        let reason = match status {
-            200 => "OK",
-            201 => "Created",
-            404 => "Not Found",
-            409 => "Conflict",
-            _ => "Internal Server Error",
+        // The reason phrase of the status (RFC 9110), as the `http` crate knows it.
+        let reason = u16::try_from(status)
+            .ok()
+            .and_then(|code| http::StatusCode::from_u16(code).ok())
+            .and_then(|code| code.canonical_reason());
+        let status_text = match reason {
+            Some(reason) => format!("{status} {reason}"),
+            None => status.to_string(),
         };
         let status_color = if status < 400 { Color::Green } else { Color::Red };
         let rows = payload.get("rows").and_then(Value::as_i64).unwrap_or(0);
         Some(format!(
             "Completed {} in {} ({} {}, {rows} {})",
-            event.color(format!("{status} {reason}"), Some(status_color), true),
+            event.color(status_text, Some(status_color), true),
             event.elapsed(),
             event.get("method")?,
             event.get("path")?,

@@ -21,6 +21,7 @@ mod data;
 mod db;
 mod logging;
 mod serve;
+mod signals;
 mod store;
 mod summary;
 
@@ -41,8 +42,8 @@ pub use summary::{render_summary, Summary, SummaryRow};
 /// Why the example failed.
 ///
 /// ```
-/// let err = notify_app::bookstore::AppError::Usage("unknown option `--x`".into());
-/// assert_eq!(err.to_string(), "unknown option `--x`");
+/// let err = notify_app::bookstore::AppError::Serve(std::io::ErrorKind::AddrInUse.into());
+/// assert_eq!(err.to_string(), "cannot serve the live page: address in use");
 /// ```
 #[derive(Debug)]
 pub enum AppError {
@@ -52,8 +53,6 @@ pub enum AppError {
     Sql(rusqlite::Error),
     /// A log subscriber's configuration is invalid.
     Log(LogSubscriberError),
-    /// Bad command-line arguments.
-    Usage(String),
     /// `--serve`: the page's address cannot be bound.
     Serve(std::io::Error),
 }
@@ -64,7 +63,6 @@ impl fmt::Display for AppError {
             AppError::Data(e) => e.fmt(f),
             AppError::Sql(e) => write!(f, "database error: {e}"),
             AppError::Log(e) => e.fmt(f),
-            AppError::Usage(message) => f.write_str(message),
             AppError::Serve(e) => write!(f, "cannot serve the live page: {e}"),
         }
     }

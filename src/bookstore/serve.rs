@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use notify_core::{Notifier, Pattern};
@@ -18,9 +19,14 @@ pub const DEFAULT_SERVE_ADDR: &str = "127.0.0.1:7878";
 /// requests per second.
 pub const SERVE_ROUND: Duration = Duration::from_secs(1);
 
+/// How often a sleeping serve loop looks at its stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// Imports the data file as [`run`](super::run) does, serves notify-web's page for every event
-/// on `addr`, prints `Serving the live page on http://ADDR/` to `out`, then runs the request mix
-/// once per [`SERVE_ROUND`] until the process is stopped (or `rounds` rounds, when given).
+/// on `addr`, prints `Serving the live page on http://ADDR/ (Ctrl-C to stop)` to `out`, then runs
+/// the request mix once per [`SERVE_ROUND`] until `stop` is set (looked at between rounds and
+/// every 100 ms while waiting for the next one) or, when given, `rounds` rounds ran; then prints
+/// `Stopped after N rounds of requests` and returns, the server and the subscribers gone.
 ///
 /// # Errors
 /// [`AppError::Serve`] when `addr` cannot be bound; what [`run`](super::run) returns otherwise.
@@ -30,6 +36,7 @@ pub fn serve(
     notifier: &Notifier,
     out: &mut dyn Write,
     rounds: Option<u64>,
+    stop: &AtomicBool,
 ) -> Result<(), AppError> {
     let books = load_books(&options.data)?;
     let recorder = TraceRecorder::new(WebOptions::new());
@@ -48,18 +55,27 @@ pub fn serve(
         let db = Db::open(&options.database, notifier.clone())?;
         create_schema(&db)?;
         import(&db, &options.data.display().to_string(), &books)?;
+        let stopped = || stop.load(Ordering::Relaxed);
         let mut round = 0;
-        while rounds.is_none_or(|n| round < n) {
-            let started = Instant::now();
+        while rounds.is_none_or(|n| round < n) && !stopped() {
+            let next = Instant::now() + SERVE_ROUND;
             run_requests(&db, &books)?;
             round += 1;
-            std::thread::sleep(SERVE_ROUND.saturating_sub(started.elapsed()));
+            while !stopped() {
+                let left = next.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(STOP_CHECK));
+            }
         }
-        Ok::<_, AppError>(())
+        Ok::<_, AppError>(round)
     })();
     sql_log.detach();
     app_log.detach();
     let _ = subscription.unsubscribe();
     drop(server);
-    result
+    let rounds = result?;
+    let _ = writeln!(out, "Stopped after {rounds} rounds of requests");
+    Ok(())
 }
