@@ -72,16 +72,16 @@ struct Fixture {
 fn fixture() -> Fixture {
     let notifier = Notifier::new();
     for _ in 0..SUBSCRIBERS {
-        notifier.subscribe(
+        let _ = notifier.subscribe(
             "timed.bench",
             Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
         );
-        notifier.subscribe(
+        let _ = notifier.subscribe(
             "timed_monotonic.bench",
             Subscriber::monotonic(|_: &str, _, _, _: u64, _: &Payload| {}),
         );
-        notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
-        notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
+        let _ = notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
+        let _ = notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
     }
     let logs: Vec<Attached<BenchLog>> = (0..SUBSCRIBERS)
         .map(|_| BenchLog.attach_to(&notifier).expect("valid log subscriber"))
@@ -90,7 +90,7 @@ fn fixture() -> Fixture {
         !notifier.listening("silenced.bench"),
         "no logger is installed: debug is dropped"
     );
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "payload_3_keys.bench",
         Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
     );

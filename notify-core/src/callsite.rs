@@ -13,25 +13,14 @@
 //! So a callsite's state is never older than the last completed change: registration and refresh
 //! are serialised, and a thread that starts an event after a `subscribe` returned (in the
 //! happens-before sense) reads the refreshed interest by coherence, whatever thread subscribed.
-//! Nothing is derived from thread-local state (shared/cases R10). The `loom` model at the bottom
-//! checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-core --lib loom`.
-
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
-use arc_swap::ArcSwapOption;
+//! Nothing is derived from thread-local state. The `loom` model at the bottom checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-core --lib loom`.
 
 use crate::dispatch::{self, Active};
+use crate::fanout::{self, SiteCache, SiteInterest};
 use crate::handle::Handle;
 use crate::location::Location;
-use crate::notifier::Notifier;
 use crate::payload::Payload;
-use crate::registry::{Resolved, Snapshot};
-use crate::sync::AtomicU8;
-
-const UNREGISTERED: u8 = 0;
-const NEVER: u8 = 1;
-const SOMETIMES: u8 = 2;
+use crate::registry::Lookup;
 
 /// What a callsite knows about its listeners.
 ///
@@ -53,7 +42,7 @@ pub enum Interest {
 }
 
 /// An instrumentation site with a fixed event name, for a `static` (what `#[instrument_event]`
-/// generates). It always instruments against [`Notifier::global`].
+/// generates). It always instruments against [`Notifier::global`](crate::Notifier::global).
 ///
 /// ```
 /// use notify_core::{Callsite, Payload};
@@ -68,10 +57,8 @@ pub enum Interest {
 /// assert_eq!(query("SELECT 1"), 0);
 /// ```
 pub struct Callsite {
-    name: &'static str,
+    cache: SiteCache,
     location: Option<Location>,
-    interest: AtomicU8,
-    resolved: ArcSwapOption<Resolved>,
 }
 
 impl Callsite {
@@ -84,10 +71,8 @@ impl Callsite {
     #[cfg(not(loom))]
     pub const fn new(name: &'static str) -> Callsite {
         Callsite {
-            name,
+            cache: SiteCache::new(name),
             location: None,
-            interest: AtomicU8::new(UNREGISTERED),
-            resolved: ArcSwapOption::const_empty(),
         }
     }
 
@@ -95,10 +80,8 @@ impl Callsite {
     #[cfg(loom)]
     pub fn new(name: &'static str) -> Callsite {
         Callsite {
-            name,
+            cache: SiteCache::new(name),
             location: None,
-            interest: AtomicU8::new(UNREGISTERED),
-            resolved: ArcSwapOption::const_empty(),
         }
     }
 
@@ -137,7 +120,7 @@ impl Callsite {
     /// assert_eq!(SITE.name(), "a.b");
     /// ```
     pub fn name(&self) -> &'static str {
-        self.name
+        self.cache.name()
     }
 
     /// The cached interest (does not register).
@@ -147,10 +130,10 @@ impl Callsite {
     /// assert_eq!(SITE.interest(), notify_core::Interest::Unknown);
     /// ```
     pub fn interest(&self) -> Interest {
-        match self.interest.load(Ordering::Acquire) {
-            UNREGISTERED => Interest::Unknown,
-            NEVER => Interest::Never,
-            _ => Interest::Sometimes,
+        match self.cache.interest() {
+            SiteInterest::Unregistered => Interest::Unknown,
+            SiteInterest::Never => Interest::Never,
+            SiteInterest::Sometimes => Interest::Sometimes,
         }
     }
 
@@ -163,21 +146,10 @@ impl Callsite {
     /// ```
     #[inline(always)]
     pub fn is_enabled(&'static self) -> bool {
-        match self.interest.load(Ordering::Relaxed) {
-            NEVER => false,
-            SOMETIMES => true,
-            _ => self.register(),
-        }
+        self.cache.is_enabled()
     }
 
-    #[cold]
-    #[inline(never)]
-    fn register(&'static self) -> bool {
-        Notifier::global().inner.register_callsite(self);
-        self.interest.load(Ordering::Acquire) != NEVER
-    }
-
-    /// As [`Notifier::instrument`] on the global notifier, with this callsite's name. Unlistened,
+    /// As [`Notifier::instrument`](crate::Notifier::instrument) on the global notifier, with this callsite's name. Unlistened,
     /// it is one atomic load and a branch before `body` runs.
     ///
     /// ```
@@ -198,15 +170,8 @@ impl Callsite {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        match self.resolved.load_full() {
-            Some(resolved) => dispatch::run(
-                &Notifier::global().inner,
-                resolved,
-                None,
-                self.location.as_ref(),
-                payload,
-                body,
-            ),
+        match self.cache.resolved() {
+            Some(resolved) => dispatch::run(fanout::global(), resolved, None, self.location.as_ref(), payload, body),
             None => dispatch::unlistened(body),
         }
     }
@@ -228,9 +193,9 @@ impl Callsite {
 
     #[inline(never)]
     fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
-        let resolved = self.resolved.load_full()?;
+        let resolved = self.cache.resolved()?;
         let name = resolved.name.clone();
-        let mut prepared = Active::prepare(&Notifier::global().inner, resolved)?;
+        let mut prepared = Active::prepare(fanout::global(), resolved)?;
         prepared.set_location(self.location.as_ref());
         Some(Handle::prepared(name, prepared, payload()))
     }
@@ -239,8 +204,8 @@ impl Callsite {
     /// when nobody would receive the event.
     #[inline]
     pub(crate) fn prepare(&'static self) -> Option<Active> {
-        let resolved = self.resolved.load_full()?;
-        let mut active = Active::prepare(&Notifier::global().inner, resolved)?;
+        let resolved = self.cache.resolved()?;
+        let mut active = Active::prepare(fanout::global(), resolved)?;
         active.set_location(self.location.as_ref());
         Some(active)
     }
@@ -252,26 +217,18 @@ impl Callsite {
     /// assert!(!SITE.listening());
     /// ```
     pub fn listening(&'static self) -> bool {
-        self.is_enabled() && self.resolved.load().as_ref().is_some_and(|r| r.listening())
-    }
-
-    pub(crate) fn is_registered(&self) -> bool {
-        self.interest.load(Ordering::Relaxed) != UNREGISTERED
-    }
-
-    /// Recomputes the state from `snapshot`; called under the notifier's writer lock.
-    pub(crate) fn refresh(&self, snapshot: &Snapshot) {
-        let resolved: Option<Arc<Resolved>> = snapshot.resolve_static(self.name);
-        let interest = if resolved.is_some() { SOMETIMES } else { NEVER };
-        self.resolved.store(resolved);
-        self.interest.store(interest, Ordering::Release);
+        self.is_enabled()
+            && self
+                .cache
+                .resolved()
+                .is_some_and(|r| dispatch::listening(self.name(), Lookup::Found(r)))
     }
 }
 
 impl std::fmt::Debug for Callsite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Callsite")
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("interest", &self.interest())
             .finish()
     }
@@ -282,6 +239,7 @@ mod loom_model {
     //! The callsite protocol under every interleaving loom finds: registration racing a
     //! subscription change never leaves a callsite with a stale interest.
     use super::*;
+    use crate::fanout::Fanout;
     use crate::subscriber::Subscriber;
     use loom::sync::atomic::AtomicBool;
     use loom::sync::Arc as LoomArc;
@@ -293,13 +251,13 @@ mod loom_model {
     #[test]
     fn loom_registration_races_subscribe() {
         loom::model(|| {
-            let notifier = Notifier::tracking_callsites();
+            let notifier = Fanout::new(true);
             let site = site();
             let writer = notifier.clone();
             let t = loom::thread::spawn(move || {
-                writer.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+                writer.subscribe_all(vec![("loom.site".into(), Subscriber::event(|_: &crate::Event| {}))]);
             });
-            notifier.inner.register_callsite(site);
+            notifier.register_callsite(&site.cache);
             t.join().unwrap();
             assert_eq!(site.interest(), Interest::Sometimes);
         });
@@ -308,13 +266,14 @@ mod loom_model {
     #[test]
     fn loom_registration_races_unsubscribe() {
         loom::model(|| {
-            let notifier = Notifier::tracking_callsites();
-            let subscription = notifier.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+            let notifier = Fanout::new(true);
+            let id = notifier.subscribe_all(vec![("loom.site".into(), Subscriber::event(|_: &crate::Event| {}))])[0];
+            let writer = notifier.clone();
             let site = site();
             let t = loom::thread::spawn(move || {
-                subscription.unsubscribe().unwrap();
+                writer.unsubscribe_id(id).unwrap();
             });
-            notifier.inner.register_callsite(site);
+            notifier.register_callsite(&site.cache);
             t.join().unwrap();
             assert_eq!(site.interest(), Interest::Never);
         });
@@ -323,14 +282,14 @@ mod loom_model {
     #[test]
     fn loom_reader_after_subscribe_sees_interest() {
         loom::model(|| {
-            let notifier = Notifier::tracking_callsites();
+            let notifier = Fanout::new(true);
             let site = site();
-            notifier.inner.register_callsite(site);
+            notifier.register_callsite(&site.cache);
             assert_eq!(site.interest(), Interest::Never);
             let done = LoomArc::new(AtomicBool::new(false));
             let (writer, flag) = (notifier.clone(), done.clone());
             let t = loom::thread::spawn(move || {
-                writer.subscribe("loom.site", Subscriber::event(|_: &crate::Event| {}));
+                writer.subscribe_all(vec![("loom.site".into(), Subscriber::event(|_: &crate::Event| {}))]);
                 flag.store(true, std::sync::atomic::Ordering::Release);
             });
             if done.load(std::sync::atomic::Ordering::Acquire) {

@@ -1,7 +1,17 @@
-//! One event in flight: what it captured at start (its listener set, clocks, ids) and how it is
-//! delivered at finish. `instrument`, handles and callsites all go through [`Active`].
+//! Dispatch: the only code that calls subscriber callbacks (and the failure hook).
+//!
+//! One event in flight is an [`Active`]: what it captured at start (its listener set, clocks, ids)
+//! and how it is delivered at finish. `instrument`, handles, callsites and the macro all go through
+//! it; `publish` delivers through [`publish`]. Every callback runs inside [`guarded`]: a panic is
+//! caught, its payload dropped under a guard too, and the failure handed to [`handle_failures`],
+//! which applies the fanout's failure policy. Deliveries nested on one thread (a subscriber that
+//! instruments) are counted by [`Nesting`]; past the fanout's limit an event is not delivered.
 
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::mem;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,15 +20,15 @@ use smallvec::SmallVec;
 use crate::alloc::thread_allocations;
 use crate::context::EventContext;
 use crate::event::{Event, Outcome};
-use crate::failure::{guarded, guarded_silenced_reporting, SubscriberFailure};
+use crate::failure::{panic_message, report, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+use crate::fanout::Fanout;
 use crate::ids;
 use crate::location::Location;
-use crate::notifier::Inner;
 use crate::payload::Payload;
 use crate::record;
 use crate::redaction::Pending;
-use crate::registry::Resolved;
-use crate::subscriber::EventedSubscriber;
+use crate::registry::{Entry, Listener, Listeners, Lookup, Resolved};
+use crate::subscriber::{EventedSubscriber, Kind, SilenceableSubscriber};
 use crate::trace_id::TraceId;
 
 /// The trace id of an event not started yet (never seen by a subscriber).
@@ -26,6 +36,140 @@ const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
     Some(id) => id,
     None => unreachable!(),
 };
+
+/// Runs one subscriber callback; a panic becomes a failure pushed onto `failures`.
+#[inline]
+pub(crate) fn guarded(failures: &mut Vec<SubscriberFailure>, entry: &Entry, event: &str, call: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(call)) {
+        failures.push(failure_of(entry, event, payload));
+    }
+}
+
+#[cold]
+fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> SubscriberFailure {
+    let kind = entry.subscriber.kind();
+    let failure = SubscriberFailure {
+        subscription: entry.id,
+        subscriber: entry.subscriber.label.clone().unwrap_or(Cow::Borrowed(kind.as_str())),
+        kind,
+        event: event.to_owned(),
+        message: panic_message(&*payload),
+    };
+    drop_payload(payload);
+    failure
+}
+
+/// Drops a caught panic's payload where a panic in its `Drop` is caught too: a payload whose drop
+/// panics (`panic_any(Bomb)`) must not unwind into the instrumented code. A drop that keeps
+/// panicking with new such payloads is given up after a few rounds and the last payload leaked.
+#[cold]
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..8 {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    mem::forget(payload);
+}
+
+/// `silenced(name)` of one listener; a panic counts as "silenced" and is pushed onto `failures`.
+fn silenced_reporting(
+    failures: &mut Vec<SubscriberFailure>,
+    listener: &Listener<dyn SilenceableSubscriber>,
+    name: &str,
+) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| listener.subscriber.silenced(name))) {
+        Ok(silenced) => silenced,
+        Err(payload) => {
+            failures.push(failure_of(&listener.entry, name, payload));
+            true
+        }
+    }
+}
+
+/// True when an event named `name` would reach a subscriber now (what `listening` answers):
+/// somebody is found and not every one of them is a silenceable subscriber silenced now. A
+/// `silenced` that panics counts as silenced, without a report: the report comes when an event is
+/// instrumented. Never allocates.
+pub(crate) fn listening(name: &str, found: Lookup<'_>) -> bool {
+    match found {
+        Lookup::Nobody => false,
+        Lookup::Found(resolved) => {
+            resolved.listeners.has_unconditional()
+                || resolved
+                    .listeners
+                    .silenceable
+                    .iter()
+                    .any(|l| !silenced(&*l.subscriber, name))
+        }
+        Lookup::Uncached(wide) => wide
+            .iter()
+            .filter(|e| e.matches(name))
+            .any(|e| match &e.subscriber.kind {
+                Kind::Silenceable(s, _) => !silenced(&**s, name),
+                _ => true,
+            }),
+    }
+}
+
+/// `silenced(name)` for `listening`: a panic counts as silenced.
+fn silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| subscriber.silenced(name))) {
+        Ok(silenced) => silenced,
+        Err(payload) => {
+            drop_payload(payload);
+            true
+        }
+    }
+}
+
+thread_local! {
+    /// Deliveries in progress on this thread: phases of events whose subscribers are being called.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// One delivery phase in progress on this thread (the `start` or the finish of one event, or a
+/// publish): a subscriber that instruments from inside its callback nests one level deeper.
+struct Nesting;
+
+impl Nesting {
+    #[inline]
+    fn enter() -> Nesting {
+        DEPTH.with(|depth| depth.set(depth.get() + 1));
+        Nesting
+    }
+
+    /// False (and the event counted, the first one reported) when this thread is already
+    /// `fanout.max_depth()` deliveries deep: the event of `name` is then not delivered.
+    #[inline]
+    fn allows(fanout: &Fanout, name: &str) -> bool {
+        let depth = DEPTH.with(Cell::get);
+        depth < fanout.max_depth() || Nesting::refuse(fanout, name, depth)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refuse(fanout: &Fanout, name: &str, depth: u32) -> bool {
+        if fanout.count_too_deep() {
+            report(&format!(
+                "event {name:?} not delivered: {depth} deliveries already nested on this thread (limit {}; \
+                 a subscriber instruments from its callback?). Such events are counted \
+                 (Notifier::undelivered_too_deep) and not reported again.",
+                fanout.max_depth()
+            ));
+        }
+        false
+    }
+}
+
+impl Drop for Nesting {
+    #[inline]
+    fn drop(&mut self) {
+        DEPTH.with(|depth| depth.set(depth.get() - 1));
+    }
+}
 
 /// An event between start and finish. Dropping it without `finish` delivers nothing.
 pub(crate) struct Active {
@@ -44,6 +188,9 @@ pub(crate) struct Active {
     failures: Vec<SubscriberFailure>,
     /// The notifier's redaction policy, captured here, and what it replaced so far.
     redaction: Pending,
+    /// Whether the thread was already unwinding at `start`: then a drop guard finishing the event
+    /// during that unwinding is not this event's panic (see [`Active::finish_on_drop`]).
+    panicking_at_start: bool,
 }
 
 fn thread_cpu_time() -> Option<Duration> {
@@ -53,20 +200,27 @@ fn thread_cpu_time() -> Option<Duration> {
 impl Active {
     /// Asks the silenceable listeners; `None` when nobody would receive the event. A `silenced`
     /// that panics counts as silenced and is a failure of that subscriber (reported now when the
-    /// event is dropped, else with the event's other failures at finish).
+    /// event is dropped, else with the event's other failures at finish). `None` too when this
+    /// thread is already the fanout's limit of deliveries deep (the event is counted).
     #[inline]
-    pub(crate) fn prepare(inner: &Inner, resolved: Arc<Resolved>) -> Option<Active> {
+    pub(crate) fn prepare(fanout: &Fanout, resolved: Arc<Resolved>) -> Option<Active> {
+        if !Nesting::allows(fanout, resolved.name.as_str()) {
+            return None;
+        }
         let listeners = &resolved.listeners;
         let mut silenceable = SmallVec::new();
         let mut failures = Vec::new();
-        for (i, l) in listeners.silenceable.iter().enumerate() {
-            if !guarded_silenced_reporting(&mut failures, l, resolved.name.as_str()) {
-                silenceable.push(i as u32);
+        if !listeners.silenceable.is_empty() {
+            let _nesting = Nesting::enter();
+            for (i, l) in listeners.silenceable.iter().enumerate() {
+                if !silenced_reporting(&mut failures, l, resolved.name.as_str()) {
+                    silenceable.push(i as u32);
+                }
             }
         }
         if silenceable.is_empty() && !listeners.has_unconditional() {
             if !failures.is_empty() {
-                inner.handle_failures(failures);
+                handle_failures(fanout, failures);
             }
             return None;
         }
@@ -80,7 +234,8 @@ impl Active {
             allocations_start: None,
             silenceable,
             failures,
-            redaction: Pending::new(inner.redaction()),
+            redaction: Pending::new(fanout.redaction()),
+            panicking_at_start: false,
         })
     }
 
@@ -100,6 +255,11 @@ impl Active {
         &self.context
     }
 
+    /// True once `start` ran.
+    pub(crate) fn is_started(&self) -> bool {
+        self.context.id != 0
+    }
+
     /// Starts the event: ids (under `parent` when given, else the thread's current context),
     /// evented `start` calls, then the clocks (so the event measures the block, not its `start`
     /// subscribers). With `enter`, the event becomes this thread's current event until `finish`.
@@ -114,13 +274,16 @@ impl Active {
         self.context.trace_id = begun.trace;
         self.transaction_id = begun.transaction;
         self.entered = enter;
+        self.panicking_at_start = std::thread::panicking();
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
-        if !listeners.evented.is_empty() || !self.silenceable.is_empty() {
+        let delivers_start = !listeners.evented.is_empty() || !self.silenceable.is_empty();
+        if delivers_start {
             self.redaction.apply(payload);
         }
         let payload = &*payload;
+        let _nesting = delivers_start.then(Nesting::enter);
         let context = &self.context;
         for l in &listeners.evented {
             guarded(&mut self.failures, &l.entry, name, || {
@@ -150,19 +313,19 @@ impl Active {
 
     /// Makes the started event this thread's current event (one poll of an async event) and calls
     /// the evented `enter`s; [`Active::exit`] undoes it.
-    pub(crate) fn enter(&self, inner: &Inner) {
+    pub(crate) fn enter(&self, fanout: &Fanout) {
         ids::enter(self.context.id, self.context.trace_id);
-        self.each_evented(inner, |l, name, context| l.enter(name, context));
+        self.each_evented(fanout, |l, name, context| l.enter(name, context));
     }
 
     /// The evented `exit`s, then the event stops being current on this thread.
-    pub(crate) fn exit(&self, inner: &Inner) {
-        self.each_evented(inner, |l, name, context| l.exit(name, context));
+    pub(crate) fn exit(&self, fanout: &Fanout) {
+        self.each_evented(fanout, |l, name, context| l.exit(name, context));
         ids::leave(self.context.id);
     }
 
     /// Calls the evented and unsilenced silenceable listeners; failures are handled at once.
-    fn each_evented(&self, inner: &Inner, call: impl Fn(&dyn EventedSubscriber, &str, &EventContext)) {
+    fn each_evented(&self, fanout: &Fanout, call: impl Fn(&dyn EventedSubscriber, &str, &EventContext)) {
         let resolved = &*self.resolved;
         let listeners = &resolved.listeners;
         if listeners.evented.is_empty() && self.silenceable.is_empty() {
@@ -170,6 +333,7 @@ impl Active {
         }
         let name = resolved.name.as_str();
         let mut failures = Vec::new();
+        let _nesting = Nesting::enter();
         for l in &listeners.evented {
             guarded(&mut failures, &l.entry, name, || {
                 call(&*l.subscriber, name, &self.context)
@@ -182,7 +346,7 @@ impl Active {
             });
         }
         if !failures.is_empty() {
-            inner.handle_failures(failures);
+            handle_failures(fanout, failures);
         }
     }
 
@@ -190,7 +354,7 @@ impl Active {
     /// payload: it is moved out (left empty) only when an
     /// event object is built, so the synchronous kinds cost no ~260-byte payload moves. Called at
     /// most once per event.
-    pub(crate) fn finish_in_place(&mut self, inner: &Inner, payload: &mut Payload, outcome: Outcome) {
+    pub(crate) fn finish_in_place(&mut self, fanout: &Fanout, payload: &mut Payload, outcome: Outcome) {
         let end = self.context.start.map(|_| Instant::now());
         self.context.end = end;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
@@ -212,22 +376,18 @@ impl Active {
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
         let transaction_id = self.transaction_id;
+        let _nesting = Nesting::enter();
         let failures = &mut self.failures;
-        if let (Some(start), Some(end)) = (self.start_wall, end_wall) {
-            for l in &listeners.timed {
-                guarded(failures, &l.entry, name, || {
-                    l.subscriber.call(name, start, end, transaction_id, payload)
-                });
-            }
-        }
+        deliver_clocked(
+            failures,
+            name,
+            listeners,
+            self.start_wall.zip(end_wall),
+            self.context.start.zip(end),
+            transaction_id,
+            payload,
+        );
         let context = &self.context;
-        if let (Some(start), Some(end)) = (context.start, end) {
-            for l in &listeners.monotonic {
-                guarded(failures, &l.entry, name, || {
-                    l.subscriber.call(name, start, end, transaction_id, payload)
-                });
-            }
-        }
         for l in &listeners.evented {
             guarded(failures, &l.entry, name, || l.subscriber.finish(name, context, payload));
         }
@@ -258,7 +418,114 @@ impl Active {
             }
         }
         if !self.failures.is_empty() {
-            inner.handle_failures(mem::take(&mut self.failures));
+            handle_failures(fanout, mem::take(&mut self.failures));
+        }
+    }
+
+    /// The one finish of a drop guard (`instrument`'s, a [`Handle`](crate::Handle)'s, the macro's):
+    /// the event ends as [`Outcome::Panicked`] when the thread is unwinding and was not already
+    /// unwinding at `start`, else as `otherwise`. Call only on a started event.
+    pub(crate) fn finish_on_drop(&mut self, fanout: &Fanout, payload: &mut Payload, otherwise: Outcome) {
+        let outcome = if std::thread::panicking() && !self.panicking_at_start {
+            Outcome::Panicked
+        } else {
+            otherwise
+        };
+        self.finish_in_place(fanout, payload, outcome);
+    }
+}
+
+/// Delivers to the timed group (wall-clock edges, when read) and the monotonic group (monotonic
+/// edges, when read): the one loop of `finish` and `publish`.
+#[inline(always)]
+fn deliver_clocked(
+    failures: &mut Vec<SubscriberFailure>,
+    name: &str,
+    listeners: &Listeners,
+    wall: Option<(SystemTime, SystemTime)>,
+    monotonic: Option<(Instant, Instant)>,
+    transaction_id: u64,
+    payload: &Payload,
+) {
+    if let Some((start, end)) = wall {
+        for l in &listeners.timed {
+            guarded(failures, &l.entry, name, || {
+                l.subscriber.call(name, start, end, transaction_id, payload)
+            });
+        }
+    }
+    if let Some((start, end)) = monotonic {
+        for l in &listeners.monotonic {
+            guarded(failures, &l.entry, name, || {
+                l.subscriber.call(name, start, end, transaction_id, payload)
+            });
+        }
+    }
+}
+
+/// Delivers an event timed by the caller (`Notifier::publish`, `publish_event`) to the timed,
+/// monotonic, event-object and owned groups of `resolved`: `wall` are the wall-clock edges as
+/// given, the event's own are the monotonic ones. The fanout's redaction policy applies first.
+pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, SystemTime), mut event: Event) {
+    if !Nesting::allows(fanout, resolved.name.as_str()) {
+        return;
+    }
+    if let Some(policy) = fanout.redaction() {
+        policy.redact(&mut event.payload);
+    }
+    let _nesting = Nesting::enter();
+    let mut failures = Vec::new();
+    deliver_clocked(
+        &mut failures,
+        resolved.name.as_str(),
+        &resolved.listeners,
+        Some(wall),
+        Some((event.start, event.end)),
+        event.transaction_id,
+        &event.payload,
+    );
+    deliver_event(&mut failures, resolved, event);
+    if !failures.is_empty() {
+        handle_failures(fanout, failures);
+    }
+}
+
+/// Applies the fanout's failure policy to the failures of one event, in run order: the hook is
+/// called once per failure (a panic in it is caught and its payload dropped under a guard), then
+/// [`FailurePolicy::Detach`] removes the subscriptions and publishes [`SUBSCRIBER_FAILED`], and
+/// [`FailurePolicy::Strict`] panics with a [`SubscriberErrors`] (unless already unwinding).
+#[cold]
+pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>) {
+    let hook = fanout.hook();
+    for failure in &failures {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
+            drop_payload(payload);
+        }
+    }
+    match fanout.policy() {
+        FailurePolicy::Report => {}
+        FailurePolicy::Detach => {
+            for failure in &failures {
+                if fanout.unsubscribe_id(failure.subscription).is_ok() {
+                    let payload = Payload::new()
+                        .with("subscription", failure.subscription.get())
+                        .with("subscriber", failure.subscriber.clone())
+                        .with("event", failure.event.clone())
+                        .with("message", failure.message.clone());
+                    if let Some(resolved) = fanout.lookup(SUBSCRIBER_FAILED) {
+                        run(fanout, resolved, None, None, || payload, |_| ());
+                    }
+                }
+            }
+        }
+        FailurePolicy::Strict => {
+            if !std::thread::panicking() {
+                let errors = SubscriberErrors { failures };
+                // The panic hook prints only string payloads: say what failed first, so a
+                // failing test shows the list, not `Box<dyn Any>`.
+                eprintln!("notify: FailurePolicy::Strict: {errors}");
+                std::panic::panic_any(errors);
+            }
         }
     }
 }
@@ -328,19 +595,19 @@ pub(crate) fn unlistened<T>(body: impl FnOnce(&mut Payload) -> T) -> T {
 /// context): the engine of `instrument`.
 #[inline]
 pub(crate) fn run<T>(
-    inner: &Inner,
+    fanout: &Fanout,
     resolved: Arc<Resolved>,
     parent: Option<ids::Frame>,
     location: Option<&'static Location>,
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
-    let Some(mut active) = Active::prepare(inner, resolved) else {
+    let Some(mut active) = Active::prepare(fanout, resolved) else {
         return unlistened(body);
     };
     active.set_location(location);
     let mut guard = FinishOnDrop {
-        inner,
+        fanout,
         active,
         payload: CheapDrop::new(payload()),
         finished: false,
@@ -353,7 +620,7 @@ pub(crate) fn run<T>(
 
 /// Finishes the event as panicked if the body unwinds.
 struct FinishOnDrop<'a> {
-    inner: &'a Inner,
+    fanout: &'a Fanout,
     active: Active,
     payload: CheapDrop,
     finished: bool,
@@ -363,14 +630,18 @@ impl FinishOnDrop<'_> {
     fn finish(&mut self, outcome: Outcome) {
         if !self.finished {
             self.finished = true;
-            self.active.finish_in_place(self.inner, &mut self.payload, outcome);
+            self.active.finish_in_place(self.fanout, &mut self.payload, outcome);
         }
     }
 }
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
-        self.finish(Outcome::Panicked);
+        if !self.finished {
+            self.finished = true;
+            self.active
+                .finish_on_drop(self.fanout, &mut self.payload, Outcome::Completed);
+        }
     }
 }
 

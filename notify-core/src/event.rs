@@ -2,10 +2,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
-
-use once_cell::sync::Lazy;
 
 use crate::context::Context;
 use crate::ids;
@@ -46,7 +44,7 @@ impl Name {
 }
 
 /// The anchor that turns an [`Instant`] into a wall-clock time without a second clock read.
-static ANCHOR: Lazy<(Instant, SystemTime)> = Lazy::new(|| (Instant::now(), SystemTime::now()));
+static ANCHOR: LazyLock<(Instant, SystemTime)> = LazyLock::new(|| (Instant::now(), SystemTime::now()));
 
 /// The wall-clock time of `at`, derived from the monotonic clock and one anchor pair taken when the
 /// process first asked for it.

@@ -5,12 +5,11 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::escape::Escaped;
-use crate::registry::Entry;
-use crate::subscriber::SilenceableSubscriber;
+use crate::subscriber::SubscriberKind;
+use crate::subscription::SubscriptionId;
 
 /// What a notifier does when a subscriber panics.
 ///
@@ -22,7 +21,8 @@ use crate::subscriber::SilenceableSubscriber;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailurePolicy {
-    /// Report each failure through the failure hook (default: `log::error!`) and go on.
+    /// Report each failure through the failure hook (default: `log::error!`, or stderr without
+    /// the `log` feature) and go on.
     #[default]
     Report,
     /// Report, remove the failing subscription, and publish one [`SUBSCRIBER_FAILED`] event for it.
@@ -37,75 +37,57 @@ pub enum FailurePolicy {
 /// has `subscription` (the id), `subscriber` (label or kind), `event` (the name) and `message`.
 pub const SUBSCRIBER_FAILED: &str = "subscriber_failed.notify";
 
-/// One panic of one subscriber while it received one event.
+/// One panic of one subscriber while it received one event: what the failure hook receives.
 ///
 /// ```
-/// use notify_core::{FailurePolicy, Notifier, Payload, Subscriber};
+/// use notify_core::{Notifier, Payload, Subscriber, SubscriberFailure, SubscriberKind};
 /// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
 /// let failures = Arc::new(Mutex::new(Vec::new()));
 /// let sink = failures.clone();
-/// notifier.set_failure_hook(move |f: &notify_core::SubscriberFailure| sink.lock().unwrap().push(f.to_string()));
-/// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("boom")).named("audit"));
-/// assert_eq!(notifier.instrument("x", Payload::new, |_| 7), 7);
-/// assert_eq!(failures.lock().unwrap()[0], "subscriber `audit` (event, subscription #1) panicked on `x`: boom");
+/// notifier.set_failure_hook(move |f: &SubscriberFailure| sink.lock().unwrap().push(f.clone()));
+/// let audit = notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| panic!("boom")).named("audit"));
+/// assert_eq!(notifier.instrument("query.sql", Payload::new, |_| 7), 7);
+///
+/// let failure = failures.lock().unwrap()[0].clone();
+/// assert_eq!(failure.subscription(), audit.id());
+/// assert_eq!(failure.subscriber(), "audit");
+/// assert_eq!(failure.kind(), SubscriberKind::Event);
+/// assert_eq!(failure.event(), "query.sql");
+/// assert_eq!(failure.message(), "boom");
+/// assert_eq!(failure.to_string(), "subscriber `audit` (event, subscription #1) panicked on `query.sql`: boom");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubscriberFailure {
-    pub(crate) subscription: u64,
+    pub(crate) subscription: SubscriptionId,
     pub(crate) subscriber: Cow<'static, str>,
-    pub(crate) kind: &'static str,
+    pub(crate) kind: SubscriberKind,
     pub(crate) event: String,
     pub(crate) message: String,
 }
 
 impl SubscriberFailure {
     /// The id of the failing subscription ([`Subscription::id`](crate::Subscription::id)).
-    ///
-    /// ```
-    /// # let f = notify_core::__private::failure_for_doc();
-    /// assert_eq!(f.subscription(), 1);
-    /// ```
-    pub fn subscription(&self) -> u64 {
+    pub fn subscription(&self) -> SubscriptionId {
         self.subscription
     }
 
     /// The subscriber's label, or its kind when it has none.
-    ///
-    /// ```
-    /// # let f = notify_core::__private::failure_for_doc();
-    /// assert_eq!(f.subscriber(), "audit");
-    /// ```
     pub fn subscriber(&self) -> &str {
         &self.subscriber
     }
 
-    /// The subscriber's kind (see [`Subscriber::kind_name`](crate::Subscriber::kind_name)).
-    ///
-    /// ```
-    /// # let f = notify_core::__private::failure_for_doc();
-    /// assert_eq!(f.kind(), "timed");
-    /// ```
-    pub fn kind(&self) -> &'static str {
+    /// The subscriber's kind.
+    pub fn kind(&self) -> SubscriberKind {
         self.kind
     }
 
     /// The name of the event being delivered.
-    ///
-    /// ```
-    /// # let f = notify_core::__private::failure_for_doc();
-    /// assert_eq!(f.event(), "x");
-    /// ```
     pub fn event(&self) -> &str {
         &self.event
     }
 
     /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
-    ///
-    /// ```
-    /// # let f = notify_core::__private::failure_for_doc();
-    /// assert_eq!(f.message(), "boom");
-    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -130,7 +112,7 @@ impl fmt::Display for SubscriberFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "subscriber `{}` ({}, subscription #{}) panicked on `{}`: {}",
+            "subscriber `{}` ({}, subscription {}) panicked on `{}`: {}",
             Escaped::new(&self.subscriber),
             self.kind,
             self.subscription,
@@ -147,10 +129,11 @@ impl fmt::Display for SubscriberFailure {
 /// let notifier = Notifier::new();
 /// notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
 /// notifier.set_failure_policy(FailurePolicy::Strict);
-/// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
-/// let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| notifier.instrument("x", Payload::new, |_| ()))).unwrap_err();
+/// notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
+/// let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| notifier.instrument("query.sql", Payload::new, |_| ()))).unwrap_err();
 /// let errors = panic.downcast::<SubscriberErrors>().unwrap();
 /// assert_eq!(errors.failures().len(), 1);
+/// assert_eq!(errors.failures()[0].message(), "boom");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SubscriberErrors {
@@ -159,11 +142,6 @@ pub struct SubscriberErrors {
 
 impl SubscriberErrors {
     /// The failures, in run order.
-    ///
-    /// ```
-    /// # let e = notify_core::__private::errors_for_doc();
-    /// assert_eq!(e.failures()[0].message(), "boom");
-    /// ```
     pub fn failures(&self) -> &[SubscriberFailure] {
         &self.failures
     }
@@ -184,10 +162,19 @@ impl std::error::Error for SubscriberErrors {}
 /// The failure hook's type.
 pub(crate) type Hook = Arc<dyn Fn(&SubscriberFailure) + Send + Sync>;
 
-/// The default failure hook: `log::error!` with target `notify`, one line (see
-/// [`SubscriberFailure`]'s `Display`).
+/// The default failure hook: [`report`]s the failure, one line (see [`SubscriberFailure`]'s
+/// `Display`).
 pub(crate) fn default_hook() -> Hook {
-    Arc::new(|failure: &SubscriberFailure| log::error!(target: "notify", "{failure}"))
+    Arc::new(|failure: &SubscriberFailure| report(&failure.to_string()))
+}
+
+/// Writes one line of the library's own reports: `log::error!` with target `notify` (feature
+/// `log`, on by default), else to stderr prefixed with `notify: `.
+pub(crate) fn report(line: &str) {
+    #[cfg(feature = "log")]
+    log::error!(target: "notify", "{line}");
+    #[cfg(not(feature = "log"))]
+    eprintln!("notify: {line}");
 }
 
 /// The message of a caught panic's payload, as `std`'s panic hook prints it.
@@ -211,45 +198,4 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     } else {
         "<non-string panic payload>".to_owned()
     }
-}
-
-/// Runs one subscriber callback; a panic becomes a failure pushed onto `failures`.
-#[inline]
-pub(crate) fn guarded(failures: &mut Vec<SubscriberFailure>, entry: &Entry, event: &str, call: impl FnOnce()) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(call)) {
-        failures.push(failure_of(entry, event, &*payload));
-    }
-}
-
-#[cold]
-pub(crate) fn failure_of(entry: &Entry, event: &str, payload: &(dyn Any + Send)) -> SubscriberFailure {
-    let kind = entry.subscriber.kind_name();
-    SubscriberFailure {
-        subscription: entry.id,
-        subscriber: entry.subscriber.label.clone().unwrap_or(Cow::Borrowed(kind)),
-        kind,
-        event: event.to_owned(),
-        message: panic_message(payload),
-    }
-}
-
-/// `silenced(name)` of one listener; a panic counts as "silenced" and is pushed onto `failures`.
-pub(crate) fn guarded_silenced_reporting(
-    failures: &mut Vec<SubscriberFailure>,
-    listener: &crate::registry::Listener<dyn SilenceableSubscriber>,
-    name: &str,
-) -> bool {
-    match catch_unwind(AssertUnwindSafe(|| listener.subscriber.silenced(name))) {
-        Ok(silenced) => silenced,
-        Err(payload) => {
-            failures.push(failure_of(&listener.entry, name, &*payload));
-            true
-        }
-    }
-}
-
-/// `silenced(name)` for queries (`listening`), where a panic counts as "silenced" without a report:
-/// the report comes when an event is instrumented.
-pub(crate) fn guarded_silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> bool {
-    catch_unwind(AssertUnwindSafe(|| subscriber.silenced(name))).unwrap_or(true)
 }

@@ -1,12 +1,13 @@
 //! [`Handle`]: an event started and finished in different places (AS::N's `Instrumenter#build_handle`).
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use crate::context::{Context, EventContext};
 use crate::dispatch::Active;
 use crate::error::NotifyError;
 use crate::event::{Name, Outcome};
-use crate::notifier::{Inner, Notifier};
+use crate::fanout::{self, Fanout};
 use crate::payload::Payload;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +20,7 @@ enum State {
 /// An event whose start and finish the caller drives: [`Handle::start`], then [`Handle::finish`].
 ///
 /// The listener set is captured at `start`: a subscriber added afterwards is not called for this
-/// event, and one removed afterwards still receives its finish (shared/cases R1, R2). A second
+/// event, and one removed afterwards still receives its finish. A second
 /// `start` or `finish` is an [`Err`], never a panic. A handle dropped after `start` and before
 /// `finish` finishes on drop (marked [`Outcome::Panicked`] when a panic began after `start`), so
 /// it also works as a guard. A handle finished on another thread than it started on is delivered
@@ -51,32 +52,29 @@ pub struct Handle {
     /// The explicit parent given with [`Handle::set_parent`].
     parent: Option<Context>,
     outcome: Outcome,
-    /// Whether the thread was already unwinding at `start`: then a drop during that unwinding is
-    /// not this event's panic.
-    panicking_at_start: bool,
 }
 
 /// The notifier of a handle: callsite handles always use the global one, so they hold no
 /// reference count of it.
 enum Source {
     Global,
-    Notifier(Notifier),
+    Fanout(Arc<Fanout>),
 }
 
 impl Source {
     #[inline]
-    fn inner(&self) -> &Inner {
+    fn fanout(&self) -> &Fanout {
         match self {
-            Source::Global => &Notifier::global().inner,
-            Source::Notifier(notifier) => &notifier.inner,
+            Source::Global => fanout::global(),
+            Source::Fanout(fanout) => fanout,
         }
     }
 }
 
 impl Handle {
-    pub(crate) fn new(notifier: Notifier, name: Name, payload: Payload) -> Handle {
+    pub(crate) fn new(fanout: Arc<Fanout>, name: Name, payload: Payload) -> Handle {
         Handle {
-            notifier: Source::Notifier(notifier),
+            notifier: Source::Fanout(fanout),
             name,
             payload,
             state: State::Built,
@@ -84,7 +82,6 @@ impl Handle {
             id: None,
             parent: None,
             outcome: Outcome::Completed,
-            panicking_at_start: false,
         }
     }
 
@@ -99,7 +96,6 @@ impl Handle {
             id: None,
             parent: None,
             outcome: Outcome::Completed,
-            panicking_at_start: false,
         }
     }
 
@@ -109,11 +105,10 @@ impl Handle {
             State::Started | State::Finished => return Err(NotifyError::AlreadyStarted),
         }
         self.state = State::Started;
-        self.panicking_at_start = std::thread::panicking();
         if self.active.is_none() {
-            let inner = self.notifier.inner();
-            let resolved = inner.snapshot.load().resolve(self.name.as_str());
-            self.active = resolved.and_then(|resolved| Active::prepare(inner, resolved));
+            let fanout = self.notifier.fanout();
+            let resolved = fanout.lookup_name(self.name.clone());
+            self.active = resolved.and_then(|resolved| Active::prepare(fanout, resolved));
         }
         if let Some(active) = &mut self.active {
             active.start(&mut self.payload, enter, self.parent.as_ref().map(Context::frame));
@@ -221,7 +216,7 @@ impl Handle {
     pub fn enter(&self) -> Entered<'_> {
         let active = self.active.as_ref().filter(|_| self.state == State::Started);
         if let Some(active) = active {
-            active.enter(self.notifier.inner());
+            active.enter(self.notifier.fanout());
         }
         Entered {
             handle: active.map(|_| self),
@@ -341,7 +336,7 @@ impl Handle {
         }
         self.state = State::Finished;
         if let Some(active) = &mut self.active {
-            active.finish_in_place(self.notifier.inner(), &mut self.payload, self.outcome);
+            active.finish_in_place(self.notifier.fanout(), &mut self.payload, self.outcome);
         }
         Ok(())
     }
@@ -350,10 +345,10 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         if self.state == State::Started {
-            if std::thread::panicking() && !self.panicking_at_start {
-                self.outcome = Outcome::Panicked;
+            self.state = State::Finished;
+            if let Some(active) = &mut self.active {
+                active.finish_on_drop(self.notifier.fanout(), &mut self.payload, self.outcome);
             }
-            let _ = self.finish();
         }
     }
 }
@@ -382,7 +377,7 @@ impl Drop for Entered<'_> {
     fn drop(&mut self) {
         if let Some(handle) = self.handle {
             if let Some(active) = &handle.active {
-                active.exit(handle.notifier.inner());
+                active.exit(handle.notifier.fanout());
             }
         }
     }

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use crate::context::EventContext;
 use crate::error::NotifyError;
@@ -223,7 +222,7 @@ impl Instrumenter {
 
     /// The notifier's identity, to keep the started events of two notifiers apart.
     fn key(&self) -> usize {
-        Arc::as_ptr(&self.notifier.inner) as usize
+        self.notifier.identity()
     }
 }
 

@@ -10,9 +10,9 @@ use crate::callsite::Callsite;
 use crate::context::Context;
 use crate::dispatch::Active;
 use crate::event::Outcome;
+use crate::fanout;
 use crate::future::RecordWith;
 use crate::handle::Handle;
-use crate::notifier::Notifier;
 use crate::payload::{Payload, Value};
 
 /// The payload key under which `ret` records the return value.
@@ -267,9 +267,6 @@ struct Started {
     /// Started once its id is set (not when the payload expression panicked).
     active: ManuallyDrop<Active>,
     payload: ManuallyDrop<Payload>,
-    /// Whether the thread was already unwinding at start: then the guard's drop during that
-    /// unwinding is the function returning, not panicking.
-    panicking_at_start: bool,
 }
 
 impl Guard {
@@ -324,7 +321,6 @@ impl Guard {
         let started = self.event.insert(Started {
             active: ManuallyDrop::new(active),
             payload: ManuallyDrop::new(Payload::default()),
-            panicking_at_start: std::thread::panicking(),
         });
         payload(&mut started.payload);
         started.active.start(&mut started.payload, true, parent);
@@ -342,14 +338,10 @@ impl Guard {
     #[inline(never)]
     fn finish(&mut self) {
         if let Some(started) = &mut self.event {
-            if started.active.id() != 0 {
-                let outcome = if std::thread::panicking() && !started.panicking_at_start {
-                    Outcome::Panicked
-                } else {
-                    Outcome::Completed
-                };
-                let inner = &Notifier::global().inner;
-                started.active.finish_in_place(inner, &mut started.payload, outcome);
+            if started.active.is_started() {
+                started
+                    .active
+                    .finish_on_drop(fanout::global(), &mut started.payload, Outcome::Completed);
             }
             // SAFETY: called once, from `drop`; the fields are not used afterwards.
             unsafe {

@@ -11,7 +11,8 @@ use std::time::{Instant, SystemTime};
 use crate::context::EventContext;
 use crate::escape::{needs_escape, Escaped};
 use crate::event::Event;
-use crate::notifier::{Inner, Notifier, Subscription};
+use crate::fanout::Fanout;
+use crate::notifier::{Notifier, Subscription};
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 use crate::subscriber::{EventOptions, EventedSubscriber, OwnedEventSubscriber, Subscriber};
@@ -543,7 +544,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
         Ok(Attachment {
             namespace: self.namespace.clone(),
             subscriber,
-            notifier: Arc::downgrade(&notifier.inner),
+            notifier: notifier.downgrade(),
             attached,
         })
     }
@@ -638,7 +639,7 @@ struct Attached {
 pub struct Attachment<T> {
     namespace: String,
     subscriber: Arc<T>,
-    notifier: Weak<Inner>,
+    notifier: Weak<Fanout>,
     attached: Vec<Attached>,
 }
 
@@ -784,7 +785,7 @@ impl<T> Attachment<T> {
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
     /// }
-    /// assert_eq!(Cache.attach_to(&Notifier::new())?.subscriptions()[0].id(), 1);
+    /// assert_eq!(Cache.attach_to(&Notifier::new())?.subscriptions()[0].id().get(), 1);
     /// # Ok::<(), notify_core::MethodsError>(())
     /// ```
     pub fn subscriptions(&self) -> Vec<Subscription> {
@@ -792,7 +793,7 @@ impl<T> Attachment<T> {
     }
 
     fn notifier(&self) -> Option<Notifier> {
-        self.notifier.upgrade().map(|inner| Notifier { inner })
+        self.notifier.upgrade().map(Notifier::from_fanout)
     }
 }
 

@@ -1,84 +1,26 @@
-//! [`Notifier`]: the registry of subscriptions and the entry point for instrumenting (AS::N's
-//! `Fanout` plus `Instrumenter`).
+//! [`Notifier`]: the facade over one fanout (its registry of subscriptions and policies) and the
+//! entry point for instrumenting (AS::N's `Fanout` plus `Instrumenter`); [`Subscription`].
 //!
-//! Readers (`instrument`, `listening`, callsites) load the current [`Snapshot`] through `arc-swap`
-//! and never lock. Writers (`subscribe`, `unsubscribe`) serialise on one mutex, build the next
-//! snapshot from the current one, swap it in, refresh the callsites, and only then drop the old
-//! snapshot (after releasing the mutex, so a subscriber's `Drop` may itself subscribe).
+//! Everything here delegates: changes to `fanout.rs`, deliveries to `dispatch.rs`.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 use std::time::SystemTime;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
-use once_cell::sync::Lazy;
-use parking_lot::RwLock;
-use rustc_hash::{FxBuildHasher, FxHashSet};
-use std::hash::BuildHasher;
+use rustc_hash::FxHashSet;
 
-use crate::sync::Mutex;
-
-use crate::callsite::Callsite;
 use crate::context::Context;
-use crate::dispatch::{self, deliver_event};
+use crate::dispatch;
 use crate::error::NotifyError;
 use crate::event::{monotonic_clock, Event, Name};
-use crate::failure::{
-    default_hook, guarded, FailurePolicy, Hook, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED,
-};
+use crate::failure::{FailurePolicy, SubscriberFailure};
+use crate::fanout::{self, Fanout};
 use crate::handle::Handle;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 use crate::redaction::Redaction;
-use crate::registry::{Change, Entry, Resolved, Snapshot};
-use crate::subscriber::Subscriber;
-
-pub(crate) struct Inner {
-    pub(crate) snapshot: ArcSwap<Snapshot>,
-    /// A one-hash Bloom filter of the names of the current snapshot's exact subscriptions (every
-    /// bit set while a pattern or catch-all subscription exists), so `instrument` on a name nobody
-    /// listens to skips the snapshot load. Written under the writer lock right after each swap,
-    /// before the change returns.
-    names: [AtomicU64; NAME_FILTER_WORDS],
-    writer: Mutex<Writer>,
-    next_subscription: AtomicU64,
-    policy: AtomicU8,
-    /// True while `redaction` holds a policy: the one relaxed load a listened event pays for
-    /// redaction when none is set.
-    redacting: AtomicBool,
-    redaction: ArcSwapOption<Redaction>,
-    hook: RwLock<Hook>,
-    is_global: bool,
-}
-
-/// Words of [`Inner::names`]: 4,096 bits, one per name hash.
-const NAME_FILTER_WORDS: usize = 64;
-
-/// The bit of `name` in [`Inner::names`]: (word, mask).
-#[inline]
-fn name_bit(name: &str) -> (usize, u64) {
-    let hash = FxBuildHasher.hash_one(name) as usize;
-    ((hash >> 6) % NAME_FILTER_WORDS, 1 << (hash & 63))
-}
-
-/// The value of [`Inner::names`] for `snapshot`.
-fn name_filter(snapshot: &Snapshot) -> [u64; NAME_FILTER_WORDS] {
-    if !snapshot.wide.is_empty() {
-        return [u64::MAX; NAME_FILTER_WORDS];
-    }
-    let mut words = [0; NAME_FILTER_WORDS];
-    for name in snapshot.exact.keys() {
-        let (word, mask) = name_bit(name);
-        words[word] |= mask;
-    }
-    words
-}
-
-#[derive(Default)]
-struct Writer {
-    callsites: Vec<&'static Callsite>,
-}
+use crate::subscriber::{Subscriber, SubscriberKind};
+use crate::subscription::SubscriptionId;
 
 /// A registry of subscriptions, and what instruments against it.
 ///
@@ -109,10 +51,12 @@ struct Writer {
 /// ```
 #[derive(Clone)]
 pub struct Notifier {
-    pub(crate) inner: Arc<Inner>,
+    fanout: Arc<Fanout>,
 }
 
-static GLOBAL: Lazy<Notifier> = Lazy::new(|| Notifier::with_global(true));
+static GLOBAL: LazyLock<Notifier> = LazyLock::new(|| Notifier {
+    fanout: fanout::global().clone(),
+});
 
 impl Default for Notifier {
     fn default() -> Notifier {
@@ -128,29 +72,24 @@ impl Notifier {
     /// assert_eq!(notifier.subscriber_count(), 0);
     /// ```
     pub fn new() -> Notifier {
-        Notifier::with_global(false)
-    }
-
-    /// A notifier that refreshes registered callsites (as the global one does), for the loom model.
-    #[cfg(all(test, loom))]
-    pub(crate) fn tracking_callsites() -> Notifier {
-        Notifier::with_global(true)
-    }
-
-    fn with_global(is_global: bool) -> Notifier {
         Notifier {
-            inner: Arc::new(Inner {
-                snapshot: ArcSwap::from_pointee(Snapshot::default()),
-                names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
-                writer: Mutex::new(Writer::default()),
-                next_subscription: AtomicU64::new(1),
-                policy: AtomicU8::new(0),
-                redacting: AtomicBool::new(false),
-                redaction: ArcSwapOption::empty(),
-                hook: RwLock::new(default_hook()),
-                is_global,
-            }),
+            fanout: Fanout::new(false),
         }
+    }
+
+    /// The notifier of `fanout` (an attachment's weak reference, upgraded).
+    pub(crate) fn from_fanout(fanout: Arc<Fanout>) -> Notifier {
+        Notifier { fanout }
+    }
+
+    /// A weak reference to this notifier's fanout.
+    pub(crate) fn downgrade(&self) -> Weak<Fanout> {
+        Arc::downgrade(&self.fanout)
+    }
+
+    /// This notifier's identity (shared by its clones), to tell notifiers apart.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.fanout) as usize
     }
 
     /// The process-wide notifier, created on first use.
@@ -195,28 +134,11 @@ impl Notifier {
     /// assert_eq!(notifier.subscriber_count(), 0);
     /// ```
     pub fn subscribe_all(&self, pairs: impl IntoIterator<Item = (Pattern, Subscriber)>) -> Vec<Subscription> {
-        let pairs: Vec<(Pattern, Subscriber)> = pairs.into_iter().collect();
-        let mut added = Vec::with_capacity(pairs.len());
-        self.inner.write(|snapshot| {
-            for (pattern, subscriber) in pairs {
-                let id = self.inner.next_subscription.fetch_add(1, Ordering::Relaxed);
-                added.push(Arc::new(Entry {
-                    id,
-                    pattern,
-                    excluded: Vec::new(),
-                    subscriber,
-                }));
-            }
-            let mut entries = Vec::with_capacity(snapshot.entries.len() + added.len());
-            entries.extend(snapshot.entries.iter().cloned());
-            entries.extend(added.iter().cloned());
-            Some(snapshot.next(entries, Change::Entries(&added)))
-        });
-        let notifier = Arc::downgrade(&self.inner);
-        added
-            .iter()
-            .map(|e| Subscription {
-                id: e.id,
+        let ids = self.fanout.subscribe_all(pairs.into_iter().collect());
+        let notifier = Arc::downgrade(&self.fanout);
+        ids.into_iter()
+            .map(|id| Subscription {
+                id,
                 notifier: notifier.clone(),
             })
             .collect()
@@ -232,18 +154,12 @@ impl Notifier {
     /// assert_eq!(notifier.unsubscribe_all(&[a.clone(), a]), 1);
     /// ```
     pub fn unsubscribe_all(&self, subscriptions: &[Subscription]) -> usize {
-        let ids: FxHashSet<u64> = subscriptions
+        let ids: FxHashSet<SubscriptionId> = subscriptions
             .iter()
-            .filter(|s| std::ptr::eq(s.notifier.as_ptr(), Arc::as_ptr(&self.inner)))
+            .filter(|s| std::ptr::eq(s.notifier.as_ptr(), Arc::as_ptr(&self.fanout)))
             .map(|s| s.id)
             .collect();
-        let mut removed = Vec::new();
-        self.inner.write(|snapshot| {
-            let (gone, kept): (Vec<_>, Vec<_>) = snapshot.entries.iter().cloned().partition(|e| ids.contains(&e.id));
-            removed = gone;
-            (!removed.is_empty()).then(|| snapshot.next(kept, Change::Entries(&removed)))
-        });
-        removed.len()
+        self.fanout.unsubscribe_all(&ids)
     }
 
     /// Runs `f` with `subscriber` subscribed, and unsubscribes it afterwards, even if `f` panics
@@ -289,36 +205,7 @@ impl Notifier {
     /// # Ok::<(), notify_core::PatternError>(())
     /// ```
     pub fn unsubscribe_name(&self, name: &str) -> usize {
-        let mut removed = 0;
-        self.inner.write(|snapshot| {
-            let mut entries = Vec::with_capacity(snapshot.entries.len());
-            let mut changed = false;
-            for entry in &snapshot.entries {
-                match entry.pattern.exact_name() {
-                    Some(exact) if **exact == *name => {
-                        removed += 1;
-                        changed = true;
-                    }
-                    Some(_) => entries.push(entry.clone()),
-                    None if matches!(entry.pattern.repr, crate::pattern::Repr::All) || !entry.matches(name) => {
-                        entries.push(entry.clone());
-                    }
-                    None => {
-                        let mut excluded = entry.excluded.clone();
-                        excluded.push(name.into());
-                        entries.push(Arc::new(Entry {
-                            id: entry.id,
-                            pattern: entry.pattern.clone(),
-                            excluded,
-                            subscriber: entry.subscriber.clone(),
-                        }));
-                        changed = true;
-                    }
-                }
-            }
-            changed.then(|| snapshot.next(entries, Change::Name(name)))
-        });
-        removed
+        self.fanout.unsubscribe_name(name)
     }
 
     /// True when an event named `name` would reach a subscriber now: somebody matches it and is not
@@ -329,7 +216,7 @@ impl Notifier {
     /// assert!(!notifier.listening("sql.query"));
     /// ```
     pub fn listening(&self, name: &str) -> bool {
-        self.inner.snapshot.load().listening(name)
+        self.fanout.probe(name, |found| dispatch::listening(name, found))
     }
 
     /// Runs `body` as the event `name` and returns its value (AS::N's `instrument`).
@@ -353,17 +240,10 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        if !self.inner.may_listen(name) {
-            return dispatch::unlistened(body);
+        match self.fanout.lookup(name) {
+            Some(resolved) => dispatch::run(&self.fanout, resolved, None, None, payload, body),
+            None => dispatch::unlistened(body),
         }
-        let resolved = {
-            let snapshot = self.inner.snapshot.load();
-            match snapshot.resolve(name) {
-                Some(resolved) => resolved,
-                None => return dispatch::unlistened(body),
-            }
-        };
-        dispatch::run(&self.inner, resolved, None, None, payload, body)
     }
 
     /// As [`Notifier::instrument`], with an explicit parent: the event's parent id and trace id come
@@ -374,7 +254,7 @@ impl Notifier {
     /// ```
     /// use notify_core::{Context, Event, Notifier, Payload, Subscriber, TraceId};
     /// let notifier = Notifier::new();
-    /// notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(12))));
+    /// let _ = notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(12))));
     /// let request = Context::new(TraceId::new(77).unwrap(), Some(12));
     /// notifier.instrument_with_parent(request, "reply", Payload::new, |_| ());
     /// ```
@@ -385,10 +265,10 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
+        let Some(resolved) = self.fanout.lookup(name) else {
             return dispatch::unlistened(body);
         };
-        dispatch::run(&self.inner, resolved, Some(parent.into().frame()), None, payload, body)
+        dispatch::run(&self.fanout, resolved, Some(parent.into().frame()), None, payload, body)
     }
 
     /// As [`Notifier::instrument`] for a body that returns a `Result`: an `Err` is recorded in the
@@ -434,7 +314,7 @@ impl Notifier {
             Cow::Borrowed(s) => Name::Static(s),
             Cow::Owned(s) => Name::Shared(s.into()),
         };
-        Handle::new(self.clone(), name, payload)
+        Handle::new(self.fanout.clone(), name, payload)
     }
 
     /// Delivers an event timed by the caller (AS::N's `publish`): timed subscribers receive the
@@ -454,7 +334,7 @@ impl Notifier {
     /// notifier.publish("cache.hit", start, start + Duration::from_millis(5), 42, Payload::new());
     /// ```
     pub fn publish(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: Payload) {
-        let Some(resolved) = self.inner.snapshot.load().resolve(name) else {
+        let Some(resolved) = self.fanout.lookup(name) else {
             return;
         };
         let mut event = Event::named(
@@ -464,7 +344,7 @@ impl Notifier {
             payload,
         );
         event.transaction_id = transaction_id;
-        self.inner.deliver_published(&resolved, start, finish, event);
+        dispatch::publish(&self.fanout, &resolved, (start, finish), event);
     }
 
     /// Delivers an already-built [`Event`] (AS::N's `publish_event`) to the timed, monotonic,
@@ -479,11 +359,11 @@ impl Notifier {
     /// notifier.publish_event(Event::new("job.done", now, now, Payload::new()));
     /// ```
     pub fn publish_event(&self, event: Event) {
-        let Some(resolved) = self.inner.snapshot.load().resolve(event.name()) else {
+        let Some(resolved) = self.fanout.lookup_name(event.name.clone()) else {
             return;
         };
-        let (start, finish) = (event.start_time(), event.end_time());
-        self.inner.deliver_published(&resolved, start, finish, event);
+        let wall = (event.start_time(), event.end_time());
+        dispatch::publish(&self.fanout, &resolved, wall, event);
     }
 
     /// Sets the redaction policy: from now on, every event of this notifier (`instrument`, handles,
@@ -503,19 +383,17 @@ impl Notifier {
     /// # Ok::<(), notify_core::RedactionError>(())
     /// ```
     pub fn set_redaction(&self, policy: Redaction) {
-        self.inner.redaction.store(Some(Arc::new(policy)));
-        self.inner.redacting.store(true, Ordering::Release);
+        self.fanout.set_redaction(Some(Arc::new(policy)));
     }
 
     /// Removes the redaction policy (events started earlier still apply it); returns it.
     pub fn clear_redaction(&self) -> Option<Arc<Redaction>> {
-        self.inner.redacting.store(false, Ordering::Release);
-        self.inner.redaction.swap(None)
+        self.fanout.set_redaction(None)
     }
 
     /// The redaction policy in force, if any.
     pub fn redaction(&self) -> Option<Arc<Redaction>> {
-        self.inner.redaction.load_full()
+        self.fanout.redaction_policy()
     }
 
     /// Sets what happens when a subscriber panics. Takes effect for events finished afterwards.
@@ -526,12 +404,7 @@ impl Notifier {
     /// assert_eq!(notifier.failure_policy(), notify_core::FailurePolicy::Detach);
     /// ```
     pub fn set_failure_policy(&self, policy: FailurePolicy) {
-        let code = match policy {
-            FailurePolicy::Report => 0,
-            FailurePolicy::Detach => 1,
-            FailurePolicy::Strict => 2,
-        };
-        self.inner.policy.store(code, Ordering::Relaxed);
+        self.fanout.set_policy(policy);
     }
 
     /// The current failure policy.
@@ -540,18 +413,19 @@ impl Notifier {
     /// assert_eq!(notify_core::Notifier::new().failure_policy(), notify_core::FailurePolicy::Report);
     /// ```
     pub fn failure_policy(&self) -> FailurePolicy {
-        self.inner.policy()
+        self.fanout.policy()
     }
 
     /// Replaces the failure hook, called once per subscriber panic, in run order. The default logs
-    /// the failure with `log::error!` (target `notify`). A panic in the hook itself is swallowed.
+    /// the failure with `log::error!` (target `notify`; without the `log` feature it writes the
+    /// line to stderr). A panic in the hook itself is caught and dropped, payload included.
     ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
     /// notifier.set_failure_hook(|failure: &notify_core::SubscriberFailure| eprintln!("{failure}"));
     /// ```
     pub fn set_failure_hook(&self, hook: impl Fn(&SubscriberFailure) + Send + Sync + 'static) {
-        *self.inner.hook.write() = Arc::new(hook);
+        self.fanout.set_hook(Arc::new(hook));
     }
 
     /// How many subscriptions there are.
@@ -565,40 +439,56 @@ impl Notifier {
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn subscriber_count(&self) -> usize {
-        self.inner.snapshot.load().entries.len()
+        self.fanout.subscription_count()
     }
 
-    /// How many event names the registry holds resolved: names with an exact subscription, plus
-    /// names resolved through patterns and kept in the bounded cache (at most 1,024).
+    /// Sets how many deliveries may nest on one thread before an event is dropped (default 32,
+    /// at least 1). A delivery nests when a subscriber instruments, publishes or builds a handle
+    /// from inside its callback (or its `silenced`): the event it makes is delivered one level
+    /// deeper. An event started at the limit is not delivered (its block still runs), counted in
+    /// [`Notifier::undelivered_too_deep`], and the first one is reported (`log::error!`, target
+    /// `notify`, or stderr). So a subscriber that instruments its own event stops after `depth`
+    /// levels instead of overflowing the stack. The depth is counted per thread across notifiers;
+    /// the limit is this notifier's.
     ///
     /// ```
-    /// let notifier = notify_core::Notifier::new();
-    /// notifier.instrument("never.listened", notify_core::Payload::new, |_| ());
-    /// assert_eq!(notifier.cached_names(), 0);
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.set_max_delivery_depth(4);
+    /// let again = notifier.clone();
+    /// notifier.subscribe("tick.clock", Subscriber::event(move |_: &notify_core::Event| {
+    ///     again.instrument("tick.clock", Payload::new, |_| ()); // its own event: recursion
+    /// }));
+    /// notifier.instrument("tick.clock", Payload::new, |_| ());
+    /// assert_eq!(notifier.undelivered_too_deep(), 1);
     /// ```
-    pub fn cached_names(&self) -> usize {
-        self.inner.snapshot.load().resolved_names()
+    pub fn set_max_delivery_depth(&self, depth: u32) {
+        self.fanout.set_max_depth(depth);
+    }
+
+    /// The limit set by [`Notifier::set_max_delivery_depth`] (default 32).
+    pub fn max_delivery_depth(&self) -> u32 {
+        self.fanout.max_depth()
+    }
+
+    /// How many events were not delivered because the thread was already at the nested-delivery
+    /// limit ([`Notifier::set_max_delivery_depth`]); a count since the notifier was made.
+    pub fn undelivered_too_deep(&self) -> u64 {
+        self.fanout.too_deep()
     }
 
     /// The subscribers that an event named `name` would reach now, as `(subscription id, kind)` in
-    /// delivery order. For diagnostics and tests (AS::N's `listeners_for`).
+    /// delivery order, silenced ones included. For diagnostics and tests (AS::N's `listeners_for`).
     ///
     /// ```
-    /// let notifier = notify_core::Notifier::new();
-    /// let s = notifier.subscribe("x", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
-    /// assert_eq!(notifier.listeners_for("x"), vec![(s.id(), "event")]);
+    /// use notify_core::{Notifier, Subscriber, SubscriberKind};
+    /// let notifier = Notifier::new();
+    /// let s = notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| {}));
+    /// assert_eq!(notifier.listeners_for("query.sql"), vec![(s.id(), SubscriberKind::Event)]);
     /// ```
-    pub fn listeners_for(&self, name: &str) -> Vec<(u64, &'static str)> {
-        let snapshot = self.inner.snapshot.load();
-        let resolved = match snapshot.exact.get(name) {
-            Some(r) => Some(r.clone()),
-            None => Resolved::new(Name::Shared(name.into()), &snapshot.wide),
-        };
-        resolved.map_or_else(Vec::new, |r| {
-            r.listeners
-                .entries()
-                .map(|e| (e.id, e.subscriber.kind_name()))
-                .collect()
+    pub fn listeners_for(&self, name: &str) -> Vec<(SubscriptionId, SubscriberKind)> {
+        self.fanout.lookup(name).map_or_else(Vec::new, |r| {
+            r.listeners.entries().map(|e| (e.id, e.subscriber.kind())).collect()
         })
     }
 }
@@ -607,144 +497,8 @@ impl std::fmt::Debug for Notifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Notifier")
             .field("subscriptions", &self.subscriber_count())
-            .field("global", &self.inner.is_global)
+            .field("global", &self.fanout.is_global())
             .finish()
-    }
-}
-
-impl Inner {
-    /// False when nobody listens to `name` (exact); true when someone may (a filter collision, a
-    /// pattern subscription, or a listener).
-    #[inline]
-    fn may_listen(&self, name: &str) -> bool {
-        let (word, mask) = name_bit(name);
-        self.names[word].load(Ordering::Acquire) & mask != 0
-    }
-
-    /// Applies one change under the writer lock; `build` returns `None` for "nothing changed".
-    fn write(&self, build: impl FnOnce(&Snapshot) -> Option<Snapshot>) -> bool {
-        let writer = self.writer.lock();
-        let current = self.snapshot.load_full();
-        let Some(next) = build(&current) else { return false };
-        let filter = name_filter(&next);
-        let old = self.snapshot.swap(Arc::new(next));
-        for (word, bits) in self.names.iter().zip(filter) {
-            word.store(bits, Ordering::Release);
-        }
-        if self.is_global {
-            let snapshot = self.snapshot.load();
-            for callsite in &writer.callsites {
-                callsite.refresh(&snapshot);
-            }
-        }
-        drop(writer);
-        // `current` and `old` may hold the last references to removed subscribers: drop them
-        // outside the lock, so a subscriber's Drop may subscribe.
-        drop((current, old));
-        true
-    }
-
-    fn unsubscribe_id(&self, id: u64) -> Result<(), NotifyError> {
-        let mut found = false;
-        self.write(|snapshot| {
-            let at = snapshot.entries.iter().position(|e| e.id == id)?;
-            found = true;
-            let mut entries = snapshot.entries.clone();
-            let removed = entries.remove(at);
-            Some(snapshot.next(entries, Change::Entries(&[removed])))
-        });
-        if found {
-            Ok(())
-        } else {
-            Err(NotifyError::NotFound)
-        }
-    }
-
-    /// Registers a callsite of the global notifier and computes its first state.
-    pub(crate) fn register_callsite(&self, callsite: &'static Callsite) {
-        let mut writer = self.writer.lock();
-        if callsite.is_registered() {
-            return;
-        }
-        callsite.refresh(&self.snapshot.load());
-        writer.callsites.push(callsite);
-    }
-
-    fn policy(&self) -> FailurePolicy {
-        match self.policy.load(Ordering::Relaxed) {
-            0 => FailurePolicy::Report,
-            1 => FailurePolicy::Detach,
-            _ => FailurePolicy::Strict,
-        }
-    }
-
-    /// The redaction policy an event prepared now applies (one relaxed load when none is set).
-    #[inline(always)]
-    pub(crate) fn redaction(&self) -> Option<Arc<Redaction>> {
-        if !self.redacting.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.redaction.load_full()
-    }
-
-    fn deliver_published(&self, resolved: &Resolved, start: SystemTime, finish: SystemTime, mut event: Event) {
-        if let Some(policy) = self.redaction() {
-            policy.redact(&mut event.payload);
-        }
-        let mut failures = Vec::new();
-        let name = resolved.name.as_str();
-        let listeners = &resolved.listeners;
-        let (payload, txn) = (&event.payload, event.transaction_id);
-        for l in &listeners.timed {
-            guarded(&mut failures, &l.entry, name, || {
-                l.subscriber.call(name, start, finish, txn, payload)
-            });
-        }
-        for l in &listeners.monotonic {
-            guarded(&mut failures, &l.entry, name, || {
-                l.subscriber.call(name, event.start, event.end, txn, payload)
-            });
-        }
-        deliver_event(&mut failures, resolved, event);
-        if !failures.is_empty() {
-            self.handle_failures(failures);
-        }
-    }
-
-    /// Applies the failure policy to the failures of one event, in run order.
-    #[cold]
-    pub(crate) fn handle_failures(&self, failures: Vec<SubscriberFailure>) {
-        let hook = self.hook.read().clone();
-        for failure in &failures {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(failure)));
-        }
-        match self.policy() {
-            FailurePolicy::Report => {}
-            FailurePolicy::Detach => {
-                for failure in &failures {
-                    if self.unsubscribe_id(failure.subscription).is_ok() {
-                        let payload = Payload::new()
-                            .with("subscription", failure.subscription)
-                            .with("subscriber", failure.subscriber.clone())
-                            .with("event", failure.event.clone())
-                            .with("message", failure.message.clone());
-                        let resolved = self.snapshot.load().resolve(SUBSCRIBER_FAILED);
-                        if let Some(resolved) = resolved {
-                            dispatch::run(self, resolved, None, None, || payload, |_| ());
-                        }
-                    }
-                }
-            }
-            FailurePolicy::Strict => {
-                if !std::thread::panicking() {
-                    let errors = SubscriberErrors { failures };
-                    // The panic hook prints only string payloads: say what failed first, so a
-                    // failing test shows the list, not `Box<dyn Any>`.
-                    eprintln!("notify: FailurePolicy::Strict: {errors}");
-                    std::panic::panic_any(errors);
-                }
-            }
-        }
     }
 }
 
@@ -759,19 +513,15 @@ impl Inner {
 /// assert_eq!(s.unsubscribe(), Err(NotifyError::NotFound));
 /// ```
 #[derive(Clone, Debug)]
+#[must_use = "a subscription stays until `unsubscribe`; keep it to unsubscribe, or `let _ =` to subscribe for good"]
 pub struct Subscription {
-    id: u64,
-    notifier: Weak<Inner>,
+    id: SubscriptionId,
+    notifier: Weak<Fanout>,
 }
 
 impl Subscription {
     /// The subscription id (unique within its notifier, counting from 1).
-    ///
-    /// ```
-    /// let n = notify_core::Notifier::new();
-    /// assert_eq!(n.subscribe("x", notify_core::Subscriber::event(|_: &notify_core::Event| {})).id(), 1);
-    /// ```
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> SubscriptionId {
         self.id
     }
 
@@ -789,14 +539,8 @@ impl Subscription {
     /// ```
     pub fn unsubscribe(&self) -> Result<(), NotifyError> {
         match self.notifier.upgrade() {
-            Some(inner) => inner.unsubscribe_id(self.id),
+            Some(fanout) => fanout.unsubscribe_id(self.id),
             None => Err(NotifyError::NotFound),
         }
-    }
-}
-
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Notifier")
     }
 }

@@ -139,6 +139,11 @@ impl Pattern {
         }
     }
 
+    /// True for [`Pattern::all`].
+    pub(crate) fn is_all(&self) -> bool {
+        matches!(self.repr, Repr::All)
+    }
+
     pub(crate) fn exact_name(&self) -> Option<&Arc<str>> {
         match &self.repr {
             Repr::Exact(name) => Some(name),

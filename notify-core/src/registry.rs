@@ -1,6 +1,6 @@
 //! The registry snapshot: every subscription, plus the per-name listener sets already grouped by
 //! kind. A snapshot is immutable once published; writers build the next one from the previous
-//! one and swap it in (see `notifier.rs`).
+//! one and swap it in (see `fanout.rs`).
 //!
 //! Names with an exact subscription are resolved when the snapshot is built (`exact`). Other names
 //! matter only when a pattern or catch-all subscription exists (`wide`); they are resolved on first
@@ -8,10 +8,9 @@
 //! entry that the change does not touch, so a change invalidates exactly the names it matches.
 
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
-use once_cell::sync::OnceCell;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::event::Name;
@@ -20,13 +19,14 @@ use crate::subscriber::{
     EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber,
     SilenceableSubscriber, Subscriber, TimedSubscriber,
 };
+use crate::subscription::SubscriptionId;
 
 /// Slots of a snapshot's cache of names resolved through patterns (a power of two).
 pub(crate) const CACHE_SLOTS: usize = 1024;
 
 /// One subscription as the registry keeps it.
 pub(crate) struct Entry {
-    pub(crate) id: u64,
+    pub(crate) id: SubscriptionId,
     pub(crate) pattern: Pattern,
     /// Names removed from this pattern subscription by `unsubscribe_name` (AS::N's exclusions).
     pub(crate) excluded: Vec<Arc<str>>,
@@ -146,16 +146,6 @@ impl Resolved {
     pub(crate) fn has_listeners(&self) -> bool {
         self.listeners.has_unconditional() || !self.listeners.silenceable.is_empty()
     }
-
-    /// True unless every listener is a silenceable one that is silenced now.
-    pub(crate) fn listening(&self) -> bool {
-        self.listeners.has_unconditional()
-            || self
-                .listeners
-                .silenceable
-                .iter()
-                .any(|l| !crate::failure::guarded_silenced(&*l.subscriber, self.name.as_str()))
-    }
 }
 
 /// One immutable state of the registry.
@@ -170,7 +160,7 @@ pub(crate) struct Snapshot {
     /// Names resolved through `wide`, filled on first use; absent until a name needs it. Shared
     /// with the next snapshot when a change touches no pattern subscription: entries hold only
     /// what `wide` contributes, and exact names are looked up before the cache.
-    pub(crate) cache: Arc<OnceCell<Box<[ArcSwapOption<Resolved>]>>>,
+    pub(crate) cache: Arc<OnceLock<Box<[ArcSwapOption<Resolved>]>>>,
 }
 
 /// What a registry change touched, to keep the rest of the cache.
@@ -181,85 +171,111 @@ pub(crate) enum Change<'a> {
     Name(&'a str),
 }
 
+/// What [`Snapshot::lookup`] found.
+pub(crate) enum Lookup<'s> {
+    /// Nobody at all listens to the name.
+    Nobody,
+    /// The name's listeners (an exact name, or a cached one).
+    Found(Arc<Resolved>),
+    /// Only these pattern and catch-all subscriptions can match the name, and it is not cached.
+    Uncached(&'s [Arc<Entry>]),
+}
+
+/// An event name to resolve: borrowed (copied into the cache only if it is cached), or already
+/// owned (a callsite's `&'static str`, a handle's name: cached as it is).
+pub(crate) enum NameRef<'a> {
+    Borrowed(&'a str),
+    Owned(Name),
+}
+
+impl NameRef<'_> {
+    #[inline(always)]
+    fn as_str(&self) -> &str {
+        match self {
+            NameRef::Borrowed(name) => name,
+            NameRef::Owned(name) => name.as_str(),
+        }
+    }
+
+    fn into_name(self) -> Name {
+        match self {
+            NameRef::Borrowed(name) => Name::Shared(name.into()),
+            NameRef::Owned(name) => name,
+        }
+    }
+}
+
 fn slot_of(name: &str) -> usize {
     (FxBuildHasher.hash_one(name) as usize) & (CACHE_SLOTS - 1)
 }
 
 impl Snapshot {
-    /// The listeners of `name`, or `None` when nobody at all listens to it.
-    #[inline]
-    pub(crate) fn resolve(&self, name: &str) -> Option<Arc<Resolved>> {
+    /// The one lookup of a name's listener group, for `instrument`, `listening`, `listeners_for`,
+    /// handles, `publish` and callsite refresh. Fast exits first: an exact name is one map lookup
+    /// (skipped while there are no exact subscriptions); with no pattern subscription the answer is
+    /// then [`Lookup::Nobody`]; else the name's slot in the cache. Never allocates: a name only
+    /// patterns can match and not cached yet is [`Lookup::Uncached`], for the caller to resolve and
+    /// cache ([`Snapshot::resolve`]) or to answer from the pattern subscriptions (`listening`).
+    #[inline(always)]
+    pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
         if !self.exact.is_empty() {
             if let Some(found) = self.exact.get(name) {
-                return Some(found.clone());
+                return Lookup::Found(found.clone());
             }
         }
         if self.wide.is_empty() {
-            return None;
+            return Lookup::Nobody;
         }
-        self.resolve_wide(name)
-    }
-
-    /// As [`Snapshot::resolve`], for a name known to be `'static` (no allocation on a cache miss).
-    pub(crate) fn resolve_static(&self, name: &'static str) -> Option<Arc<Resolved>> {
-        if let Some(found) = self.exact.get(name) {
-            return Some(found.clone());
-        }
-        if self.wide.is_empty() {
-            return None;
-        }
-        Resolved::new(Name::Static(name), &self.wide)
+        self.lookup_cached(name)
     }
 
     #[cold]
-    fn resolve_wide(&self, name: &str) -> Option<Arc<Resolved>> {
+    fn lookup_cached(&self, name: &str) -> Lookup<'_> {
+        if let Some(cache) = self.cache.get() {
+            if let Some(hit) = &*cache[slot_of(name)].load() {
+                if hit.name.as_str() == name {
+                    return match hit.has_listeners() {
+                        true => Lookup::Found(hit.clone()),
+                        false => Lookup::Nobody,
+                    };
+                }
+            }
+        }
+        Lookup::Uncached(&self.wide)
+    }
+
+    /// The listeners of `name`, or `None` when nobody at all listens to it: [`Snapshot::lookup`],
+    /// and an uncached name resolved against the pattern subscriptions and cached (unlistened
+    /// names too, so a miss is paid once).
+    #[inline(always)]
+    pub(crate) fn resolve(&self, name: NameRef<'_>) -> Option<Arc<Resolved>> {
+        match self.lookup(name.as_str()) {
+            Lookup::Nobody => None,
+            Lookup::Found(resolved) => Some(resolved),
+            Lookup::Uncached(_) => self.resolve_into_cache(name),
+        }
+    }
+
+    #[cold]
+    fn resolve_into_cache(&self, name: NameRef<'_>) -> Option<Arc<Resolved>> {
         let cache = self
             .cache
             .get_or_init(|| (0..CACHE_SLOTS).map(|_| ArcSwapOption::const_empty()).collect());
-        let slot = &cache[slot_of(name)];
-        if let Some(hit) = &*slot.load() {
-            if hit.name.as_str() == name {
-                return Some(hit.clone()).filter(|r| r.has_listeners());
-            }
-        }
-        // Unlistened names are cached too (with no listeners), so a miss is paid once.
         let mut listeners = Listeners::default();
-        for entry in self.wide.iter().filter(|e| e.matches(name)) {
+        for entry in self.wide.iter().filter(|e| e.matches(name.as_str())) {
             listeners.push(entry);
         }
+        let slot = &cache[slot_of(name.as_str())];
         let resolved = Arc::new(Resolved {
-            name: Name::Shared(name.into()),
+            name: name.into_name(),
             listeners,
         });
         slot.store(Some(resolved.clone()));
         Some(resolved).filter(|r| r.has_listeners())
     }
 
-    /// True when someone listens to `name` now and is not silenced; never allocates.
-    pub(crate) fn listening(&self, name: &str) -> bool {
-        if let Some(found) = self.exact.get(name) {
-            return found.listening();
-        }
-        if self.wide.is_empty() {
-            return false;
-        }
-        if let Some(cache) = self.cache.get() {
-            if let Some(hit) = &*cache[slot_of(name)].load() {
-                if hit.name.as_str() == name {
-                    return hit.listening();
-                }
-            }
-        }
-        self.wide
-            .iter()
-            .filter(|e| e.matches(name))
-            .any(|e| match &e.subscriber.kind {
-                Kind::Silenceable(s, _) => !crate::failure::guarded_silenced(&**s, name),
-                _ => true,
-            })
-    }
-
     /// Number of names this snapshot holds resolved (exact names plus cached pattern names).
+    #[cfg(test)]
     pub(crate) fn resolved_names(&self) -> usize {
         let cached = self.cache.get().map_or(0, |c| {
             c.iter()
@@ -339,7 +355,7 @@ impl Snapshot {
                     .iter()
                     .map(|slot| ArcSwapOption::new(slot.load_full().filter(|r| !touches(r.name.as_str()))))
                     .collect();
-                Arc::new(OnceCell::with_value(kept))
+                Arc::new(OnceLock::from(kept))
             }
         };
         Snapshot {

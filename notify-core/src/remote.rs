@@ -93,7 +93,7 @@ mod tests {
         let notifier = Notifier::new();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
-        notifier.subscribe(
+        let _ = notifier.subscribe(
             "query.sql",
             Subscriber::event(move |e: &Event| {
                 sink.lock().unwrap().push((

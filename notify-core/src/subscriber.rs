@@ -241,6 +241,78 @@ pub struct EventOptions {
     pub allocations: bool,
 }
 
+/// The kind of a subscriber: which listener group it joins and what it receives. Displays as its
+/// lowercase name (`"timed"`, `"event"`, ...), as failure reports show it; with feature `serde`,
+/// serializes as that name too.
+///
+/// ```
+/// use notify_core::{Subscriber, SubscriberKind};
+/// let s = Subscriber::event(|_: &notify_core::Event| {});
+/// assert_eq!(s.kind(), SubscriberKind::Event);
+/// assert_eq!(s.kind().to_string(), "event");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SubscriberKind {
+    /// [`TimedSubscriber`].
+    Timed,
+    /// [`MonotonicSubscriber`].
+    Monotonic,
+    /// [`EventSubscriber`].
+    Event,
+    /// [`EventedSubscriber`].
+    Evented,
+    /// [`SilenceableSubscriber`].
+    Silenceable,
+    /// [`OwnedEventSubscriber`].
+    Owned,
+}
+
+impl SubscriberKind {
+    /// The lowercase name: `"timed"`, `"monotonic"`, `"event"`, `"evented"`, `"silenceable"` or
+    /// `"owned"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubscriberKind::Timed => "timed",
+            SubscriberKind::Monotonic => "monotonic",
+            SubscriberKind::Event => "event",
+            SubscriberKind::Evented => "evented",
+            SubscriberKind::Silenceable => "silenceable",
+            SubscriberKind::Owned => "owned",
+        }
+    }
+}
+
+impl fmt::Display for SubscriberKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for SubscriberKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for SubscriberKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<SubscriberKind, D::Error> {
+        const NAMES: &[&str] = &["timed", "monotonic", "event", "evented", "silenceable", "owned"];
+        let name = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(match &*name {
+            "timed" => SubscriberKind::Timed,
+            "monotonic" => SubscriberKind::Monotonic,
+            "event" => SubscriberKind::Event,
+            "evented" => SubscriberKind::Evented,
+            "silenceable" => SubscriberKind::Silenceable,
+            "owned" => SubscriberKind::Owned,
+            other => return Err(serde::de::Error::unknown_variant(other, NAMES)),
+        })
+    }
+}
+
 #[derive(Clone)]
 pub(crate) enum Kind {
     Timed(Arc<dyn TimedSubscriber>),
@@ -258,7 +330,7 @@ pub(crate) enum Kind {
 /// use notify_core::Subscriber;
 /// let s = Subscriber::event(|_: &notify_core::Event| {}).named("audit");
 /// assert_eq!(s.label(), Some("audit"));
-/// assert_eq!(s.kind_name(), "event");
+/// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
 /// ```
 #[derive(Clone)]
 pub struct Subscriber {
@@ -275,7 +347,7 @@ impl Subscriber {
     ///
     /// ```
     /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
-    /// assert_eq!(s.kind_name(), "timed");
+    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Timed);
     /// ```
     pub fn timed(subscriber: impl TimedSubscriber) -> Subscriber {
         Subscriber::of(Kind::Timed(Arc::new(subscriber)))
@@ -285,7 +357,7 @@ impl Subscriber {
     ///
     /// ```
     /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
-    /// assert_eq!(s.kind_name(), "monotonic");
+    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Monotonic);
     /// ```
     pub fn monotonic(subscriber: impl MonotonicSubscriber) -> Subscriber {
         Subscriber::of(Kind::Monotonic(Arc::new(subscriber)))
@@ -295,7 +367,7 @@ impl Subscriber {
     ///
     /// ```
     /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
-    /// assert_eq!(s.kind_name(), "event");
+    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
     /// ```
     pub fn event(subscriber: impl EventSubscriber) -> Subscriber {
         Subscriber::event_with(EventOptions::default(), subscriber)
@@ -306,7 +378,7 @@ impl Subscriber {
     /// ```
     /// use notify_core::{EventOptions, Subscriber};
     /// let s = Subscriber::event_with(EventOptions { allocations: true, ..Default::default() }, |_: &notify_core::Event| {});
-    /// assert_eq!(s.kind_name(), "event");
+    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
     /// ```
     pub fn event_with(options: EventOptions, subscriber: impl EventSubscriber) -> Subscriber {
         Subscriber::of(Kind::Event(Arc::new(subscriber), options))
@@ -321,7 +393,7 @@ impl Subscriber {
     ///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
     ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
     /// }
-    /// assert_eq!(Subscriber::evented(S).kind_name(), "evented");
+    /// assert_eq!(Subscriber::evented(S).kind(), notify_core::SubscriberKind::Evented);
     /// ```
     pub fn evented(subscriber: impl EventedSubscriber) -> Subscriber {
         Subscriber::evented_with(EventedOptions::default(), subscriber)
@@ -353,7 +425,7 @@ impl Subscriber {
     ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
     /// }
     /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
-    /// assert_eq!(Subscriber::silenceable(S).kind_name(), "silenceable");
+    /// assert_eq!(Subscriber::silenceable(S).kind(), notify_core::SubscriberKind::Silenceable);
     /// ```
     pub fn silenceable(subscriber: impl SilenceableSubscriber) -> Subscriber {
         Subscriber::silenceable_with(EventedOptions::default(), subscriber)
@@ -371,7 +443,7 @@ impl Subscriber {
     /// }
     /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
     /// let s = Subscriber::silenceable_with(EventedOptions { duration: true }, S);
-    /// assert_eq!(s.kind_name(), "silenceable");
+    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Silenceable);
     /// ```
     pub fn silenceable_with(options: EventedOptions, subscriber: impl SilenceableSubscriber) -> Subscriber {
         Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options))
@@ -383,7 +455,7 @@ impl Subscriber {
     /// use notify_core::{Event, OwnedEventSubscriber, Subscriber};
     /// struct S;
     /// impl OwnedEventSubscriber for S { fn deliver(&self, _: &std::sync::Arc<Event>) {} }
-    /// assert_eq!(Subscriber::owned(S).kind_name(), "owned");
+    /// assert_eq!(Subscriber::owned(S).kind(), notify_core::SubscriberKind::Owned);
     /// ```
     pub fn owned(subscriber: impl OwnedEventSubscriber) -> Subscriber {
         Subscriber::of(Kind::Owned(Arc::new(subscriber)))
@@ -410,19 +482,15 @@ impl Subscriber {
         self.label.as_deref()
     }
 
-    /// The kind: `"timed"`, `"monotonic"`, `"event"`, `"evented"`, `"silenceable"` or `"owned"`.
-    ///
-    /// ```
-    /// assert_eq!(notify_core::Subscriber::event(|_: &notify_core::Event| {}).kind_name(), "event");
-    /// ```
-    pub fn kind_name(&self) -> &'static str {
+    /// The kind.
+    pub fn kind(&self) -> SubscriberKind {
         match self.kind {
-            Kind::Timed(_) => "timed",
-            Kind::Monotonic(_) => "monotonic",
-            Kind::Event(..) => "event",
-            Kind::Evented(..) => "evented",
-            Kind::Silenceable(..) => "silenceable",
-            Kind::Owned(_) => "owned",
+            Kind::Timed(_) => SubscriberKind::Timed,
+            Kind::Monotonic(_) => SubscriberKind::Monotonic,
+            Kind::Event(..) => SubscriberKind::Event,
+            Kind::Evented(..) => SubscriberKind::Evented,
+            Kind::Silenceable(..) => SubscriberKind::Silenceable,
+            Kind::Owned(_) => SubscriberKind::Owned,
         }
     }
 
@@ -456,7 +524,7 @@ impl Subscriber {
 impl fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Subscriber")
-            .field("kind", &self.kind_name())
+            .field("kind", &self.kind())
             .field("label", &self.label)
             .finish()
     }

@@ -1,5 +1,6 @@
 //! Synchronisation primitives, swapped for `loom`'s under `--cfg loom` so the callsite protocol
-//! can be model-checked.
+//! can be model-checked. Every lock of the crate goes through here, except the `static` list of
+//! orphaned event ids in `ids.rs` (a `const` initialiser, which loom's mutex has not).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::AtomicU8;
@@ -22,5 +23,28 @@ impl<T> Mutex<T> {
 
     pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
         self.0.lock().unwrap()
+    }
+}
+
+/// A reader-writer lock with `parking_lot`'s interface (`read()`/`write()` return the guards).
+#[cfg(not(loom))]
+pub(crate) type RwLock<T> = parking_lot::RwLock<T>;
+
+#[cfg(loom)]
+#[derive(Debug, Default)]
+pub(crate) struct RwLock<T>(loom::sync::RwLock<T>);
+
+#[cfg(loom)]
+impl<T> RwLock<T> {
+    pub(crate) fn new(value: T) -> RwLock<T> {
+        RwLock(loom::sync::RwLock::new(value))
+    }
+
+    pub(crate) fn read(&self) -> loom::sync::RwLockReadGuard<'_, T> {
+        self.0.read().unwrap()
+    }
+
+    pub(crate) fn write(&self) -> loom::sync::RwLockWriteGuard<'_, T> {
+        self.0.write().unwrap()
     }
 }

@@ -47,7 +47,7 @@ fn event_allocations_count_the_blocks_allocations_when_asked() {
     let notifier = Notifier::new();
     let counts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = counts.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "alloc.block",
         Subscriber::event_with(
             EventOptions {
@@ -71,11 +71,11 @@ fn event_allocations_count_the_blocks_allocations_when_asked() {
 #[test]
 fn listening_never_allocates_even_through_patterns() {
     let notifier = Notifier::new();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         notify_core::Pattern::glob("other.*").unwrap(),
         Subscriber::event(|_: &Event| {}),
     );
-    notifier.subscribe("exact.name", Subscriber::event(|_: &Event| {}));
+    let _ = notifier.subscribe("exact.name", Subscriber::event(|_: &Event| {}));
     let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
     let answers = [
         notifier.listening("exact.name"),

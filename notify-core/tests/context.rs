@@ -13,7 +13,7 @@ fn collecting() -> (Notifier, Arc<Mutex<Vec<Event>>>) {
     let notifier = Notifier::new();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
@@ -168,7 +168,7 @@ impl EventedSubscriber for Calls {
 fn evented_subscribers_get_the_ids_at_start_and_finish_and_enter_exit_only_for_entered_polls() {
     let notifier = Notifier::new();
     let calls = Arc::new(Calls::default());
-    notifier.subscribe(Pattern::all(), Subscriber::evented(calls.clone()));
+    let _ = notifier.subscribe(Pattern::all(), Subscriber::evented(calls.clone()));
     notifier.instrument("outer.app", Payload::new, |_| {
         notifier.instrument("inner.app", Payload::new, |_| ());
     });
@@ -207,7 +207,7 @@ fn evented_subscribers_get_the_ids_at_start_and_finish_and_enter_exit_only_for_e
 fn evented_subscribers_asking_for_duration_get_start_and_end_at_finish() {
     let notifier = Notifier::new();
     let calls = Arc::new(Calls::default());
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "x",
         Subscriber::evented_with(EventedOptions { duration: true }, calls.clone()),
     );

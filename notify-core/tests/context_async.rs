@@ -23,7 +23,7 @@ fn collecting() -> (Notifier, Arc<Mutex<Vec<Event>>>) {
     let notifier = Notifier::new();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
@@ -273,7 +273,7 @@ impl EventedSubscriber for Calls {
 fn evented_subscribers_get_an_enter_and_exit_per_poll_on_the_polling_thread() {
     let notifier = Notifier::new();
     let calls = Arc::new(Calls::default());
-    notifier.subscribe("job.app", Subscriber::evented(calls.clone()));
+    let _ = notifier.subscribe("job.app", Subscriber::evented(calls.clone()));
     runtime().block_on(async {
         let jobs: Vec<_> = (0..6)
             .map(|_| {

@@ -33,7 +33,7 @@ fn default_failure_report_escapes_the_event_name_and_the_panic_message() {
     log::set_max_level(log::LevelFilter::Trace);
     let notifier = Notifier::new();
     let name = format!("login.auth{HOSTILE}");
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         name.as_str(),
         Subscriber::event(|_: &notify_core::Event| std::panic::panic_any(format!("boom{HOSTILE}"))).named("audit"),
     );
@@ -71,7 +71,7 @@ fn strict_mode_report_escapes_every_failure() {
     notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
     notifier.set_failure_policy(notify_core::FailurePolicy::Strict);
     let name = format!("x{HOSTILE}");
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         name.as_str(),
         Subscriber::event(|_: &notify_core::Event| std::panic::panic_any(format!("boom{HOSTILE}"))),
     );

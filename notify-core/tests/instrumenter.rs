@@ -11,7 +11,7 @@ type Seen = Arc<Mutex<Vec<(String, u64, Option<u64>, Vec<String>)>>>;
 fn recording(notifier: &Notifier) -> Seen {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| {
             let keys = e.payload().keys().map(str::to_owned).collect();
@@ -28,7 +28,7 @@ fn i1_the_id_is_the_threads_transaction_id_and_what_timed_subscribers_get() {
     let notifier = Notifier::new();
     let ids = Arc::new(Mutex::new(Vec::new()));
     let sink = ids.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "x",
         Subscriber::timed(move |_: &str, _, _, id: u64, _: &Payload| sink.lock().unwrap().push(id)),
     );
@@ -94,7 +94,7 @@ fn i2_start_and_finish_nest_finish_by_name_and_merge_the_payload() {
     let notifier2 = Notifier::new();
     let statuses = Arc::new(Mutex::new(Vec::new()));
     let sink = statuses.clone();
-    notifier2.subscribe(
+    let _ = notifier2.subscribe(
         "request.app",
         Subscriber::event(move |e: &Event| {
             sink.lock()
@@ -143,10 +143,10 @@ fn i4_evented_subscribers_and_subscribers_that_use_the_instrumenter() {
     }
     let notifier = Notifier::new();
     let edges = Arc::new(Edges::default());
-    notifier.subscribe(Pattern::all(), Subscriber::evented(edges.clone()));
+    let _ = notifier.subscribe(Pattern::all(), Subscriber::evented(edges.clone()));
     // A subscriber that starts and finishes an event of its own while being delivered one.
     let n = notifier.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "outer",
         Subscriber::event(move |_: &Event| {
             let i = n.instrumenter();

@@ -115,7 +115,7 @@ fn f3_could_not_log_escapes_the_event_name_and_the_panic_message() {
     let notifier = Notifier::new();
     // Subscribed to every name, so a hostile event name reaches the method.
     for method in LogMethod::all(Fragile).unwrap() {
-        notifier.subscribe(Pattern::all(), Subscriber::silenceable(method));
+        let _ = notifier.subscribe(Pattern::all(), Subscriber::silenceable(method));
     }
     let prior = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
@@ -147,7 +147,7 @@ fn f4_a_line_built_from_the_event_name_stays_one_line() {
     let _serial = setup();
     let notifier = Notifier::new();
     for method in LogMethod::all(Names).unwrap() {
-        notifier.subscribe(Pattern::all(), Subscriber::silenceable(method));
+        let _ = notifier.subscribe(Pattern::all(), Subscriber::silenceable(method));
     }
     notifier.instrument(&format!("query.db{HOSTILE}"), Payload::new, |_| ());
     assert_eq!(

@@ -137,7 +137,7 @@ fn subscribe_counting_db(notifier: &Notifier) -> Counters {
             starts: starts.clone(),
             finishes: finishes.clone(),
         };
-        notifier.subscribe(pattern, Subscriber::silenceable(counting));
+        let _ = notifier.subscribe(pattern, Subscriber::silenceable(counting));
     }
     Counters {
         formatted,
@@ -206,7 +206,7 @@ fn l1_only_the_plain_subscriber_runs_beside_a_silenced_one() {
     let counters = subscribe_counting_db(&notifier);
     let plain = Arc::new(AtomicUsize::new(0));
     let seen = plain.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "query.db",
         Subscriber::event(move |event: &notify_core::Event| {
             assert_eq!(event.payload().get("sql").and_then(|v| v.as_str()), Some("SELECT 1"));

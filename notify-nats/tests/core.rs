@@ -17,7 +17,7 @@ type Seen = Arc<Mutex<Vec<Event>>>;
 fn recorder(notifier: &Notifier, pattern: impl Into<Pattern>) -> Seen {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         pattern,
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
@@ -41,7 +41,7 @@ fn events_round_trip_with_name_times_ids_outcome_and_payload_in_both_encodings()
             .encoding(encoding)
             .start()
             .unwrap();
-        local.subscribe(Pattern::glob("*.sql").unwrap(), exporter.subscriber());
+        let _ = local.subscribe(Pattern::glob("*.sql").unwrap(), exporter.subscriber());
         local.instrument("request.http", Payload::new, |_| {
             local.instrument(
                 "query.sql",
@@ -111,7 +111,7 @@ fn a_queue_group_shares_the_events_among_its_importers() {
         .collect();
     let local = Notifier::new();
     let exporter = Exporter::builder(NatsOptions::new(server.url())).start().unwrap();
-    local.subscribe("job.worker", exporter.subscriber());
+    let _ = local.subscribe("job.worker", exporter.subscriber());
     for _ in 0..60 {
         for _ in 0..50 {
             local.instrument("job.worker", Payload::new, |_| ());
@@ -161,7 +161,7 @@ fn a_wrong_token_is_a_clear_error_at_connect() {
         .start()
         .unwrap();
     let local = Notifier::new();
-    local.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
     local.instrument("login.auth", Payload::new, |_| ());
     assert_eq!(exporter.flush(WAIT).unwrap().exported, 1);
     assert_eq!(importer.wait_until(WAIT, |s| s.events == 1).events, 1);
@@ -264,7 +264,7 @@ fn core_mode_counts_every_event_across_a_server_restart() {
     let remote = Notifier::new();
     let finals = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = finals.clone();
-    remote.subscribe(
+    let _ = remote.subscribe(
         "final.test",
         Subscriber::event(move |_: &Event| {
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -280,7 +280,7 @@ fn core_mode_counts_every_event_across_a_server_restart() {
         .start()
         .unwrap();
     let local = Notifier::new();
-    local.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
     let publish_named = |name: &str, n: usize| {
         for _ in 0..n {
             local.instrument(name, Payload::new, |_| ());

@@ -22,7 +22,7 @@ fn jetstream_kill_9_mid_stream_loses_and_duplicates_nothing() {
     let remote = Notifier::new();
     let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
     let sink = seen.clone();
-    remote.subscribe(
+    let _ = remote.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| {
             let seq = e.payload().get("seq").and_then(|v| v.as_i64()).unwrap() as u64;
@@ -42,7 +42,7 @@ fn jetstream_kill_9_mid_stream_loses_and_duplicates_nothing() {
         .start()
         .unwrap();
     let local = Notifier::new();
-    local.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
 
     std::thread::scope(|s| {
         let producer = s.spawn(|| {
@@ -111,7 +111,7 @@ fn importers_sharing_a_durable_consumer_split_the_stream_once() {
     let remote = Notifier::new();
     let count = Arc::new(Mutex::new(HashSet::new()));
     let sink = count.clone();
-    remote.subscribe(
+    let _ = remote.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| assert!(sink.lock().unwrap().insert(e.id()), "duplicate {}", e.id())),
     );
@@ -129,7 +129,7 @@ fn importers_sharing_a_durable_consumer_split_the_stream_once() {
         .start()
         .unwrap();
     let local = Notifier::new();
-    local.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
     for _ in 0..40 {
         for _ in 0..50 {
             local.instrument("page.view", Payload::new, |_| ());

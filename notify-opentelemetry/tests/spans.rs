@@ -23,7 +23,7 @@ fn a_span_per_event_with_ids_times_typed_attributes_status_and_exception() {
     let notifier = Notifier::new();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         notify_core::Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );

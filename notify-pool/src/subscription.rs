@@ -16,7 +16,7 @@ use crate::AsyncHandle;
 /// let pool = WorkerPool::builder().threads(1).build();
 /// let notifier = notify_core::Notifier::new();
 /// let sub = pool.subscribe(&notifier, "run.job", AsyncOptions::new(), |_: &notify_core::Event| {});
-/// assert_eq!(sub.subscription().id(), 1);
+/// assert_eq!(sub.subscription().id().get(), 1);
 /// assert_eq!(sub.dropped(), 0);
 /// ```
 #[derive(Clone, Debug)]
@@ -44,7 +44,7 @@ impl AsyncSubscription {
     /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "run.job", Default::default(), |_: &notify_core::Event| {});
-    /// assert_eq!(notifier.listeners_for("run.job"), vec![(sub.subscription().id(), "owned")]);
+    /// assert_eq!(notifier.listeners_for("run.job"), vec![(sub.subscription().id(), notify_core::SubscriberKind::Owned)]);
     /// ```
     pub fn subscription(&self) -> &Subscription {
         &self.subscription
@@ -152,7 +152,7 @@ impl FanoutSubscription {
     /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let fanout = pool.subscribe_fanout(&notifier, "run.job", Default::default(), [|_: &notify_core::Event| {}]);
-    /// assert_eq!(fanout.subscription().id(), 1);
+    /// assert_eq!(fanout.subscription().id().get(), 1);
     /// ```
     pub fn subscription(&self) -> &Subscription {
         &self.subscription

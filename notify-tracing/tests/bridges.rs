@@ -16,7 +16,7 @@ use tracing_subscriber::prelude::*;
 fn collect(notifier: &Notifier, pattern: impl Into<Pattern>) -> Arc<Mutex<Vec<Event>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         pattern,
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
@@ -368,7 +368,7 @@ fn a_subscriber_that_logs_does_not_loop_through_the_logger() {
     let logger = Arc::new(NotifyLogger::with_notifier(notifier.clone()).forward_to(lines.clone()));
     let count = Arc::new(Mutex::new(0));
     let (inner, counter) = (logger.clone(), count.clone());
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| {
             *counter.lock().unwrap() += 1;

@@ -1,0 +1,202 @@
+//! Subscribers that misbehave on purpose (issue 16): a panic whose payload panics when dropped, and
+//! a subscriber that instruments its own event. Each test asserts the exact outcome.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use notify_core::{
+    Event, EventContext, EventedSubscriber, FailurePolicy, Notifier, Payload, SilenceableSubscriber, Subscriber,
+    SubscriberErrors, SubscriberFailure,
+};
+
+/// A panic payload whose `Drop` panics too.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the bomb went off while its panic was dropped");
+    }
+}
+
+/// Silences the default panic hook for the intentional panics of this file.
+fn quiet_panics() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let bomb = info.payload().downcast_ref::<Bomb>().is_some();
+            let message = notify_core::panic_message(info.payload());
+            if !bomb && !message.contains("bomb") && !message.contains("boom") {
+                default(info);
+            }
+        }));
+    });
+}
+
+fn capture_failures(notifier: &Notifier) -> Arc<Mutex<Vec<SubscriberFailure>>> {
+    let failures = Arc::new(Mutex::new(Vec::new()));
+    let sink = failures.clone();
+    notifier.set_failure_hook(move |f: &SubscriberFailure| sink.lock().unwrap().push(f.clone()));
+    failures
+}
+
+#[test]
+fn a_panic_payload_that_panics_when_dropped_never_reaches_the_caller() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let failures = capture_failures(&notifier);
+    let after = Arc::new(AtomicUsize::new(0));
+    let _ = notifier.subscribe(
+        "query.sql",
+        Subscriber::event(|_: &Event| std::panic::panic_any(Bomb)).named("bomb"),
+    );
+    let counter = after.clone();
+    let _ = notifier.subscribe(
+        "query.sql",
+        Subscriber::event(move |_: &Event| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    for _ in 0..3 {
+        assert_eq!(notifier.instrument("query.sql", Payload::new, |_| 7), 7);
+    }
+    assert_eq!(after.load(Ordering::SeqCst), 3);
+    let failures = failures.lock().unwrap();
+    assert_eq!(failures.len(), 3);
+    assert_eq!(failures[0].subscriber(), "bomb");
+    assert_eq!(failures[0].message(), "<non-string panic payload>");
+}
+
+#[test]
+fn a_bomb_in_every_callback_kind_and_in_silenced_is_contained() {
+    quiet_panics();
+    struct Evented;
+    impl EventedSubscriber for Evented {
+        fn start(&self, _: &str, _: &EventContext, _: &Payload) {
+            std::panic::panic_any(Bomb)
+        }
+        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {
+            std::panic::panic_any(Bomb)
+        }
+    }
+    struct Silencer;
+    impl EventedSubscriber for Silencer {
+        fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    }
+    impl SilenceableSubscriber for Silencer {
+        fn silenced(&self, _: &str) -> bool {
+            std::panic::panic_any(Bomb)
+        }
+    }
+    let notifier = Notifier::new();
+    let failures = capture_failures(&notifier);
+    let _ = notifier.subscribe("render.view", Subscriber::evented(Evented));
+    let _ = notifier.subscribe(
+        "render.view",
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| std::panic::panic_any(Bomb)),
+    );
+    let _ = notifier.subscribe("render.view", Subscriber::silenceable(Silencer));
+    // `listening`: the bomb in `silenced` counts as silenced, unreported; the others listen.
+    assert!(notifier.listening("render.view"));
+    assert_eq!(notifier.instrument("render.view", Payload::new, |_| "ok"), "ok");
+    let now = std::time::SystemTime::now();
+    notifier.publish("render.view", now, now, 1, Payload::new());
+    let kinds: Vec<String> = failures.lock().unwrap().iter().map(|f| f.kind().to_string()).collect();
+    // instrument: silenced, evented start, timed, evented finish; publish: timed.
+    assert_eq!(kinds, ["silenceable", "evented", "timed", "evented", "timed"]);
+}
+
+#[test]
+fn a_failure_hook_that_panics_with_a_bomb_is_contained() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let hooked = Arc::new(AtomicUsize::new(0));
+    let counter = hooked.clone();
+    notifier.set_failure_hook(move |_: &SubscriberFailure| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        std::panic::panic_any(Bomb)
+    });
+    let _ = notifier.subscribe("query.sql", Subscriber::event(|_: &Event| panic!("boom")));
+    let _ = notifier.subscribe("query.sql", Subscriber::event(|_: &Event| panic!("boom")));
+    assert_eq!(notifier.instrument("query.sql", Payload::new, |_| 1), 1);
+    assert_eq!(hooked.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn strict_mode_still_raises_the_list_when_a_payload_is_a_bomb() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let _ = capture_failures(&notifier);
+    notifier.set_failure_policy(FailurePolicy::Strict);
+    let _ = notifier.subscribe("query.sql", Subscriber::event(|_: &Event| std::panic::panic_any(Bomb)));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument("query.sql", Payload::new, |_| ())
+    }))
+    .unwrap_err();
+    let errors = caught.downcast::<SubscriberErrors>().expect("the strict list");
+    assert_eq!(errors.failures().len(), 1);
+    assert_eq!(errors.failures()[0].message(), "<non-string panic payload>");
+}
+
+/// A subscriber that instruments its own event from its callback, counting its calls.
+fn recursive(notifier: &Notifier, name: &'static str) -> Arc<AtomicUsize> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (again, counter) = (notifier.clone(), calls.clone());
+    let _ = notifier.subscribe(
+        name,
+        Subscriber::timed(move |_: &str, _, _, _: u64, _: &Payload| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            again.instrument(name, Payload::new, |_| ());
+        }),
+    );
+    calls
+}
+
+#[test]
+fn a_subscriber_instrumenting_its_own_event_stops_at_the_default_depth() {
+    let notifier = Notifier::new();
+    assert_eq!(notifier.max_delivery_depth(), 32);
+    let calls = recursive(&notifier, "loop.self");
+    assert_eq!(notifier.instrument("loop.self", Payload::new, |_| 5), 5);
+    // Depth 0 to 31 delivered; the event started 32 deliveries deep is counted, not delivered.
+    assert_eq!(calls.load(Ordering::SeqCst), 32);
+    assert_eq!(notifier.undelivered_too_deep(), 1);
+    // The thread's depth is back to 0: the next event goes as deep again.
+    notifier.instrument("loop.self", Payload::new, |_| ());
+    assert_eq!(calls.load(Ordering::SeqCst), 64);
+    assert_eq!(notifier.undelivered_too_deep(), 2);
+}
+
+#[test]
+fn the_depth_limit_is_configurable_and_covers_evented_starts_and_publish() {
+    struct Again(Notifier, Arc<AtomicUsize>);
+    impl EventedSubscriber for Again {
+        fn start(&self, name: &str, _: &EventContext, _: &Payload) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            let now = std::time::SystemTime::now();
+            self.0.publish("loop.published", now, now, 1, Payload::new());
+            self.0.instrument(name, Payload::new, |_| ());
+        }
+        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    }
+    let notifier = Notifier::new();
+    notifier.set_max_delivery_depth(3);
+    assert_eq!(notifier.max_delivery_depth(), 3);
+    let starts = Arc::new(AtomicUsize::new(0));
+    let _ = notifier.subscribe(
+        "loop.evented",
+        Subscriber::evented(Again(notifier.clone(), starts.clone())),
+    );
+    let published = recursive(&notifier, "loop.published");
+    notifier.instrument("loop.evented", Payload::new, |_| ());
+    // Starts at depth 0, 1, 2; the instrument at depth 3 is refused.
+    assert_eq!(starts.load(Ordering::SeqCst), 3);
+    // Each start publishes at depth d+1: delivered when d+1 < 3 (d = 0, 1), and each delivered
+    // publish recurses through `recursive` until the limit: from depth 1, calls at depths 1 and 2
+    // (2 calls, 1 refused); from depth 2, 1 call (1 refused); the publish at depth 3 is refused.
+    assert_eq!(published.load(Ordering::SeqCst), 3);
+    assert_eq!(notifier.undelivered_too_deep(), 4);
+    notifier.set_max_delivery_depth(0);
+    assert_eq!(notifier.max_delivery_depth(), 1, "at least one level");
+}
