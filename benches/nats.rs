@@ -89,7 +89,7 @@ fn end_to_end(server: &NatsServer, n: u64, importers: usize) -> Row {
     let remote = Notifier::new();
     let received = Arc::new(AtomicU64::new(0));
     let counter = received.clone();
-    remote.subscribe(
+    let _ = remote.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| {
             black_box(e.id());
@@ -112,7 +112,7 @@ fn end_to_end(server: &NatsServer, n: u64, importers: usize) -> Row {
         .start()
         .expect("exporter");
     let local = Notifier::new();
-    local.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
 
     let start = Instant::now();
     for seq in 0..n {
@@ -294,7 +294,7 @@ fn ns_per_call(n: u64, notifier: &Notifier) -> (f64, f64) {
 fn instrumenting_thread(server: &NatsServer, n: u64) {
     let unlistened = ns_per_call(n, &Notifier::new());
     let noop = Notifier::new();
-    noop.subscribe(Pattern::all(), Subscriber::owned(Noop));
+    let _ = noop.subscribe(Pattern::all(), Subscriber::owned(Noop));
     let owned = ns_per_call(n, &noop);
     let exporter = Exporter::builder(NatsOptions::new(server.url()))
         .prefix("instrumenting")
@@ -302,7 +302,7 @@ fn instrumenting_thread(server: &NatsServer, n: u64) {
         .start()
         .expect("exporter");
     let exported = Notifier::new();
-    exported.subscribe(Pattern::all(), exporter.subscriber());
+    let _ = exported.subscribe(Pattern::all(), exporter.subscriber());
     let with_exporter = ns_per_call(n, &exported);
     let stats = exporter.shutdown(Duration::from_secs(10)).stats;
     println!(
