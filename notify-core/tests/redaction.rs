@@ -100,20 +100,20 @@ const PUBLISHED_KINDS: [&str; 4] = ["timed", "monotonic", "event", "owned"];
 fn subscribe_all_kinds(notifier: &Notifier, pattern: &str) -> Seen {
     let seen = Seen::default();
     let s = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         pattern,
         Subscriber::timed(move |_: &str, _: SystemTime, _: SystemTime, _: u64, p: &Payload| s.push("timed", p)),
     );
     let s = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         pattern,
         Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, p: &Payload| s.push("monotonic", p)),
     );
     let s = seen.clone();
-    notifier.subscribe(pattern, Subscriber::event(move |e: &Event| s.push_event("event", e)));
-    notifier.subscribe(pattern, Subscriber::owned(Owned(seen.clone())));
-    notifier.subscribe(pattern, Subscriber::evented(Evented(seen.clone(), "evented")));
-    notifier.subscribe(pattern, Subscriber::silenceable(Evented(seen.clone(), "silenceable")));
+    let _ = notifier.subscribe(pattern, Subscriber::event(move |e: &Event| s.push_event("event", e)));
+    let _ = notifier.subscribe(pattern, Subscriber::owned(Owned(seen.clone())));
+    let _ = notifier.subscribe(pattern, Subscriber::evented(Evented(seen.clone(), "evented")));
+    let _ = notifier.subscribe(pattern, Subscriber::silenceable(Evented(seen.clone(), "silenceable")));
     seen
 }
 
@@ -528,9 +528,9 @@ fn nested_values_are_redacted_for_every_kind_and_hashed_once_per_event() {
     notifier.set_redaction(nested_policy().keyed_hash(b"k".repeat(32)).build().unwrap());
     let seen = subscribe_all_kinds(&notifier, "nested.app");
     let payloads = Payloads::default();
-    notifier.subscribe("nested.app", Subscriber::evented(EventedPayloads(payloads.clone())));
+    let _ = notifier.subscribe("nested.app", Subscriber::evented(EventedPayloads(payloads.clone())));
     let p = payloads.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         "nested.app",
         Subscriber::event(move |e: &Event| p.0.lock().unwrap().push(("event", e.payload().clone()))),
     );
