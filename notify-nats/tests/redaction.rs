@@ -28,7 +28,7 @@ type Seen = Arc<Mutex<Vec<Event>>>;
 fn recorder(notifier: &Notifier) -> Seen {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
@@ -141,7 +141,7 @@ fn events_imported_from_a_process_without_a_policy_are_redacted_by_the_importing
 
     let local = Notifier::new(); // no policy
     let exporter = Exporter::builder(NatsOptions::new(server.url())).start().unwrap();
-    local.subscribe(Pattern::glob("*.secrets").unwrap(), exporter.subscriber());
+    let _ = local.subscribe(Pattern::glob("*.secrets").unwrap(), exporter.subscriber());
     local.instrument(
         "payload.secrets",
         || Payload::new().with("user", "ann").with("password", SECRET),

@@ -148,21 +148,21 @@ fn redacting_notifier() -> (Notifier, Seen) {
     notifier.set_redaction(secrets::policy());
     let seen = Seen::default();
     let s = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::timed(move |name: &str, _: SystemTime, _: SystemTime, _: u64, p: &Payload| {
             s.push("timed", name, p)
         }),
     );
     let s = seen.clone();
-    notifier.subscribe(
+    let _ = notifier.subscribe(
         Pattern::all(),
         Subscriber::event(move |e: &Event| {
             let json = serde_json::to_string(e).unwrap();
             s.0.lock().unwrap().push(format!("event {}: {e:?} {json}", e.name()));
         }),
     );
-    notifier.subscribe(Pattern::all(), Subscriber::evented(Evented(seen.clone())));
+    let _ = notifier.subscribe(Pattern::all(), Subscriber::evented(Evented(seen.clone())));
     (notifier, seen)
 }
 
