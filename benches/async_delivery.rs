@@ -244,11 +244,11 @@ fn subscriptions(c: &mut Criterion) {
             let notifier = Notifier::new();
             let subs = pool.subscribe_all(
                 &notifier,
-                (0..n).map(|_| (Pattern::exact("bench.subs"), AsyncOptions::new(), noop)),
+                (0..n).map(|_| (Pattern::exact("subs.bench"), AsyncOptions::new(), noop)),
             );
             group.bench_function(BenchmarkId::new("pool", n), |b| {
                 b.iter(|| {
-                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
+                    publish(&notifier, "subs.bench", EVENTS_PER_SUBSCRIPTION);
                     pool.flush();
                 })
             });
@@ -257,10 +257,10 @@ fn subscriptions(c: &mut Criterion) {
         }
         {
             let notifier = Notifier::new();
-            let fanout = pool.subscribe_fanout(&notifier, "bench.subs", AsyncOptions::new(), (0..n).map(|_| noop));
+            let fanout = pool.subscribe_fanout(&notifier, "subs.bench", AsyncOptions::new(), (0..n).map(|_| noop));
             group.bench_function(BenchmarkId::new("pool_fanout", n), |b| {
                 b.iter(|| {
-                    publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION);
+                    publish(&notifier, "subs.bench", EVENTS_PER_SUBSCRIPTION);
                     pool.flush();
                 })
             });
@@ -269,9 +269,9 @@ fn subscriptions(c: &mut Criterion) {
         if n <= 10_000 {
             let notifier = Notifier::new();
             let threads = ThreadPerSubscription::start(n, EVENTS_PER_SUBSCRIPTION, noop);
-            let registered = threads.subscribe(&notifier, "bench.subs");
+            let registered = threads.subscribe(&notifier, "subs.bench");
             group.bench_function(BenchmarkId::new("threads", n), |b| {
-                b.iter(|| threads.round(|| publish(&notifier, "bench.subs", EVENTS_PER_SUBSCRIPTION)))
+                b.iter(|| threads.round(|| publish(&notifier, "subs.bench", EVENTS_PER_SUBSCRIPTION)))
             });
             notifier.unsubscribe_all(&registered);
             threads.stop();
@@ -295,10 +295,10 @@ fn fanout(c: &mut Criterion) {
         {
             let notifier = Notifier::new();
             let options = AsyncOptions::new().capacity(1 << 20);
-            let fanout = pool.subscribe_fanout(&notifier, "bench.fan", options, (0..n).map(|_| noop));
+            let fanout = pool.subscribe_fanout(&notifier, "fan.bench", options, (0..n).map(|_| noop));
             group.bench_function(BenchmarkId::new("pool_fanout", n), |b| {
                 b.iter(|| {
-                    publish(&notifier, "bench.fan", events);
+                    publish(&notifier, "fan.bench", events);
                     pool.flush();
                 })
             });
@@ -308,11 +308,11 @@ fn fanout(c: &mut Criterion) {
             let notifier = Notifier::new();
             let subs = pool.subscribe_all(
                 &notifier,
-                (0..n).map(|_| (Pattern::exact("bench.fan"), AsyncOptions::new().capacity(1 << 20), noop)),
+                (0..n).map(|_| (Pattern::exact("fan.bench"), AsyncOptions::new().capacity(1 << 20), noop)),
             );
             group.bench_function(BenchmarkId::new("pool", n), |b| {
                 b.iter(|| {
-                    publish(&notifier, "bench.fan", events);
+                    publish(&notifier, "fan.bench", events);
                     pool.flush();
                 })
             });
@@ -322,12 +322,12 @@ fn fanout(c: &mut Criterion) {
         {
             let notifier = Notifier::new();
             let peer = PerSubscriberPeer::start(n, pool.threads(), (events as usize).max(1024));
-            let subscription = notifier.subscribe("bench.fan", peer.registered());
+            let subscription = notifier.subscribe("fan.bench", peer.registered());
             let deliveries = n * events as usize;
             group.bench_function(BenchmarkId::new("peer_per_subscriber", n), |b| {
                 b.iter(|| {
                     peer.countdown.expect(deliveries);
-                    publish(&notifier, "bench.fan", events);
+                    publish(&notifier, "fan.bench", events);
                     peer.countdown.wait();
                 })
             });
@@ -336,11 +336,11 @@ fn fanout(c: &mut Criterion) {
         {
             let notifier = Notifier::new();
             let peer = BroadcastPeer::start(n, pool.threads(), events);
-            let subscription = notifier.subscribe("bench.fan", Subscriber::owned(Broadcast(peer.senders.clone())));
+            let subscription = notifier.subscribe("fan.bench", Subscriber::owned(Broadcast(peer.senders.clone())));
             group.bench_function(BenchmarkId::new("peer_broadcast", n), |b| {
                 b.iter(|| {
                     peer.countdown.expect(peer.senders.len());
-                    publish(&notifier, "bench.fan", events);
+                    publish(&notifier, "fan.bench", events);
                     peer.countdown.wait();
                 })
             });

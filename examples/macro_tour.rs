@@ -28,7 +28,7 @@ mod catalog {
 /// A bare string literal names the event; `fields(...)` lists the payload: `sql` is the argument as
 /// it is, `%` records `Display` text, `?` records `Debug` text, `key = expr` any expression, and a
 /// quoted key is one that is not an identifier.
-#[instrument_event("sql.query", fields(sql, %table, ?params, len = sql.len(), "db.system" = "sqlite"))]
+#[instrument_event("query.sql", fields(sql, %table, ?params, len = sql.len(), "db.system" = "sqlite"))]
 fn query(sql: &str, table: &Table, params: &[i64]) -> usize {
     params.len()
 }

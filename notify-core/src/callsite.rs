@@ -26,7 +26,7 @@ use crate::registry::Lookup;
 ///
 /// ```
 /// use notify_core::{Callsite, Interest};
-/// static SITE: Callsite = Callsite::new("doc.interest");
+/// static SITE: Callsite = Callsite::new("interest.doc");
 /// assert_eq!(SITE.interest(), Interest::Unknown);
 /// SITE.instrument(notify_core::Payload::new, |_| ());
 /// assert_eq!(SITE.interest(), Interest::Never);
@@ -126,7 +126,7 @@ impl Callsite {
     /// The cached interest (does not register).
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.cached");
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("cached.doc");
     /// assert_eq!(SITE.interest(), notify_core::Interest::Unknown);
     /// ```
     pub fn interest(&self) -> Interest {
@@ -141,7 +141,7 @@ impl Callsite {
     /// nobody listens. `true` may still end in every listener being silenced.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.enabled");
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("enabled.doc");
     /// assert!(!SITE.is_enabled());
     /// ```
     #[inline(always)]
@@ -153,7 +153,7 @@ impl Callsite {
     /// it is one atomic load and a branch before `body` runs.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.instrument");
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("instrument.doc");
     /// assert_eq!(SITE.instrument(notify_core::Payload::new, |_| 5), 5);
     /// ```
     #[inline(always)]
@@ -180,7 +180,7 @@ impl Callsite {
     /// `payload` is not called). What `#[instrument_event]` uses for async fns and early returns.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.handle");
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("handle.doc");
     /// assert!(SITE.handle(notify_core::Payload::new).is_none());
     /// ```
     #[inline(always)]
@@ -213,7 +213,7 @@ impl Callsite {
     /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("doc.listening");
+    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("listening.doc");
     /// assert!(!SITE.listening());
     /// ```
     pub fn listening(&'static self) -> bool {

@@ -111,7 +111,7 @@ impl Event {
     /// ```
     /// use std::time::{Duration, Instant};
     /// let start = Instant::now();
-    /// let event = notify_core::Event::new("job.done", start, start + Duration::from_millis(2),
+    /// let event = notify_core::Event::new("done.job", start, start + Duration::from_millis(2),
     ///     notify_core::Payload::new());
     /// assert_eq!(event.duration(), Duration::from_millis(2));
     /// ```
@@ -142,7 +142,7 @@ impl Event {
         }
     }
 
-    /// The event name, e.g. `"sql.query"`.
+    /// The event name, e.g. `"query.sql"`.
     ///
     /// ```
     /// # let e = notify_core::Event::new("a.b", std::time::Instant::now(), std::time::Instant::now(), Default::default());

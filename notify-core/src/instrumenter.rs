@@ -114,7 +114,7 @@ impl Instrumenter {
     /// [`Notifier::instrument`]: runs `body` as the event `name` (AS::N's `instrument(name, payload) { }`).
     ///
     /// ```
-    /// assert_eq!(notify_core::instrumenter().instrument("doc.instrumenter", notify_core::Payload::new, |_| 2), 2);
+    /// assert_eq!(notify_core::instrumenter().instrument("instrumenter.doc", notify_core::Payload::new, |_| 2), 2);
     /// ```
     #[inline]
     pub fn instrument<T>(

@@ -1,19 +1,19 @@
 //! # notify-core
 //!
 //! Instrumentation and notifications in the manner of Rails' `ActiveSupport::Notifications`:
-//! code *publishes named events* (`"sql.query"`), other code *subscribes* to them, and an event
+//! code *publishes named events* (`"query.sql"`), other code *subscribes* to them, and an event
 //! that nobody listens to costs about as much as no instrumentation at all.
 //!
 //! ```
 //! use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
 //!
 //! let notifier = Notifier::new();
-//! // Subscribe an event-object subscriber to every "sql.*" event.
-//! notifier.subscribe(Pattern::glob("sql.*")?, Subscriber::event(|event: &Event| {
+//! // Subscribe an event-object subscriber to every "*.sql" event.
+//! notifier.subscribe(Pattern::glob("*.sql")?, Subscriber::event(|event: &Event| {
 //!     println!("{} took {:?}: {:?}", event.name(), event.duration(), event.payload());
 //! }));
 //! // Instrument a block: the payload closure runs only when someone listens.
-//! let rows = notifier.instrument("sql.query", || Payload::new().with("sql", "SELECT * FROM books"), |payload| {
+//! let rows = notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT * FROM books"), |payload| {
 //!     payload.insert("rows", 3_u64);
 //!     3
 //! });
@@ -23,7 +23,7 @@
 //!
 //! ## Vocabulary
 //!
-//! * An **event name** is a string such as `"sql.query"`; a **payload** ([`Payload`]) is a small
+//! * An **event name** is a string such as `"query.sql"`; a **payload** ([`Payload`]) is a small
 //!   ordered map of facts about the event.
 //! * A **subscriber** ([`Subscriber`]) is one of the kinds below; subscribing it with a
 //!   **pattern** ([`Pattern`]) makes a **subscription** ([`Subscription`]).
@@ -154,7 +154,7 @@ pub use crate::trace_id::*;
 /// [`Notifier::instrument`] on the global notifier.
 ///
 /// ```
-/// assert_eq!(notify_core::instrument("doc.free_instrument", notify_core::Payload::new, |_| 1), 1);
+/// assert_eq!(notify_core::instrument("free_instrument.doc", notify_core::Payload::new, |_| 1), 1);
 /// ```
 #[inline]
 pub fn instrument<T>(name: &str, payload: impl FnOnce() -> Payload, body: impl FnOnce(&mut Payload) -> T) -> T {
@@ -168,8 +168,8 @@ pub fn instrument<T>(name: &str, payload: impl FnOnce() -> Payload, body: impl F
 /// ```
 /// let instrumenter = notify_core::instrumenter();
 /// assert_eq!(instrumenter.id(), notify_core::transaction_id());
-/// instrumenter.start("doc.free_instrumenter", notify_core::Payload::new());
-/// instrumenter.finish("doc.free_instrumenter", notify_core::Payload::new())?;
+/// instrumenter.start("free_instrumenter.doc", notify_core::Payload::new());
+/// instrumenter.finish("free_instrumenter.doc", notify_core::Payload::new())?;
 /// # Ok::<(), notify_core::NotifyError>(())
 /// ```
 pub fn instrumenter() -> Instrumenter {
@@ -179,8 +179,8 @@ pub fn instrumenter() -> Instrumenter {
 /// [`Notifier::subscribe`] on the global notifier.
 ///
 /// ```
-/// let s = notify_core::subscribe("doc.free_subscribe", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
-/// assert!(notify_core::listening("doc.free_subscribe"));
+/// let s = notify_core::subscribe("free_subscribe.doc", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
+/// assert!(notify_core::listening("free_subscribe.doc"));
 /// s.unsubscribe()?;
 /// # Ok::<(), notify_core::NotifyError>(())
 /// ```
@@ -191,7 +191,7 @@ pub fn subscribe(pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>)
 /// [`Notifier::subscribed`] on the global notifier.
 ///
 /// ```
-/// let n = notify_core::subscribed("doc.free_subscribed", notify_core::Subscriber::event(|_: &notify_core::Event| {}), || 1);
+/// let n = notify_core::subscribed("free_subscribed.doc", notify_core::Subscriber::event(|_: &notify_core::Event| {}), || 1);
 /// assert_eq!(n, 1);
 /// ```
 pub fn subscribed<T>(pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>, f: impl FnOnce() -> T) -> T {
@@ -201,7 +201,7 @@ pub fn subscribed<T>(pattern: impl Into<Pattern>, subscriber: impl Into<Subscrib
 /// [`Notifier::unsubscribe_name`] on the global notifier.
 ///
 /// ```
-/// assert_eq!(notify_core::unsubscribe_name("doc.nobody"), 0);
+/// assert_eq!(notify_core::unsubscribe_name("nobody.doc"), 0);
 /// ```
 pub fn unsubscribe_name(name: &str) -> usize {
     Notifier::global().unsubscribe_name(name)
@@ -210,7 +210,7 @@ pub fn unsubscribe_name(name: &str) -> usize {
 /// [`Notifier::listening`] on the global notifier.
 ///
 /// ```
-/// assert!(!notify_core::listening("doc.free_listening"));
+/// assert!(!notify_core::listening("free_listening.doc"));
 /// ```
 pub fn listening(name: &str) -> bool {
     Notifier::global().listening(name)
@@ -220,7 +220,7 @@ pub fn listening(name: &str) -> bool {
 ///
 /// ```
 /// let now = std::time::SystemTime::now();
-/// notify_core::publish("doc.free_publish", now, now, notify_core::transaction_id(), notify_core::Payload::new());
+/// notify_core::publish("free_publish.doc", now, now, notify_core::transaction_id(), notify_core::Payload::new());
 /// ```
 pub fn publish(
     name: &str,

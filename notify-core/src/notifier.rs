@@ -36,17 +36,17 @@ use crate::subscription::SubscriptionId;
 /// let notifier = Notifier::new();
 /// let rows = Arc::new(AtomicU64::new(0));
 /// let seen = rows.clone();
-/// let subscription = notifier.subscribe("sql.query", Subscriber::event(move |e: &notify_core::Event| {
+/// let subscription = notifier.subscribe("query.sql", Subscriber::event(move |e: &notify_core::Event| {
 ///     seen.fetch_add(e.payload().get("rows").and_then(|v| v.as_i64()).unwrap_or(0) as u64, Ordering::SeqCst);
 /// }));
-/// let names = notifier.instrument("sql.query", || Payload::new().with("sql", "SELECT name FROM users"), |payload| {
+/// let names = notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT name FROM users"), |payload| {
 ///     payload.insert("rows", 2_u64);
 ///     vec!["ada", "grace"]
 /// });
 /// assert_eq!(names.len(), 2);
 /// assert_eq!(rows.load(Ordering::SeqCst), 2);
 /// subscription.unsubscribe()?;
-/// assert!(!notifier.listening("sql.query"));
+/// assert!(!notifier.listening("query.sql"));
 /// # Ok::<(), notify_core::NotifyError>(())
 /// ```
 #[derive(Clone)]
@@ -108,8 +108,8 @@ impl Notifier {
     /// ```
     /// use notify_core::{Notifier, Pattern, Subscriber};
     /// let notifier = Notifier::new();
-    /// let all_sql = notifier.subscribe(Pattern::glob("sql.*")?, Subscriber::event(|_: &notify_core::Event| {}));
-    /// assert!(notifier.listening("sql.query"));
+    /// let all_sql = notifier.subscribe(Pattern::glob("*.sql")?, Subscriber::event(|_: &notify_core::Event| {}));
+    /// assert!(notifier.listening("query.sql"));
     /// assert!(!notifier.listening("render.template"));
     /// # Ok::<(), notify_core::PatternError>(())
     /// ```
@@ -213,7 +213,7 @@ impl Notifier {
     ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
-    /// assert!(!notifier.listening("sql.query"));
+    /// assert!(!notifier.listening("query.sql"));
     /// ```
     pub fn listening(&self, name: &str) -> bool {
         self.fanout.probe(name, |found| dispatch::listening(name, found))
@@ -230,7 +230,7 @@ impl Notifier {
     /// ```
     /// use notify_core::{Notifier, Payload};
     /// let notifier = Notifier::new();
-    /// let sum = notifier.instrument("math.sum", || Payload::new().with("n", 3_u64), |_| 1 + 2);
+    /// let sum = notifier.instrument("sum.math", || Payload::new().with("n", 3_u64), |_| 1 + 2);
     /// assert_eq!(sum, 3);
     /// ```
     #[inline]
@@ -303,7 +303,7 @@ impl Notifier {
     /// ```
     /// use notify_core::{Notifier, Payload};
     /// let notifier = Notifier::new();
-    /// let mut handle = notifier.build_handle("job.run", Payload::new());
+    /// let mut handle = notifier.build_handle("run.job", Payload::new());
     /// handle.start()?;
     /// handle.finish()?;
     /// assert!(handle.finish().is_err());
@@ -326,12 +326,12 @@ impl Notifier {
     /// use notify_core::{Notifier, Payload, Subscriber};
     /// use std::time::{Duration, SystemTime};
     /// let notifier = Notifier::new();
-    /// notifier.subscribe("cache.hit", Subscriber::timed(|_: &str, s: SystemTime, f: SystemTime, id: u64, _: &Payload| {
+    /// notifier.subscribe("hit.cache", Subscriber::timed(|_: &str, s: SystemTime, f: SystemTime, id: u64, _: &Payload| {
     ///     assert_eq!(f.duration_since(s).unwrap(), Duration::from_millis(5));
     ///     assert_eq!(id, 42);
     /// }));
     /// let start = SystemTime::now();
-    /// notifier.publish("cache.hit", start, start + Duration::from_millis(5), 42, Payload::new());
+    /// notifier.publish("hit.cache", start, start + Duration::from_millis(5), 42, Payload::new());
     /// ```
     pub fn publish(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: Payload) {
         let Some(resolved) = self.fanout.lookup(name) else {
@@ -354,9 +354,9 @@ impl Notifier {
     /// use notify_core::{Event, Notifier, Payload, Subscriber};
     /// use std::time::Instant;
     /// let notifier = Notifier::new();
-    /// notifier.subscribe("job.done", Subscriber::event(|e: &Event| assert_eq!(e.name(), "job.done")));
+    /// notifier.subscribe("done.job", Subscriber::event(|e: &Event| assert_eq!(e.name(), "done.job")));
     /// let now = Instant::now();
-    /// notifier.publish_event(Event::new("job.done", now, now, Payload::new()));
+    /// notifier.publish_event(Event::new("done.job", now, now, Payload::new()));
     /// ```
     pub fn publish_event(&self, event: Event) {
         let Some(resolved) = self.fanout.lookup_name(event.name.clone()) else {

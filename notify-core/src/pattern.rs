@@ -8,16 +8,16 @@ use crate::error::PatternError;
 /// Which event names a subscription receives: one exact name, a glob, a regular expression, or all.
 ///
 /// * A `&str` or `String` converts to [`Pattern::exact`], as a string does in AS::N's `subscribe`.
-/// * [`Pattern::glob`]: `*` stands for any run of characters, dots included (`"sql.*"`, `"*.world"`).
+/// * [`Pattern::glob`]: `*` stands for any run of characters, dots included (`"*.sql"`, `"query.*"`).
 /// * [`Pattern::regex`]: a [`regex`] regular expression, unanchored like Ruby's `=~`
 ///   (`"^sql\\."` to anchor).
 /// * [`Pattern::all`]: every event, like AS::N's `subscribe(nil)`.
 ///
 /// ```
 /// use notify_core::Pattern;
-/// assert!(Pattern::from("sql.query").matches("sql.query"));
-/// assert!(Pattern::glob("sql.*")?.matches("sql.query"));
-/// assert!(!Pattern::glob("sql.*")?.matches("mysql.query"));
+/// assert!(Pattern::from("query.sql").matches("query.sql"));
+/// assert!(Pattern::glob("*.sql")?.matches("query.sql"));
+/// assert!(!Pattern::glob("*.sql")?.matches("query.mysql"));
 /// assert!(Pattern::regex(r"\.world$")?.matches("hello.world"));
 /// assert!(Pattern::all().matches("anything"));
 /// # Ok::<(), notify_core::PatternError>(())
@@ -83,9 +83,9 @@ impl Pattern {
     /// [`PatternError`] naming the pattern and the byte offset of the problem; nothing is subscribed.
     ///
     /// ```
-    /// let err = notify_core::Pattern::regex("sql.(query").unwrap_err();
-    /// assert_eq!(err.position(), Some(4));
-    /// assert_eq!(err.to_string(), "invalid regex pattern `sql.(query` at byte 4: unclosed group");
+    /// let err = notify_core::Pattern::regex("query.(sql").unwrap_err();
+    /// assert_eq!(err.position(), Some(6));
+    /// assert_eq!(err.to_string(), "invalid regex pattern `query.(sql` at byte 6: unclosed group");
     /// ```
     pub fn regex(regex: &str) -> Result<Pattern, PatternError> {
         if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(regex) {
@@ -128,7 +128,7 @@ impl Pattern {
     /// The pattern's text (`"*"` for [`Pattern::all`]).
     ///
     /// ```
-    /// assert_eq!(notify_core::Pattern::glob("sql.*").unwrap().as_str(), "sql.*");
+    /// assert_eq!(notify_core::Pattern::glob("*.sql").unwrap().as_str(), "*.sql");
     /// ```
     pub fn as_str(&self) -> &str {
         match &self.repr {
@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn glob_matching() {
         let g = |p: &str, n: &str| Pattern::glob(p).unwrap().matches(n);
-        assert!(g("sql.*", "sql."));
+        assert!(g("*.sql", ".sql"));
         assert!(g("*", ""));
         assert!(g("a*b*c", "abc"));
         assert!(g("a*b*c", "a-b-b-c"));

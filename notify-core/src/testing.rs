@@ -22,8 +22,8 @@ use crate::subscriber::Subscriber;
 /// ```
 /// use notify_core::{testing, Notifier, Payload};
 /// let notifier = Notifier::new();
-/// let (value, events) = testing::capture_notifications(&notifier, "job.run", || {
-///     notifier.instrument("job.run", || Payload::new().with("id", 7_u64), |_| "done")
+/// let (value, events) = testing::capture_notifications(&notifier, "run.job", || {
+///     notifier.instrument("run.job", || Payload::new().with("id", 7_u64), |_| "done")
 /// });
 /// assert_eq!(value, "done");
 /// assert_eq!(events.len(), 1);
@@ -54,10 +54,10 @@ pub fn capture_notifications<T>(
 /// ```
 /// use notify_core::{testing, Notifier, Payload};
 /// let notifier = Notifier::new();
-/// let event = testing::assert_notification(&notifier, "cache.read", &Payload::new().with("hit", true), || {
-///     notifier.instrument("cache.read", || Payload::new().with("hit", true).with("key", "k"), |_| ());
+/// let event = testing::assert_notification(&notifier, "read.cache", &Payload::new().with("hit", true), || {
+///     notifier.instrument("read.cache", || Payload::new().with("hit", true).with("key", "k"), |_| ());
 /// });
-/// assert_eq!(event.name(), "cache.read");
+/// assert_eq!(event.name(), "read.cache");
 /// ```
 pub fn assert_notification(
     notifier: &Notifier,

@@ -499,7 +499,7 @@ fn a_nested_instrumented_call_gets_the_outer_event_as_parent() {
     assert_eq!(outer_event.parent_id(), None);
 }
 
-#[instrument_event("sql.r8_query")]
+#[instrument_event("r8_query.sql")]
 fn r8_query() -> u8 {
     8
 }
@@ -508,11 +508,11 @@ fn r8_query() -> u8 {
 fn r8_macro_callsite_cached_as_unlistened_is_delivered_after_glob_subscription() {
     // First call: nobody listens, the callsite caches that.
     assert_eq!(r8_query(), 8);
-    let (_, events) = capture_notifications(Notifier::global(), Pattern::glob("sql.*").unwrap(), r8_query);
+    let (_, events) = capture_notifications(Notifier::global(), Pattern::glob("*.sql").unwrap(), r8_query);
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].name(), "sql.r8_query");
+    assert_eq!(events[0].name(), "r8_query.sql");
     // And nothing after the subscription is gone.
-    let (_, events) = capture("sql.other", r8_query);
+    let (_, events) = capture("other.sql", r8_query);
     assert!(events.is_empty());
 }
 

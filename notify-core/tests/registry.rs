@@ -462,21 +462,21 @@ fn r7_cache_fill_races_subscription_churn() {
 fn r8_pattern_added_after_a_name_was_cached() {
     let notifier = Notifier::new();
     let seen = log();
-    // A pattern subscription elsewhere makes "sql.query" go through (and fill) the pattern cache.
+    // A pattern subscription elsewhere makes "query.sql" go through (and fill) the pattern cache.
     let _ = notifier.subscribe(Pattern::glob("render.*").unwrap(), recorder(&seen, "render"));
-    notifier.instrument("sql.query", Payload::new, |_| ());
-    assert!(!notifier.listening("sql.query"));
-    let _ = notifier.subscribe(Pattern::glob("sql.*").unwrap(), recorder(&seen, "sql"));
-    notifier.instrument("sql.query", Payload::new, |_| ());
-    assert_eq!(entries(&seen), ["sql:sql.query"]);
+    notifier.instrument("query.sql", Payload::new, |_| ());
+    assert!(!notifier.listening("query.sql"));
+    let _ = notifier.subscribe(Pattern::glob("*.sql").unwrap(), recorder(&seen, "sql"));
+    notifier.instrument("query.sql", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["sql:query.sql"]);
 
     // Without any pattern before.
     let plain = Notifier::new();
     let seen = log();
-    plain.instrument("sql.query", Payload::new, |_| ());
-    let _ = plain.subscribe(Pattern::regex(r"^sql\.").unwrap(), recorder(&seen, "re"));
-    plain.instrument("sql.query", Payload::new, |_| ());
-    assert_eq!(entries(&seen), ["re:sql.query"]);
+    plain.instrument("query.sql", Payload::new, |_| ());
+    let _ = plain.subscribe(Pattern::regex(r"\.sql$").unwrap(), recorder(&seen, "re"));
+    plain.instrument("query.sql", Payload::new, |_| ());
+    assert_eq!(entries(&seen), ["re:query.sql"]);
 }
 
 static R8_SITE: Callsite = Callsite::new("r8site.query");
@@ -609,20 +609,20 @@ fn r11_removing_one_subscription_keeps_the_others_whole() {
 fn r12_invalid_input_changes_nothing() {
     let notifier = Notifier::new();
     let seen = log();
-    let _ = notifier.subscribe("sql.query", recorder(&seen, "s"));
+    let _ = notifier.subscribe("query.sql", recorder(&seen, "s"));
     let before = (
         notifier.subscriber_count(),
-        notifier.listening("sql.query"),
-        notifier.listening("sql.other"),
+        notifier.listening("query.sql"),
+        notifier.listening("other.sql"),
     );
 
-    let result = Pattern::regex("sql.(query").map(|p| notifier.subscribe(p, recorder(&seen, "bad")));
+    let result = Pattern::regex("query.(sql").map(|p| notifier.subscribe(p, recorder(&seen, "bad")));
     let err = result.unwrap_err();
-    assert_eq!(err.pattern(), "sql.(query");
-    assert_eq!(err.position(), Some(4));
+    assert_eq!(err.pattern(), "query.(sql");
+    assert_eq!(err.position(), Some(6));
     assert_eq!(
         err.to_string(),
-        "invalid regex pattern `sql.(query` at byte 4: unclosed group"
+        "invalid regex pattern `query.(sql` at byte 6: unclosed group"
     );
 
     let err = Pattern::glob("").unwrap_err();
@@ -630,8 +630,8 @@ fn r12_invalid_input_changes_nothing() {
 
     let after = (
         notifier.subscriber_count(),
-        notifier.listening("sql.query"),
-        notifier.listening("sql.other"),
+        notifier.listening("query.sql"),
+        notifier.listening("other.sql"),
     );
     assert_eq!(before, after);
     assert_eq!(after, (1, true, false));

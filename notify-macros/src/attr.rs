@@ -110,7 +110,7 @@ fn parse_args(input: ParseStream, args: &mut Args, errors: &mut Errors) -> syn::
                             let value: Expr = input.parse()?;
                             errors.push(syn::Error::new_spanned(
                                 value,
-                                "`name` expects a string literal, like `name = \"sql.query\"`",
+                                "`name` expects a string literal, like `name = \"query.sql\"`",
                             ));
                         }
                     }

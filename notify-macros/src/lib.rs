@@ -19,7 +19,7 @@ use proc_macro::TokenStream;
 /// documentation of `notify_core::instrument_event` has the details and examples that run.)
 ///
 /// ```ignore
-/// #[notify_core::instrument_event("sql.query", fields(sql), err)]
+/// #[notify_core::instrument_event("query.sql", fields(sql), err)]
 /// fn query(sql: &str) -> Result<u64, std::io::Error> {
 ///     Ok(3)
 /// }

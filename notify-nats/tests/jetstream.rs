@@ -132,7 +132,7 @@ fn importers_sharing_a_durable_consumer_split_the_stream_once() {
     let _ = local.subscribe(Pattern::all(), exporter.subscriber());
     for _ in 0..40 {
         for _ in 0..50 {
-            local.instrument("page.view", Payload::new, |_| ());
+            local.instrument("view.page", Payload::new, |_| ());
         }
         exporter.flush(WAIT).unwrap();
     }

@@ -258,10 +258,10 @@ mod tests {
 
     #[test]
     fn reads_a_minimal_event_and_skips_unknown_fields() {
-        let json = r#"{"name":"job.done","start":"2024-05-01T12:00:00.5Z","end":"2024-05-01T12:00:01Z",
+        let json = r#"{"name":"done.job","start":"2024-05-01T12:00:00.5Z","end":"2024-05-01T12:00:01Z",
             "id":9,"transaction_id":2,"trace_id":"0af7651916cd43dd8448eb211c80319c"}"#;
         let event: Event = serde_json::from_str(json).unwrap();
-        assert_eq!(event.name(), "job.done");
+        assert_eq!(event.name(), "done.job");
         assert_eq!(event.duration(), Duration::from_millis(500));
         assert_eq!(
             event.start_time(),
