@@ -75,7 +75,8 @@ impl Payload {
     #[must_use]
     #[inline]
     pub fn with(mut self, key: impl Into<Key>, value: impl ToValue) -> Payload {
-        self.insert(key, value);
+        // Not `insert`: there is no old value to hand back (and drop out of line) per call.
+        self.put(key.into(), value.into_value());
         self
     }
 
@@ -92,27 +93,48 @@ impl Payload {
     }
 
     fn insert_value(&mut self, key: Key, value: Value) -> Option<Value> {
-        let at = match &mut self.index {
-            None => self.entries.iter().position(|(k, _)| index::same_key(k, &key)),
+        match self.find_for_insert(&key) {
+            Some(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
+            None => {
+                self.push_new(key, value);
+                None
+            }
+        }
+    }
+
+    /// `insert_value` without returning the old value (dropped in place when replaced).
+    #[inline]
+    fn put(&mut self, key: Key, value: Value) {
+        match self.find_for_insert(&key) {
+            Some(at) => self.entries[at].1 = value,
+            None => self.push_new(key, value),
+        }
+    }
+
+    /// The position of `key`; when absent, a large payload's index already has it at the
+    /// position [`Payload::push_new`] gives it next.
+    #[inline]
+    fn find_for_insert(&mut self, key: &Key) -> Option<usize> {
+        match &mut self.index {
+            None => self.entries.iter().position(|(k, _)| index::same_key(k, key)),
             Some(index) => {
-                let hash = index::hash(&key);
+                let hash = index::hash(key);
                 let entries = &self.entries;
-                let at = index.find(hash, &key, |i| &entries[i].0);
+                let at = index.find(hash, key, |i| &entries[i].0);
                 if at.is_none() {
                     index.push(hash, self.entries.len());
                 }
                 at
             }
-        };
-        match at {
-            Some(at) => Some(std::mem::replace(&mut self.entries[at].1, value)),
-            None => {
-                self.entries.push((key, value));
-                if self.index.is_none() && self.entries.len() >= INDEX_FROM {
-                    self.index = Some(Box::new(Index::build(self.entries.iter().map(|(k, _)| k))));
-                }
-                None
-            }
+        }
+    }
+
+    /// Appends an entry whose key is absent, building the index at [`INDEX_FROM`] entries.
+    #[inline]
+    fn push_new(&mut self, key: Key, value: Value) {
+        self.entries.push((key, value));
+        if self.index.is_none() && self.entries.len() >= INDEX_FROM {
+            self.index = Some(Box::new(Index::build(self.entries.iter().map(|(k, _)| k))));
         }
     }
 
