@@ -65,6 +65,36 @@ impl Event {
         self
     }
 
+    /// The same event with the given thread CPU time (as measured in the process that recorded
+    /// it; `None`: not measured). [`Event::idle_time`] follows from it.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// use std::time::Duration;
+    /// let event = notify_core::Event::new("a.b", now, now + Duration::from_micros(5), Default::default())
+    ///     .with_cpu_time(Some(Duration::from_micros(2)));
+    /// assert_eq!(event.idle_time(), Some(Duration::from_micros(3)));
+    /// ```
+    #[must_use]
+    pub fn with_cpu_time(mut self, cpu_time: Option<Duration>) -> Event {
+        self.cpu_time = cpu_time;
+        self
+    }
+
+    /// The same event with the given count of heap allocations (as counted in the process that
+    /// recorded it; `None`: not counted).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_allocations(Some(4));
+    /// assert_eq!(event.allocations(), Some(4));
+    /// ```
+    #[must_use]
+    pub fn with_allocations(mut self, allocations: Option<u64>) -> Event {
+        self.allocations = allocations;
+        self
+    }
+
     /// The same event with the given outcome (for instance [`Outcome::Panicked`] for a remote
     /// event whose block panicked).
     ///

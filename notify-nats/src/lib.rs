@@ -20,7 +20,6 @@ mod connect;
 mod exporter;
 mod importer;
 mod jetstream;
-mod keys;
 mod queue;
 mod subject;
 mod wire;
@@ -32,7 +31,6 @@ pub use crate::exporter::{
 };
 pub use crate::importer::{ImportError, Importer, ImporterBuilder, ImporterStats};
 pub use crate::jetstream::JetStream;
-pub use crate::keys::{MAX_KEYS, OVERFLOW_KEY};
 pub use crate::subject::subject_for;
 pub use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, WIRE_VERSION};
 pub use notify_pool::Overflow;

@@ -17,14 +17,12 @@ use notify_core::{Event, Outcome, Payload, TraceId, Value};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::keys;
-
 /// The first bytes of a binary (postcard) batch: tells a notify batch from other traffic before
 /// its version is read.
 const MAGIC: &[u8; 2] = b"NB";
 
 /// The newest wire-format version this crate writes and reads.
-pub const WIRE_VERSION: u16 = 1;
+pub const WIRE_VERSION: u16 = 2;
 
 /// How events are encoded on the wire.
 ///
@@ -110,62 +108,225 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// A payload value on the wire; strings borrow when encoding and own when decoded.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub(crate) enum WireValue<'a> {
+/// A payload value as decoded: an externally tagged enum, so that every [`Value`] variant comes
+/// back as itself in both encodings (postcard is not self-describing, and JSON alone cannot tell
+/// a duration from a number or a time from a string). The variants of wire version 1 keep their
+/// positions (postcard writes the position); version 2 appended `Null` … `Map`.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub(crate) enum WireValue {
     Bool(bool),
     I64(i64),
     U64(u64),
     F64(f64),
-    Str(Cow<'a, str>),
+    Str(String),
     Duration {
         secs: u64,
         nanos: u32,
     },
     Exception {
-        type_name: Cow<'a, str>,
-        message: Cow<'a, str>,
+        type_name: String,
+        message: String,
     },
+    Null,
+    I128(i128),
+    U128(u128),
+    /// Seconds since the Unix epoch (negative before it) and nanoseconds forward from there.
+    Time {
+        secs: i64,
+        nanos: u32,
+    },
+    List(Vec<WireValue>),
+    /// Entries in order.
+    Map(Vec<(String, WireValue)>),
 }
 
-impl<'a> From<&'a Value> for WireValue<'a> {
-    fn from(value: &'a Value) -> WireValue<'a> {
-        match value {
-            Value::Bool(v) => WireValue::Bool(*v),
-            Value::I64(v) => WireValue::I64(*v),
-            Value::U64(v) => WireValue::U64(*v),
-            Value::F64(v) => WireValue::F64(*v),
-            Value::Str(v) => WireValue::Str(Cow::Borrowed(v)),
-            Value::Duration(d) => WireValue::Duration {
-                secs: d.as_secs(),
-                nanos: d.subsec_nanos(),
-            },
-            Value::Exception { type_name, message } => WireValue::Exception {
-                type_name: Cow::Borrowed(type_name),
-                message: Cow::Borrowed(message),
-            },
-            // Null, 128-bit integers, times, lists and maps (Value is #[non_exhaustive]): their
-            // Display text until the wire format carries them.
-            other => WireValue::Str(Cow::Owned(other.to_string())),
+/// The position and name of each [`WireValue`] variant: what [`ValueOut`] writes.
+mod variant {
+    pub(super) const BOOL: (u32, &str) = (0, "Bool");
+    pub(super) const I64: (u32, &str) = (1, "I64");
+    pub(super) const U64: (u32, &str) = (2, "U64");
+    pub(super) const F64: (u32, &str) = (3, "F64");
+    pub(super) const STR: (u32, &str) = (4, "Str");
+    pub(super) const DURATION: (u32, &str) = (5, "Duration");
+    pub(super) const EXCEPTION: (u32, &str) = (6, "Exception");
+    pub(super) const NULL: (u32, &str) = (7, "Null");
+    pub(super) const I128: (u32, &str) = (8, "I128");
+    pub(super) const U128: (u32, &str) = (9, "U128");
+    pub(super) const TIME: (u32, &str) = (10, "Time");
+    pub(super) const LIST: (u32, &str) = (11, "List");
+    pub(super) const MAP: (u32, &str) = (12, "Map");
+}
+
+/// A value borrowed for encoding, written in [`WireValue`]'s form without copying it (nested
+/// lists and maps included).
+struct ValueOut<'a>(&'a Value);
+
+impl Serialize for ValueOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        const NAME: &str = "WireValue";
+        match self.0 {
+            Value::Null => {
+                let (i, n) = variant::NULL;
+                s.serialize_unit_variant(NAME, i, n)
+            }
+            Value::Bool(v) => {
+                let (i, n) = variant::BOOL;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::I64(v) => {
+                let (i, n) = variant::I64;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::U64(v) => {
+                let (i, n) = variant::U64;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::I128(v) => {
+                let (i, n) = variant::I128;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::U128(v) => {
+                let (i, n) = variant::U128;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::F64(v) => {
+                let (i, n) = variant::F64;
+                s.serialize_newtype_variant(NAME, i, n, v)
+            }
+            Value::Str(v) => {
+                let (i, n) = variant::STR;
+                s.serialize_newtype_variant(NAME, i, n, &**v)
+            }
+            Value::Duration(d) => {
+                let (i, n) = variant::DURATION;
+                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
+                st.serialize_field("secs", &d.as_secs())?;
+                st.serialize_field("nanos", &d.subsec_nanos())?;
+                st.end()
+            }
+            Value::Time(t) => {
+                let (secs, nanos) = time_parts(*t);
+                let (i, n) = variant::TIME;
+                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
+                st.serialize_field("secs", &secs)?;
+                st.serialize_field("nanos", &nanos)?;
+                st.end()
+            }
+            Value::List(items) => {
+                let (i, n) = variant::LIST;
+                s.serialize_newtype_variant(NAME, i, n, &ListOut(items))
+            }
+            Value::Map(map) => {
+                let (i, n) = variant::MAP;
+                s.serialize_newtype_variant(NAME, i, n, &PayloadOut(map))
+            }
+            Value::Exception { type_name, message } => {
+                let (i, n) = variant::EXCEPTION;
+                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
+                st.serialize_field("type_name", &**type_name)?;
+                st.serialize_field("message", message)?;
+                st.end()
+            }
+            // A variant added to notify-core after this wire version: its Display text.
+            other => {
+                let (i, n) = variant::STR;
+                s.serialize_newtype_variant(NAME, i, n, &other.to_string())
+            }
         }
     }
 }
 
-impl WireValue<'_> {
-    fn into_value(self) -> Value {
-        match self {
+struct ListOut<'a>(&'a [Value]);
+
+impl Serialize for ListOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&ValueOut(item))?;
+        }
+        seq.end()
+    }
+}
+
+/// `time` as whole seconds since the Unix epoch (negative before it) and nanoseconds forward.
+fn time_parts(time: SystemTime) -> (i64, u32) {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => (i64::try_from(after.as_secs()).unwrap_or(i64::MAX), after.subsec_nanos()),
+        Err(before) => {
+            let before = before.duration();
+            let secs = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+            match before.subsec_nanos() {
+                0 => (-secs, 0),
+                nanos => (-secs - 1, 1_000_000_000 - nanos),
+            }
+        }
+    }
+}
+
+/// The time `secs` seconds and `nanos` nanoseconds after the Unix epoch, if this platform's
+/// `SystemTime` holds it.
+fn time_from_parts(secs: i64, nanos: u32) -> Option<SystemTime> {
+    let epoch = SystemTime::UNIX_EPOCH;
+    let nanos = Duration::from_nanos(u64::from(nanos));
+    if secs >= 0 {
+        epoch
+            .checked_add(Duration::from_secs(secs.unsigned_abs()))?
+            .checked_add(nanos)
+    } else {
+        epoch
+            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
+            .checked_add(nanos)
+    }
+}
+
+impl WireValue {
+    /// The value; a time this platform cannot represent, or a duration or time whose nanoseconds
+    /// are out of range, is an error naming it.
+    fn into_value(self) -> Result<Value, String> {
+        Ok(match self {
+            WireValue::Null => Value::Null,
             WireValue::Bool(v) => Value::Bool(v),
             WireValue::I64(v) => Value::I64(v),
             WireValue::U64(v) => Value::U64(v),
+            WireValue::I128(v) => Value::I128(v),
+            WireValue::U128(v) => Value::U128(v),
             WireValue::F64(v) => Value::F64(v),
-            WireValue::Str(v) => Value::Str(Cow::Owned(v.into_owned())),
-            WireValue::Duration { secs, nanos } => Value::Duration(Duration::new(secs, nanos)),
+            WireValue::Str(v) => Value::Str(Cow::Owned(v)),
+            WireValue::Duration { secs, nanos } => {
+                if nanos >= 1_000_000_000 {
+                    return Err(format!("duration with {nanos} nanoseconds (at most 999999999)"));
+                }
+                Value::Duration(Duration::new(secs, nanos))
+            }
+            WireValue::Time { secs, nanos } => {
+                if nanos >= 1_000_000_000 {
+                    return Err(format!("time with {nanos} nanoseconds (at most 999999999)"));
+                }
+                Value::Time(
+                    time_from_parts(secs, nanos)
+                        .ok_or_else(|| format!("time {secs}.{nanos:09} s from the Unix epoch is out of range here"))?,
+                )
+            }
             WireValue::Exception { type_name, message } => Value::Exception {
-                type_name: Cow::Owned(type_name.into_owned()),
-                message: message.into_owned(),
+                type_name: Cow::Owned(type_name),
+                message,
             },
-        }
+            WireValue::List(items) => {
+                Value::List(items.into_iter().map(WireValue::into_value).collect::<Result<_, _>>()?)
+            }
+            WireValue::Map(entries) => Value::Map(Box::new(payload_from(entries)?)),
+        })
     }
+}
+
+/// A payload from decoded entries (owned keys, in order).
+fn payload_from(entries: Vec<(String, WireValue)>) -> Result<Payload, String> {
+    let mut payload = Payload::new();
+    for (key, value) in entries {
+        payload.insert(key, value.into_value()?);
+    }
+    Ok(payload)
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +343,7 @@ impl Serialize for PayloadOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for (key, value) in self.0.iter() {
-            seq.serialize_element(&(key, WireValue::from(value)))?;
+            seq.serialize_element(&(key, ValueOut(value)))?;
         }
         seq.end()
     }
@@ -206,12 +367,16 @@ pub(crate) struct EventOut<'a> {
     trace_id: u128,
     outcome: WireOutcome,
     payload: PayloadOut<'a>,
+    /// Since version 2.
+    cpu_time_ns: Option<u64>,
+    /// Since version 2.
+    allocations: Option<u64>,
 }
 
 impl<'a> EventOut<'a> {
     pub(crate) fn new(event: &'a Event) -> EventOut<'a> {
         let start = unix_ns(event.start_time());
-        let duration_ns = u64::try_from(event.duration().as_nanos()).unwrap_or(u64::MAX);
+        let duration_ns = saturating_ns(event.duration());
         EventOut {
             name: event.name(),
             start_unix_ns: start,
@@ -227,12 +392,70 @@ impl<'a> EventOut<'a> {
                 Outcome::Cancelled => WireOutcome::Cancelled,
             },
             payload: PayloadOut(event.payload()),
+            cpu_time_ns: event.cpu_time().map(saturating_ns),
+            allocations: event.allocations(),
         }
     }
 }
 
-/// One event as decoded: the fields of [`EventOut`], in the same order, owned.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+fn saturating_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One event as read from the wire (version 2): the fields of [`EventOut`], in the same order.
+#[derive(Deserialize)]
+struct RawEvent {
+    name: String,
+    start_unix_ns: u64,
+    end_unix_ns: u64,
+    duration_ns: u64,
+    id: u64,
+    parent_id: Option<u64>,
+    transaction_id: u64,
+    trace_id: u128,
+    outcome: WireOutcome,
+    payload: Vec<(String, WireValue)>,
+    cpu_time_ns: Option<u64>,
+    allocations: Option<u64>,
+}
+
+/// One event of wire version 1: version 2 without its last two fields.
+#[derive(Deserialize)]
+struct RawEventV1 {
+    name: String,
+    start_unix_ns: u64,
+    end_unix_ns: u64,
+    duration_ns: u64,
+    id: u64,
+    parent_id: Option<u64>,
+    transaction_id: u64,
+    trace_id: u128,
+    outcome: WireOutcome,
+    payload: Vec<(String, WireValue)>,
+}
+
+impl From<RawEventV1> for RawEvent {
+    fn from(v1: RawEventV1) -> RawEvent {
+        RawEvent {
+            name: v1.name,
+            start_unix_ns: v1.start_unix_ns,
+            end_unix_ns: v1.end_unix_ns,
+            duration_ns: v1.duration_ns,
+            id: v1.id,
+            parent_id: v1.parent_id,
+            transaction_id: v1.transaction_id,
+            trace_id: v1.trace_id,
+            outcome: v1.outcome,
+            payload: v1.payload,
+            cpu_time_ns: None,
+            allocations: None,
+        }
+    }
+}
+
+/// One event as decoded and checked: its payload already built, so that a message with an
+/// impossible value is refused whole before any of its events is republished.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct EventIn {
     pub(crate) name: String,
     pub(crate) start_unix_ns: u64,
@@ -243,28 +466,40 @@ pub(crate) struct EventIn {
     pub(crate) transaction_id: u64,
     pub(crate) trace_id: u128,
     outcome: WireOutcome,
-    payload: Vec<(String, WireValue<'static>)>,
+    payload: Payload,
+    cpu_time_ns: Option<u64>,
+    allocations: Option<u64>,
+}
+
+impl RawEvent {
+    fn check(self) -> Result<EventIn, String> {
+        let payload = payload_from(self.payload).map_err(|e| format!("event {} ({}): {e}", self.id, self.name))?;
+        Ok(EventIn {
+            name: self.name,
+            start_unix_ns: self.start_unix_ns,
+            end_unix_ns: self.end_unix_ns,
+            duration_ns: self.duration_ns,
+            id: self.id,
+            parent_id: self.parent_id,
+            transaction_id: self.transaction_id,
+            trace_id: self.trace_id,
+            outcome: self.outcome,
+            payload,
+            cpu_time_ns: self.cpu_time_ns,
+            allocations: self.allocations,
+        })
+    }
 }
 
 impl EventIn {
-    /// The event, with its original name, times, ids, outcome and payload.
+    /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
+    /// count.
     pub(crate) fn into_event(self) -> Event {
-        let mut payload = Payload::new();
-        for (key, value) in self.payload {
-            match keys::intern(&key) {
-                Some(key) => payload.insert(key, value.into_value()),
-                None => payload.insert(
-                    keys::OVERFLOW_KEY,
-                    Value::Str(format!("{key}={}", value.into_value()).into()),
-                ),
-            };
-        }
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
-        let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), payload).with_ids(
-            self.id,
-            self.parent_id,
-            self.transaction_id,
-        );
+        let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), self.payload)
+            .with_ids(self.id, self.parent_id, self.transaction_id)
+            .with_cpu_time(self.cpu_time_ns.map(Duration::from_nanos))
+            .with_allocations(self.allocations);
         // 0 is no trace id (W3C forbids it): the event keeps the fresh one it was built with.
         let event = match TraceId::new(self.trace_id) {
             Some(trace_id) => event.with_trace_id(trace_id),
@@ -279,11 +514,18 @@ impl EventIn {
 }
 
 /// A decoded batch: the exporter's id and its events, in export order.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BatchIn {
     pub(crate) version: u16,
     pub(crate) source: u64,
     pub(crate) events: Vec<EventIn>,
+}
+
+#[derive(Deserialize)]
+struct RawBatch<E> {
+    version: u16,
+    source: u64,
+    events: Vec<E>,
 }
 
 #[derive(Deserialize)]
@@ -317,11 +559,33 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
     if version == 0 {
         return Err(malformed("version 0 does not exist".to_owned()));
     }
-    let batch: BatchIn = match encoding {
-        Encoding::Binary => postcard::from_bytes(body).map_err(|e| malformed(e.to_string()))?,
-        Encoding::Json => serde_json::from_slice(body).map_err(|e| malformed(e.to_string()))?,
+    let raw: RawBatch<RawEvent> = if version == 1 {
+        let v1: RawBatch<RawEventV1> = parse(encoding, body).map_err(malformed)?;
+        RawBatch {
+            version: v1.version,
+            source: v1.source,
+            events: v1.events.into_iter().map(RawEvent::from).collect(),
+        }
+    } else {
+        parse(encoding, body).map_err(malformed)?
     };
-    Ok(batch)
+    Ok(BatchIn {
+        version: raw.version,
+        source: raw.source,
+        events: raw
+            .events
+            .into_iter()
+            .map(RawEvent::check)
+            .collect::<Result<_, _>>()
+            .map_err(malformed)?,
+    })
+}
+
+fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Result<T, String> {
+    match encoding {
+        Encoding::Binary => postcard::from_bytes(body).map_err(|e| e.to_string()),
+        Encoding::Json => serde_json::from_slice(body).map_err(|e| e.to_string()),
+    }
 }
 
 /// Builds batches event by event under a size limit; one encoder per exporter, buffers reused.
@@ -468,10 +732,21 @@ mod tests {
             .with("ratio", 0.5)
             .with("cached", true)
             .with("wait", Duration::from_micros(1_500));
-        let mut payload = payload;
+        let mut payload = payload
+            .with("none", Value::Null)
+            .with("big", i128::MIN)
+            .with("huge", u128::MAX)
+            .with("at", SystemTime::UNIX_EPOCH - Duration::new(1, 5))
+            .with("list", Value::List(vec![1_u8.into(), Value::List(vec![Value::Null])]))
+            .with(
+                "map",
+                Payload::new().with(String::from("owned key"), Payload::new().with("d", 1.5)),
+            );
         payload.record_error(&std::fmt::Error);
         Event::at_wall_clock("query.sql", start, Duration::from_nanos(42_000), payload)
             .with_ids(10, Some(9), 77)
+            .with_cpu_time(Some(Duration::from_nanos(41_000)))
+            .with_allocations(Some(3))
             .with_outcome(Outcome::Panicked)
     }
 
@@ -485,7 +760,87 @@ mod tests {
         );
         assert_eq!(a.outcome(), b.outcome());
         assert_eq!(a.trace_id(), b.trace_id());
+        assert_eq!((a.cpu_time(), a.allocations()), (b.cpu_time(), b.allocations()));
         assert_eq!(a.payload(), b.payload());
+    }
+
+    #[test]
+    fn times_split_into_seconds_and_forward_nanoseconds() {
+        let epoch = SystemTime::UNIX_EPOCH;
+        for (time, parts) in [
+            (epoch, (0, 0)),
+            (epoch + Duration::new(1, 5), (1, 5)),
+            (epoch - Duration::new(1, 0), (-1, 0)),
+            (epoch - Duration::new(1, 5), (-2, 999_999_995)),
+        ] {
+            assert_eq!(time_parts(time), parts);
+            assert_eq!(time_from_parts(parts.0, parts.1), Some(time));
+        }
+    }
+
+    /// Version 1 batches (no null, 128-bit, time, list or map values; no CPU time or
+    /// allocations) are still read.
+    #[test]
+    fn version_1_batches_are_read() {
+        #[derive(Serialize)]
+        enum V1Value {
+            #[allow(dead_code)]
+            Bool(bool),
+            #[allow(dead_code)]
+            I64(i64),
+            U64(u64),
+        }
+        #[derive(Serialize)]
+        struct V1Event {
+            name: &'static str,
+            start_unix_ns: u64,
+            end_unix_ns: u64,
+            duration_ns: u64,
+            id: u64,
+            parent_id: Option<u64>,
+            transaction_id: u64,
+            trace_id: u128,
+            outcome: WireOutcome,
+            payload: Vec<(&'static str, V1Value)>,
+        }
+        let event = V1Event {
+            name: "old.sql",
+            start_unix_ns: 1_000,
+            end_unix_ns: 1_500,
+            duration_ns: 500,
+            id: 4,
+            parent_id: None,
+            transaction_id: 2,
+            trace_id: 9,
+            outcome: WireOutcome::Completed,
+            payload: vec![("rows", V1Value::U64(3))],
+        };
+        let mut binary = MAGIC.to_vec();
+        postcard::to_io(&(1_u16, 5_u64, vec![&event]), &mut binary).unwrap();
+        let json = serde_json::json!({"version": 1, "source": 5, "events": [&event]}).to_string();
+        for (encoding, body) in [(Encoding::Binary, binary), (Encoding::Json, json.into_bytes())] {
+            let batch = decode(encoding, &body).unwrap();
+            assert_eq!((batch.version, batch.source, batch.events.len()), (1, 5, 1));
+            let got = batch.events.into_iter().next().unwrap().into_event();
+            assert_eq!(
+                (got.name(), got.id(), got.duration()),
+                ("old.sql", 4, Duration::from_nanos(500))
+            );
+            assert_eq!(got.payload(), &Payload::new().with("rows", 3_u64));
+            assert_eq!((got.cpu_time(), got.allocations()), (None, None));
+        }
+    }
+
+    #[test]
+    fn impossible_values_make_the_message_malformed_naming_them() {
+        let json = br#"{"version":2,"source":1,"events":[{"name":"a.b","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[["ok",{"U64":1}],["at",{"Time":{"secs":0,"nanos":1000000000}}]],"cpu_time_ns":null,"allocations":null}]}"#;
+        assert_eq!(
+            decode(Encoding::Json, json).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Json,
+                reason: "event 3 (a.b): time with 1000000000 nanoseconds (at most 999999999)".to_owned()
+            }
+        );
     }
 
     #[test]
@@ -517,17 +872,17 @@ mod tests {
     #[test]
     fn newer_version_is_refused_with_both_versions_named() {
         let mut body = encode_batch(Encoding::Binary, 1, &[Arc::new(sample())]);
-        body[2] = 2; // the version varint, after the magic
+        body[2] = 3; // the version varint, after the magic
         let err = decode(Encoding::Binary, &body).unwrap_err();
-        assert_eq!(err, DecodeError::UnsupportedVersion { found: 2, supported: 1 });
+        assert_eq!(err, DecodeError::UnsupportedVersion { found: 3, supported: 2 });
         assert!(
-            err.to_string().contains("wire version 2, newer than the version 1"),
+            err.to_string().contains("wire version 3, newer than the version 2"),
             "{err}"
         );
         let json = br#"{"version":7,"source":1,"events":[{"from":"the future"}]}"#;
         assert_eq!(
             decode(Encoding::Json, json).unwrap_err(),
-            DecodeError::UnsupportedVersion { found: 7, supported: 1 }
+            DecodeError::UnsupportedVersion { found: 7, supported: 2 }
         );
     }
 

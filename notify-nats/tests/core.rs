@@ -4,7 +4,7 @@
 mod support;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use notify_core::{Event, Notifier, Outcome, Pattern, Payload, Subscriber, Value};
 use notify_nats::{ConnectErrorKind, DecodeError, Encoding, Exporter, ImportError, Importer, NatsOptions, Overflow};
@@ -91,6 +91,118 @@ fn events_round_trip_with_name_times_ids_outcome_and_payload_in_both_encodings()
             seen[1].trace_id(),
             "one request, one trace, across processes"
         );
+        exporter.shutdown(WAIT);
+        importer.shutdown();
+    }
+}
+
+/// A payload with every kind of value, owned keys and nesting.
+fn every_value_kind() -> Payload {
+    let header = String::from("x-request-id");
+    let mut payload = Payload::new()
+        .with("null", Value::Null)
+        .with("bool", true)
+        .with("i64", i64::MIN)
+        .with("u64", u64::MAX)
+        .with("i128", i128::MIN)
+        .with("u128", u128::MAX)
+        .with("f64", -0.1)
+        .with("str", "ünïcödé \u{1F980}")
+        .with("duration", Duration::new(3, 999_999_999))
+        .with(
+            "time",
+            SystemTime::UNIX_EPOCH + Duration::new(1_764_547_200, 123_456_789),
+        )
+        .with("before_1970", SystemTime::UNIX_EPOCH - Duration::new(86_400, 1))
+        .with(
+            "list",
+            Value::List(vec![
+                Value::Null,
+                1_u8.into(),
+                "two".into(),
+                Value::List(vec![3.5.into()]),
+            ]),
+        )
+        .with(
+            "map",
+            Payload::new()
+                .with("inner", Payload::new().with("deep", Duration::from_nanos(1)))
+                .with("tags", ["a", "b"]),
+        )
+        .with(header, "abc");
+    payload.record_error(&std::fmt::Error);
+    payload
+}
+
+/// Every field of an event survives export and import in both encodings: name, wall-clock start,
+/// duration, the four ids, outcome, CPU time, allocation count, and a payload holding every kind
+/// of value (null, 128-bit integers, times before 1970, nested lists and maps, owned keys), each
+/// coming back as the same variant.
+#[test]
+fn every_event_field_and_value_kind_survives_export_and_import_in_both_encodings() {
+    let server = NatsServer::start();
+    for encoding in [Encoding::Binary, Encoding::Json] {
+        let remote = Notifier::new();
+        let seen = recorder(&remote, Pattern::all());
+        let importer = Importer::builder(NatsOptions::new(server.url()))
+            .subject("*.kinds")
+            .start(&remote)
+            .unwrap();
+        let local = Notifier::new();
+        let exporter = Exporter::builder(NatsOptions::new(server.url()))
+            .encoding(encoding)
+            .start()
+            .unwrap();
+        local.subscribe(Pattern::glob("*.kinds").unwrap(), exporter.subscriber());
+        let start = SystemTime::UNIX_EPOCH + Duration::new(1_764_547_200, 987_654_321);
+        let sent = Event::at_wall_clock("all.kinds", start, Duration::from_nanos(42_001), every_value_kind())
+            .with_ids(11, Some(10), 99)
+            .with_trace_id(notify_core::TraceId::new(0x0af7_6519_16cd_43dd_8448_eb21_1c80_319c).unwrap())
+            .with_cpu_time(Some(Duration::from_nanos(40_000)))
+            .with_allocations(Some(17))
+            .with_outcome(Outcome::Cancelled);
+        local.publish_event(sent.clone());
+        let bare = Event::at_wall_clock("bare.kinds", start, Duration::ZERO, Payload::new());
+        local.publish_event(bare.clone());
+
+        assert_eq!(exporter.flush(WAIT).unwrap().exported, 2);
+        assert_eq!(importer.wait_until(WAIT, |s| s.events == 2).events, 2);
+        let seen = seen.lock().unwrap();
+        for (a, b) in [&sent, &bare].into_iter().zip(seen.iter()) {
+            assert_eq!(
+                (a.name(), a.start_time(), a.end_time(), a.duration()),
+                (b.name(), b.start_time(), b.end_time(), b.duration()),
+                "{encoding:?}"
+            );
+            assert_eq!(
+                (a.id(), a.parent_id(), a.transaction_id(), a.trace_id()),
+                (b.id(), b.parent_id(), b.transaction_id(), b.trace_id())
+            );
+            assert_eq!(
+                (a.outcome(), a.cpu_time(), a.idle_time(), a.allocations()),
+                (b.outcome(), b.cpu_time(), b.idle_time(), b.allocations())
+            );
+            assert_eq!(a.payload(), b.payload(), "{encoding:?}");
+        }
+        // Each value comes back as its own variant, not as text.
+        let p = seen[0].payload();
+        assert_eq!(p.get("null"), Some(&Value::Null));
+        assert_eq!(p.get("i128"), Some(&Value::I128(i128::MIN)));
+        assert_eq!(p.get("u128"), Some(&Value::U128(u128::MAX)));
+        assert_eq!(
+            p.get("before_1970").and_then(Value::as_time),
+            Some(SystemTime::UNIX_EPOCH - Duration::new(86_400, 1))
+        );
+        assert_eq!(
+            p.get("map")
+                .and_then(Value::as_map)
+                .and_then(|m| m.get("inner"))
+                .and_then(Value::as_map)
+                .and_then(|m| m.get("deep")),
+            Some(&Value::Duration(Duration::from_nanos(1)))
+        );
+        assert_eq!(p.keys().last(), Some("exception"));
+        assert_eq!(seen[1].cpu_time(), None);
         exporter.shutdown(WAIT);
         importer.shutdown();
     }
@@ -198,7 +310,7 @@ fn malformed_and_newer_messages_are_counted_and_reported_never_republished() {
     let event = Arc::new(Event::new("good.test", now, now, Payload::new().with("k", 1_u64)));
     let good = notify_nats::encode_batch(Encoding::Binary, 7, std::slice::from_ref(&event));
     let mut newer = good.clone();
-    newer[2] = 2; // wire version 2 (after the 2-byte magic)
+    newer[2] = 3; // wire version 3 (after the 2-byte magic)
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -246,7 +358,7 @@ fn malformed_and_newer_messages_are_counted_and_reported_never_republished() {
     );
     assert_eq!(
         errors[1].error,
-        DecodeError::UnsupportedVersion { found: 2, supported: 1 }
+        DecodeError::UnsupportedVersion { found: 3, supported: 2 }
     );
     assert!(
         errors[2].to_string().contains("unknown Notify-Encoding \"xml\""),
