@@ -153,7 +153,7 @@ fn every_event_field_and_value_kind_survives_export_and_import_in_both_encodings
             .encoding(encoding)
             .start()
             .unwrap();
-        local.subscribe(Pattern::glob("*.kinds").unwrap(), exporter.subscriber());
+        let _ = local.subscribe(Pattern::glob("*.kinds").unwrap(), exporter.subscriber());
         let start = SystemTime::UNIX_EPOCH + Duration::new(1_764_547_200, 987_654_321);
         let sent = Event::at_wall_clock("all.kinds", start, Duration::from_nanos(42_001), every_value_kind())
             .with_ids(11, Some(10), 99)
