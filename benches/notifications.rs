@@ -8,7 +8,9 @@
 //!   subscribers at `debug` while the `log` facade drops everything (no logger is installed, so its
 //!   max level is `Off`). Then: `unsubscribed_callsite` (a `static Callsite` nobody listens to),
 //!   `unsubscribed_dynamic` (a runtime `String` name), `payload_3_keys` (1 timed subscriber, a
-//!   3-entry payload built per event), `subscribe_unsubscribe` (one pair on the populated notifier).
+//!   3-entry payload built per event), `payload_3_keys_redacted` (the same on a notifier with a
+//!   redaction policy of 10 key patterns, none matching), `subscribe_unsubscribe` (one pair on the
+//!   populated notifier).
 //! * `peers/*`: one `#[inline(never)]` function, plain, under `#[instrument_event]` and under
 //!   `tracing`'s `#[instrument]` (both record the argument), nobody listening, then one do-nothing
 //!   listener each: an evented notify subscriber (start and finish, no clock, like a span's
@@ -27,7 +29,7 @@
 //! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
 //!   event reads its clock twice).
 //!
-//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 18 cases finish in about 70 s
+//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 19 cases finish in about 75 s
 //! on 2 cores. Quick mode (`NOTIFY_BENCH_QUICK=1`): 0.2 s, 0.5 s, 10 samples, about 20 s: for
 //! checking the suite runs, not for quoting. Criterion's own flags (`--warm-up-time`,
 //! `--measurement-time`, `--sample-size`, a name filter) override either. `scripts/bench-report`
@@ -38,7 +40,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::{instrument_event, Callsite, Event, EventedSubscriber, Notifier, Payload, Subscriber};
+use notify_core::{instrument_event, Callsite, Event, EventedSubscriber, Notifier, Payload, Redaction, Subscriber};
 use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
 
 /// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
@@ -97,6 +99,39 @@ fn fixture() -> Fixture {
     Fixture { notifier, _logs: logs }
 }
 
+/// One event with a 3-entry payload (text, integer, boolean) built per call.
+fn payload_3_keys(notifier: &Notifier) {
+    notifier.instrument(
+        black_box("payload_3_keys.bench"),
+        || {
+            Payload::new()
+                .with("sql", "SELECT * FROM books WHERE id = ?")
+                .with("rows", 3_u64)
+                .with("cached", false)
+        },
+        |_| {},
+    );
+}
+
+/// A policy of 10 key patterns, ignoring case, as a web application's might be: 6 names, 3 globs
+/// and a regex.
+fn ten_key_patterns() -> Redaction {
+    Redaction::builder()
+        .key("password")
+        .key("passwd")
+        .key("secret")
+        .key("token")
+        .key("authorization")
+        .key("cookie")
+        .key_glob("*_token")
+        .key_glob("*_secret")
+        .key_glob("api_key*")
+        .key_regex("^x-.*-key$")
+        .case_insensitive(true)
+        .build()
+        .expect("a valid policy")
+}
+
 fn as_notifications(c: &mut Criterion) {
     let fixture = fixture();
     let notifier = &fixture.notifier;
@@ -126,20 +161,17 @@ fn as_notifications(c: &mut Criterion) {
         b.iter(|| notifier.instrument(black_box(dynamic.as_str()), Payload::new, |_| {}));
     });
 
-    group.bench_function("payload_3_keys", |b| {
-        b.iter(|| {
-            notifier.instrument(
-                black_box("payload_3_keys.bench"),
-                || {
-                    Payload::new()
-                        .with("sql", "SELECT * FROM books WHERE id = ?")
-                        .with("rows", 3_u64)
-                        .with("cached", false)
-                },
-                |_| {},
-            )
-        });
-    });
+    group.bench_function("payload_3_keys", |b| b.iter(|| payload_3_keys(notifier)));
+
+    // The same event on a notifier with a redaction policy of 10 key patterns (issue 17: at most
+    // +50 ns over `payload_3_keys`). None of the 3 keys matches: the cost of checking them.
+    let redacting = Notifier::new();
+    redacting.set_redaction(ten_key_patterns());
+    let _ = redacting.subscribe(
+        "payload_3_keys.bench",
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+    );
+    group.bench_function("payload_3_keys_redacted", |b| b.iter(|| payload_3_keys(&redacting)));
 
     group.bench_function("subscribe_unsubscribe", |b| {
         b.iter(|| {
