@@ -18,6 +18,10 @@ use sha2::Sha256;
 
 use crate::payload::{Key, Payload, Value};
 
+mod key_cache;
+
+use key_cache::KeyCache;
+
 /// The marker a policy replaces matched values with unless told otherwise.
 pub const FILTERED: &str = "[FILTERED]";
 
@@ -51,6 +55,8 @@ pub struct Redaction {
     /// The value regexes, as one alternation.
     values: Option<Regex>,
     replacement: Replacement,
+    /// The key answers for keys of static text, each matched once.
+    key_cache: KeyCache,
 }
 
 enum Replacement {
@@ -221,6 +227,7 @@ impl RedactionBuilder {
             keys,
             values,
             replacement,
+            key_cache: KeyCache::new(),
         })
     }
 }
@@ -299,6 +306,20 @@ impl Redaction {
 
     /// True when a value under `key` is redacted whatever it is.
     pub fn matches_key(&self, key: &str) -> bool {
+        self.match_key_patterns(key)
+    }
+
+    /// [`Redaction::matches_key`] for a payload key: a key of static text is matched against the
+    /// patterns once, then its answer is remembered (see `key_cache`).
+    #[inline]
+    fn matches(&self, key: &Key) -> bool {
+        match key.as_static() {
+            Some(key) => self.key_cache.get_or_match(key, |key| self.match_key_patterns(key)),
+            None => self.match_key_patterns(key),
+        }
+    }
+
+    fn match_key_patterns(&self, key: &str) -> bool {
         let exact = if self.case_insensitive {
             self.exact.iter().any(|e| e.eq_ignore_ascii_case(key))
         } else {
@@ -322,13 +343,17 @@ impl Redaction {
     /// replaced. `previous` is the entry's value as an earlier pass left it, if any: a value
     /// equal to what that pass left at the same place is skipped, so a keyed hash (or a marker a
     /// value pattern matches) is never redacted twice, while anything the body changed is.
-    fn redact_entry(&self, key: &str, value: &mut Value, previous: Option<&Value>) -> usize {
+    fn redact_entry(&self, key: &Key, value: &mut Value, previous: Option<&Value>) -> usize {
         if previous == Some(value) {
             return 0;
         }
-        if self.matches_key(key) {
+        if self.matches(key) {
             *value = Value::Str(self.replacement(&value_text(value)));
             return 1;
+        }
+        if self.values.is_none() && !matches!(value, Value::Map(_) | Value::List(_)) {
+            // No value patterns: only maps (also inside lists) hold keys left to match.
+            return 0;
         }
         self.redact_value(value, previous)
     }
