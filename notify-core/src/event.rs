@@ -87,6 +87,19 @@ pub(crate) fn monotonic_clock(at: SystemTime) -> Instant {
 /// assert_eq!(seen[0].0, "render");
 /// assert_eq!(seen[0].2, 1);
 /// ```
+///
+/// # Serialized form (feature `serde`)
+///
+/// A map (JSON object): `name`; `start` and `end`, wall-clock times as RFC 3339 UTC strings with
+/// nanoseconds (`"2025-12-01T00:00:00.000000005Z"`); `duration_ns`; `id`, `parent_id` (or
+/// `null`), `transaction_id`; `trace_id` as 32 hex digits; `outcome` (`"completed"`,
+/// `"panicked"`, `"cancelled"`); `payload` (see [`Value`](crate::Value)); `cpu_time_ns` and
+/// `allocations` (or `null`); `location` (written, not read back). Times are strings because
+/// JavaScript (browsers, `jq`, most JSON tools) reads JSON numbers as doubles, exact only to 2^53,
+/// and nanoseconds since 1970 are about 2^60; the string keeps every nanosecond and `Date.parse`
+/// reads it. Durations are nanosecond numbers (exact in JavaScript up to 104 days). Reading an
+/// event back gives the same name, times, duration, ids, outcome and payload (the README's
+/// "Payloads" section round-trips one).
 #[derive(Clone)]
 pub struct Event {
     pub(crate) name: Name,

@@ -3,6 +3,7 @@
 mod convert;
 mod index;
 mod key;
+mod rfc3339;
 mod value;
 
 use std::borrow::Cow;
@@ -13,6 +14,7 @@ use smallvec::SmallVec;
 pub use self::convert::ToValue;
 use self::index::{Index, INDEX_FROM};
 pub use self::key::Key;
+pub(crate) use self::rfc3339::Rfc3339;
 pub use self::value::Value;
 
 /// The payload of an event: an ordered map from [`Key`]s (static or owned text) to [`Value`]s.

@@ -26,6 +26,16 @@ use super::Payload;
 /// assert_eq!(Value::from(vec![1_u8, 2]), Value::List(vec![Value::U64(1), Value::U64(2)]));
 /// assert_eq!(Value::debug(&Some(1)), Value::Str("Some(1)".into()));
 /// ```
+///
+/// # Serialized form (feature `serde`)
+///
+/// Plain data: `Null` → `null`, numbers and text as they are (128-bit integers as numbers),
+/// `Duration` → whole nanoseconds (a number), `Time` → an RFC 3339 UTC string with nanoseconds
+/// (JavaScript reads JSON numbers exactly only to 2^53; see [`Event`](crate::Event)), `List` → a
+/// sequence, `Map` → a map in order, `Exception` → `{"type_name": …, "message": …}`. Reading
+/// back gives the same null, booleans, numbers, text, lists, maps and (under the key
+/// `"exception"`) errors; a duration comes back as `U64` and a time as `Str`, since the plain
+/// form does not say what they were.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Value {
@@ -242,7 +252,8 @@ impl Value {
 }
 
 /// `Display`: numbers and text as they are, a duration as its `Debug` form (`1.5ms`), a time as
-/// RFC 3339 UTC (`2024-05-01T12:00:00.000000001Z`), null as `null`, lists as `[a, b]`, maps as
+/// RFC 3339 UTC (`2024-05-01T12:00:00.000000001Z`; before 1970 too, and years past 9999 in ISO
+/// 8601's expanded form `+10000-…`, so no time makes it fail), null as `null`, lists as `[a, b]`, maps as
 /// `{k: v, ...}`, an exception as `type: message`.
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -256,7 +267,7 @@ impl fmt::Display for Value {
             Value::F64(v) => v.fmt(f),
             Value::Str(v) => v.fmt(f),
             Value::Duration(v) => write!(f, "{v:?}"),
-            Value::Time(v) => humantime::format_rfc3339_nanos(*v).fmt(f),
+            Value::Time(v) => super::Rfc3339(*v).fmt(f),
             Value::List(items) => {
                 f.write_str("[")?;
                 for (i, item) in items.iter().enumerate() {

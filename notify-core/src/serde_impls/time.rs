@@ -8,7 +8,7 @@ use serde::{Deserializer, Serializer};
 
 /// Writes `time` as `"YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ"`.
 pub(crate) fn serialize<S: Serializer>(time: SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&humantime::format_rfc3339_nanos(time))
+    s.collect_str(&crate::payload::Rfc3339(time))
 }
 
 /// Reads an RFC 3339 UTC time (`Z`; fraction optional, up to nanoseconds).
