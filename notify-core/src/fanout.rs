@@ -423,10 +423,12 @@ impl Fanout {
     }
 
     /// The redaction policy in force, if any (whatever `redacting` says).
+    #[cfg(feature = "redaction")]
     pub(crate) fn redaction_policy(&self) -> Option<Arc<Redaction>> {
         self.redaction.load_full()
     }
 
+    #[cfg(feature = "redaction")]
     pub(crate) fn set_redaction(&self, policy: Option<Arc<Redaction>>) -> Option<Arc<Redaction>> {
         match policy {
             Some(policy) => {

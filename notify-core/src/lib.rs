@@ -103,6 +103,11 @@ mod ids;
 mod pattern;
 mod payload;
 mod record;
+#[cfg(feature = "redaction")]
+mod redaction;
+// Without the feature: no policy type, and the hooks that would apply one do nothing.
+#[cfg(not(feature = "redaction"))]
+#[path = "redaction_off.rs"]
 mod redaction;
 mod remote;
 #[cfg(feature = "serde")]
@@ -126,6 +131,7 @@ mod location;
 mod macro_support;
 mod namespace_subscriber;
 mod notifier;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 // The re-export rule: every public item of a private module is public at the crate root, and
@@ -146,6 +152,7 @@ pub use crate::notifier::*;
 pub use crate::pattern::*;
 pub use crate::payload::*;
 pub use crate::record::*;
+#[cfg(feature = "redaction")]
 pub use crate::redaction::*;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;

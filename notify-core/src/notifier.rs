@@ -18,6 +18,7 @@ use crate::fanout::{self, Fanout};
 use crate::handle::Handle;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
+#[cfg(feature = "redaction")]
 use crate::redaction::Redaction;
 use crate::subscriber::{Subscriber, SubscriberKind};
 use crate::subscription::SubscriptionId;
@@ -382,16 +383,19 @@ impl Notifier {
     /// notifier.instrument("login.app", || Payload::new().with("password", "hunter2"), |_| ());
     /// # Ok::<(), notify_core::RedactionError>(())
     /// ```
+    #[cfg(feature = "redaction")]
     pub fn set_redaction(&self, policy: Redaction) {
         self.fanout.set_redaction(Some(Arc::new(policy)));
     }
 
     /// Removes the redaction policy (events started earlier still apply it); returns it.
+    #[cfg(feature = "redaction")]
     pub fn clear_redaction(&self) -> Option<Arc<Redaction>> {
         self.fanout.set_redaction(None)
     }
 
     /// The redaction policy in force, if any.
+    #[cfg(feature = "redaction")]
     pub fn redaction(&self) -> Option<Arc<Redaction>> {
         self.fanout.redaction_policy()
     }

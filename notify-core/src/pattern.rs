@@ -9,8 +9,9 @@ use crate::error::PatternError;
 ///
 /// * A `&str` or `String` converts to [`Pattern::exact`], as a string does in AS::N's `subscribe`.
 /// * [`Pattern::glob`]: `*` stands for any run of characters, dots included (`"*.sql"`, `"query.*"`).
-/// * [`Pattern::regex`]: a [`regex`] regular expression, unanchored like Ruby's `=~`
-///   (`"^sql\\."` to anchor).
+/// * [`Pattern::regex`] (feature `regex`): a [`regex`](https://docs.rs/regex) regular expression,
+///   unanchored like Ruby's `=~` (`"^sql\\."` to anchor). Without the feature the function does not
+///   exist: a program that needs a regex fails to compile rather than at run time.
 /// * [`Pattern::all`]: every event, like AS::N's `subscribe(nil)`.
 ///
 /// ```
@@ -18,6 +19,7 @@ use crate::error::PatternError;
 /// assert!(Pattern::from("query.sql").matches("query.sql"));
 /// assert!(Pattern::glob("*.sql")?.matches("query.sql"));
 /// assert!(!Pattern::glob("*.sql")?.matches("query.mysql"));
+/// # #[cfg(feature = "regex")]
 /// assert!(Pattern::regex(r"\.world$")?.matches("hello.world"));
 /// assert!(Pattern::all().matches("anything"));
 /// # Ok::<(), notify_core::PatternError>(())
@@ -31,6 +33,7 @@ pub struct Pattern {
 pub(crate) enum Repr {
     Exact(Arc<str>),
     Glob(Glob),
+    #[cfg(feature = "regex")]
     Regex(regex::Regex),
     All,
 }
@@ -77,7 +80,9 @@ impl Pattern {
         })
     }
 
-    /// A regular expression (syntax of the [`regex`] crate), matched anywhere in the name.
+    /// A regular expression (syntax of the [`regex`](https://docs.rs/regex) crate), matched anywhere
+    /// in the name. Available with the feature `regex` (off by default; exact names, globs and
+    /// [`Pattern::all`] need no feature).
     ///
     /// # Errors
     /// [`PatternError`] naming the pattern and the byte offset of the problem; nothing is subscribed.
@@ -87,6 +92,7 @@ impl Pattern {
     /// assert_eq!(err.position(), Some(6));
     /// assert_eq!(err.to_string(), "invalid regex pattern `query.(sql` at byte 6: unclosed group");
     /// ```
+    #[cfg(feature = "regex")]
     pub fn regex(regex: &str) -> Result<Pattern, PatternError> {
         if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(regex) {
             return Err(PatternError::new(
@@ -120,6 +126,7 @@ impl Pattern {
         match &self.repr {
             Repr::Exact(exact) => **exact == *name,
             Repr::Glob(glob) => glob.matches(name),
+            #[cfg(feature = "regex")]
             Repr::Regex(re) => re.is_match(name),
             Repr::All => true,
         }
@@ -134,6 +141,7 @@ impl Pattern {
         match &self.repr {
             Repr::Exact(exact) => exact,
             Repr::Glob(glob) => &glob.text,
+            #[cfg(feature = "regex")]
             Repr::Regex(re) => re.as_str(),
             Repr::All => "*",
         }
@@ -155,6 +163,7 @@ impl Pattern {
 /// The error of a regex that parsed but did not compile. A translation error (a Unicode class this
 /// build lacks, say) is told by its kind and offset: the `regex` crate's own message quotes the whole
 /// pattern with a caret diagram, which for a long pattern is as long as the pattern.
+#[cfg(feature = "regex")]
 #[cold]
 fn compile_error(regex: &str, error: &regex::Error) -> PatternError {
     if let Err(regex_syntax::Error::Translate(e)) = regex_syntax::Parser::new().parse(regex) {
@@ -183,6 +192,8 @@ impl From<String> for Pattern {
     }
 }
 
+/// A compiled [`regex::Regex`](https://docs.rs/regex) as a pattern (feature `regex`).
+#[cfg(feature = "regex")]
 impl From<regex::Regex> for Pattern {
     fn from(re: regex::Regex) -> Pattern {
         Pattern { repr: Repr::Regex(re) }
@@ -194,6 +205,7 @@ impl fmt::Debug for Pattern {
         let kind = match self.repr {
             Repr::Exact(_) => "Exact",
             Repr::Glob(_) => "Glob",
+            #[cfg(feature = "regex")]
             Repr::Regex(_) => "Regex",
             Repr::All => "All",
         };
@@ -249,6 +261,7 @@ mod tests {
         assert!(!g("ab*ba", "aba"));
     }
 
+    #[cfg(feature = "regex")]
     #[test]
     fn regex_error_without_syntax_position() {
         let big = r"(\w{1000}){1000}".to_owned();
@@ -263,6 +276,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "regex")]
     #[test]
     fn translation_error_is_short_with_a_position() {
         // Parses, but cannot be translated whatever regex features the build unifies: a byte class

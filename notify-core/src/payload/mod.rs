@@ -64,6 +64,7 @@ impl Payload {
 
     /// The entries, values mutable in place: how a redaction policy rewrites values. Callers must
     /// not change a key (the hash index of a large payload would no longer find it).
+    #[cfg(feature = "redaction")]
     pub(crate) fn entries_mut(&mut self) -> &mut [(Key, Value)] {
         &mut self.entries
     }
