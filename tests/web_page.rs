@@ -19,28 +19,97 @@ impl Drop for Killed {
     }
 }
 
-/// The bookstore example built by `cargo test` beside this test (`target/<profile>/examples/`).
+/// The bookstore example, always built (or found fresh) by cargo before it is run, with the profile
+/// of this test binary (`target/<profile>/deps/web_page-*` → `--profile <profile>`): an example
+/// left in `target/<profile>/examples/` by an older build is never run as is. Its path comes from
+/// cargo's own `compiler-artifact` message, so a custom target directory or profile works too.
+/// When the example is up to date (`cargo test` builds examples beside the tests) this is a
+/// no-op build of well under a second.
 fn bookstore_binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let binary = profile_dir
-        .join("examples")
-        .join(format!("bookstore{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
-        // `cargo test --test web_page` alone does not build examples.
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "bookstore"])
-            .args(if profile_dir.ends_with("release") {
-                &["--release"][..]
-            } else {
-                &[]
-            })
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build --example bookstore failed");
+    let profile = match profile_dir.file_name().and_then(|name| name.to_str()) {
+        Some("debug") | None => "dev",
+        Some(name) => name,
+    };
+    let mut cargo = Command::new(env!("CARGO"));
+    // Without the variables cargo sets for the running test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME,
+    // ...): build scripts watch some of them (ring's `rerun-if-env-changed`), so passing them on
+    // made this build and the next `cargo test` each rebuild ring, rustls and async-nats.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if is_set_by_cargo_for_tests(&name) {
+            cargo.env_remove(&*name);
+        }
     }
-    binary
+    let output = cargo
+        .args([
+            "build",
+            "--example",
+            "bookstore",
+            "--message-format=json",
+            "--profile",
+            profile,
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo build --example bookstore --profile {profile} failed"
+    );
+    bookstore_executable(&String::from_utf8_lossy(&output.stdout))
+        .unwrap_or_else(|| panic!("cargo build --example bookstore named no executable for `bookstore`"))
+}
+
+/// True for the environment variables cargo sets when it runs a test (not those configuring cargo,
+/// such as `CARGO_HOME`, `CARGO_TARGET_DIR` or `CARGO_PROFILE_*`, which are kept).
+fn is_set_by_cargo_for_tests(name: &str) -> bool {
+    const EXACT: [&str; 8] = [
+        "OUT_DIR",
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_CRATE_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+    ];
+    const PREFIXES: [&str; 4] = ["CARGO_PKG_", "CARGO_BIN_", "CARGO_CFG_", "CARGO_FEATURE_"];
+    EXACT.contains(&name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// The `executable` of the bookstore example's `compiler-artifact` message in cargo's JSON output.
+fn bookstore_executable(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact" && message["target"]["name"] == "bookstore")
+        .filter(|message| {
+            let kinds = message["target"]["kind"].as_array();
+            kinds.is_some_and(|kinds| kinds.iter().any(|kind| kind == "example"))
+        })
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+}
+
+#[test]
+fn bookstore_executable_is_read_from_cargos_artifact_message() {
+    let messages = concat!(
+        "{\"reason\":\"compiler-artifact\",\"target\":{\"name\":\"notify_app\",\"kind\":[\"lib\"]},\"executable\":null}\n",
+        "not json\n",
+        "{\"reason\":\"compiler-artifact\",\"target\":{\"name\":\"bookstore\",\"kind\":[\"example\"]},",
+        "\"executable\":\"/t/release/examples/bookstore\"}\n",
+        "{\"reason\":\"build-finished\",\"success\":true}\n",
+    );
+    assert_eq!(
+        bookstore_executable(messages),
+        Some(PathBuf::from("/t/release/examples/bookstore"))
+    );
+    assert_eq!(
+        bookstore_executable("{\"reason\":\"build-finished\",\"success\":true}\n"),
+        None
+    );
 }
 
 fn free_port() -> SocketAddr {
