@@ -59,9 +59,9 @@ impl PatternError {
 }
 
 /// Characters of the pattern an error message quotes; longer patterns are cut (with their length).
-const QUOTED_PATTERN_CHARS: usize = 80;
+pub(crate) const QUOTED_PATTERN_CHARS: usize = 80;
 /// Characters of the underlying message an error message quotes.
-const QUOTED_MESSAGE_CHARS: usize = 200;
+pub(crate) const QUOTED_MESSAGE_CHARS: usize = 200;
 
 /// One line: the pattern is quoted escaped and, beyond 80 characters, truncated
 /// (`…[N bytes]`); the message is escaped and cut at 200 characters. [`PatternError::pattern`]

@@ -94,13 +94,8 @@ impl Pattern {
     /// ```
     #[cfg(feature = "regex")]
     pub fn regex(regex: &str) -> Result<Pattern, PatternError> {
-        if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(regex) {
-            return Err(PatternError::new(
-                "regex",
-                regex,
-                Some(e.span().start.offset),
-                &e.kind().to_string(),
-            ));
+        if let Some(error) = syntax_error("regex", regex) {
+            return Err(error);
         }
         match regex::Regex::new(regex) {
             Ok(re) => Ok(Pattern { repr: Repr::Regex(re) }),
@@ -158,6 +153,24 @@ impl Pattern {
             _ => None,
         }
     }
+}
+
+/// The error of a regex whose syntax is wrong, by kind and offset (`None` when it parses).
+fn syntax_error(kind: &'static str, regex: &str) -> Option<PatternError> {
+    let e = regex_syntax::ast::parse::Parser::new().parse(regex).err()?;
+    Some(PatternError::new(
+        kind,
+        regex,
+        Some(e.span().start.offset),
+        &e.kind().to_string(),
+    ))
+}
+
+/// The error of `regex` that the `regex` crate refused with `error`, short whatever the pattern's
+/// length (for the redaction policy's patterns, which are compiled with their own flags).
+#[cold]
+pub(crate) fn regex_error(regex: &str, error: &regex::Error) -> PatternError {
+    syntax_error("regex", regex).unwrap_or_else(|| compile_error(regex, error))
 }
 
 /// The error of a regex that parsed but did not compile. A translation error (a Unicode class this

@@ -16,6 +16,9 @@ use hmac::{Hmac, Mac};
 use regex::{Regex, RegexBuilder};
 use sha2::Sha256;
 
+use crate::error::{QUOTED_MESSAGE_CHARS, QUOTED_PATTERN_CHARS};
+use crate::escape::Escaped;
+use crate::pattern::regex_error;
 use crate::payload::{Key, Payload, Value};
 
 mod key_cache;
@@ -82,17 +85,38 @@ impl fmt::Debug for Redaction {
 }
 
 /// A pattern of a [`RedactionBuilder`] that is not valid; building fails and nothing changes.
+///
+/// Its `Display` is one short line, as [`PatternError`](crate::PatternError)'s: the pattern
+/// quoted escaped (control characters as `\n`, `\u{1b}`, ...) and cut after 80 characters
+/// (`…[N bytes]`), the byte offset of a syntax error, and the reason without the pattern.
+///
+/// ```
+/// let err = notify_core::Redaction::builder().key_regex("(token").build().unwrap_err();
+/// assert_eq!((err.pattern.as_str(), err.position, err.reason.as_str()), ("(token", Some(0), "unclosed group"));
+/// assert_eq!(err.to_string(), "invalid redaction pattern `(token` at byte 0: unclosed group");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedactionError {
     /// The pattern as given to the builder.
     pub pattern: String,
-    /// Why it is invalid (the regex parser's message, or "empty pattern").
+    /// The byte offset in [`RedactionError::pattern`] where a regex's syntax error starts, when
+    /// known (`None` for an empty pattern, a glob, or a regex over the size limits).
+    pub position: Option<usize>,
+    /// Why it is invalid, without the pattern (the regex parser's message, or "empty pattern").
     pub reason: String,
 }
 
 impl fmt::Display for RedactionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid redaction pattern `{}`: {}", self.pattern, self.reason)
+        write!(
+            f,
+            "invalid redaction pattern `{}`",
+            Escaped::truncated(&self.pattern, QUOTED_PATTERN_CHARS)
+        )?;
+        if let Some(at) = self.position {
+            write!(f, " at byte {at}")?;
+        }
+        write!(f, ": {}", Escaped::truncated(&self.reason, QUOTED_MESSAGE_CHARS))
     }
 }
 
@@ -236,6 +260,7 @@ fn nonempty(pattern: &str) -> Result<(), RedactionError> {
     if pattern.is_empty() {
         return Err(RedactionError {
             pattern: String::new(),
+            position: None,
             reason: "empty pattern".to_owned(),
         });
     }
@@ -243,13 +268,16 @@ fn nonempty(pattern: &str) -> Result<(), RedactionError> {
 }
 
 fn compile(pattern: &str, regex: &str, ci: bool) -> Result<Regex, RedactionError> {
-    RegexBuilder::new(regex)
-        .case_insensitive(ci)
-        .build()
-        .map_err(|e| RedactionError {
+    RegexBuilder::new(regex).case_insensitive(ci).build().map_err(|e| {
+        // The regex crate's own message quotes the whole pattern; keep it short.
+        let error = regex_error(regex, &e);
+        RedactionError {
             pattern: pattern.to_owned(),
-            reason: e.to_string(),
-        })
+            // An offset into the pattern as given (not into a glob's translation).
+            position: error.position().filter(|_| pattern == regex),
+            reason: error.message().to_owned(),
+        }
+    })
 }
 
 /// One regex for all `parts` (each already compiled alone, so only size limits can fail here).

@@ -85,3 +85,41 @@ fn strict_mode_report_escapes_every_failure() {
         format!("1 subscriber(s) failed:\n  subscriber `event` (event, subscription #1) panicked on `x{ESCAPED}`: boom{ESCAPED}")
     );
 }
+
+/// 16.6 / 17: a redaction policy's invalid pattern is named in one short line: a hostile pattern
+/// is quoted escaped, and a 1 MB pattern is cut (the regex crate's own message quoted it twice,
+/// caret diagram included: 2,097,235 bytes for `(` + 1 MB).
+#[test]
+fn redaction_errors_quote_the_pattern_escaped_and_truncated() {
+    let hostile = format!("({HOSTILE}");
+    let err = notify_core::Redaction::builder()
+        .value_regex(&hostile)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.pattern, hostile);
+    assert_eq!(
+        err.to_string(),
+        format!("invalid redaction pattern `({ESCAPED}` at byte 0: unclosed group")
+    );
+
+    let big = format!("({}", "a".repeat(1 << 20));
+    let err = notify_core::Redaction::builder()
+        .key("password")
+        .key_regex(&big)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        (err.pattern.len(), err.position, err.reason.as_str()),
+        (big.len(), Some(0), "unclosed group")
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "invalid redaction pattern `({}…[1048577 bytes]` at byte 0: unclosed group",
+            "a".repeat(79)
+        )
+    );
+
+    let err = notify_core::Redaction::builder().key_glob("").build().unwrap_err();
+    assert_eq!(err.to_string(), "invalid redaction pattern ``: empty pattern");
+}

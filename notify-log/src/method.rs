@@ -254,16 +254,24 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
                 emit(spec.level, &shared.target, location, format_args!("{line}"));
             }
             Ok(None) => {}
-            Err(panic) => emit(
-                Level::Error,
-                &shared.target,
-                location,
-                format_args!(
-                    "could not log {}: {}",
-                    Escaped::new(name),
-                    Escaped::new(&panic_message(&*panic))
-                ),
-            ),
+            Err(panic) => {
+                emit(
+                    Level::Error,
+                    &shared.target,
+                    location,
+                    format_args!(
+                        "could not log {}: {}",
+                        Escaped::new(name),
+                        Escaped::new(&panic_message(&*panic))
+                    ),
+                );
+                // A payload whose `Drop` panics too (`panic_any(Bomb)`) is dropped under a guard
+                // (and a second such payload forgotten): the failure was just logged, it must not
+                // unwind out of this callback and be reported again as a failure of ours.
+                if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(panic))) {
+                    std::mem::forget(again);
+                }
+            }
         }
     }
 }

@@ -370,6 +370,51 @@ fn l3_a_panicking_formatter_logs_could_not_log_and_logging_goes_on() {
     );
 }
 
+/// A formatter that panics with a payload whose `Drop` panics too (issue 16, item 1).
+struct Bombing;
+
+/// A panic payload that panics again when dropped.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("l3: the bomb went off while its panic was dropped");
+    }
+}
+
+impl LogSubscriber for Bombing {
+    fn config() -> LogConfig<Bombing> {
+        LogConfig::new("db").color(ColorChoice::Never).method(
+            "query",
+            Level::Debug,
+            |_: &Bombing, _: &LogEvent<'_>| -> Option<String> { std::panic::panic_any(Bomb) },
+        )
+    }
+}
+
+/// The log subscriber drops the caught payload itself, under a guard: the bomb used to go off in
+/// `finish` after `could not log` was written, so notify-core reported the same failure a second
+/// time, as a panic of the log subscriber ("the bomb went off ...").
+#[test]
+fn l3_a_formatter_panicking_with_a_bomb_payload_is_reported_once() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let hook_failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = hook_failures.clone();
+    notifier.set_failure_hook(move |failure: &SubscriberFailure| sink.lock().unwrap().push(failure.to_string()));
+    let _attached = Bombing.attach_to(&notifier).unwrap();
+    let prior = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let results: Vec<u32> = (1..=2)
+        .map(|n| notifier.instrument("query.db", Payload::new, |_| n))
+        .collect();
+    std::panic::set_hook(prior);
+    assert_eq!(results, [1, 2]);
+    let could_not_log = line(Level::Error, "db", "could not log query.db: <non-string panic payload>");
+    assert_eq!(lines(), [could_not_log.clone(), could_not_log]);
+    assert_eq!(*hook_failures.lock().unwrap(), Vec::<String>::new());
+}
+
 /// Logs the duration the event carries: "<sql> <known|unknown>".
 struct Timed;
 impl LogSubscriber for Timed {
