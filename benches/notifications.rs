@@ -299,9 +299,125 @@ fn config() -> Criterion {
         .configure_from_args()
 }
 
+/// Two names whose cache hashes agree in their low 16 bits: they share a set of the name cache
+/// whatever its geometry (up to 65,536 sets), and a slot of any direct-mapped one.
+fn colliding_names(prefix: &str) -> (String, String) {
+    let low = |name: &str| notify_core::__private::name_cache_hash(name) & 0xffff;
+    let mut seen = std::collections::HashMap::new();
+    for i in 0.. {
+        let name = format!("{prefix}{i}.hot");
+        if let Some(first) = seen.insert(low(&name), name.clone()) {
+            return (first, name);
+        }
+    }
+    unreachable!()
+}
+
+/// The write path and the name cache (issue 15's write cases, issue 16 items 7 and 8):
+///
+/// * `unsubscribe_name_100000_exclusions`: one `unsubscribe_name` of a new name, after 100,000
+///   distinct names were unsubscribed from one glob subscription (issue 16.7: 98.6 s for the
+///   100,000 calls before, each copying the exclusion list).
+/// * `two_colliding_names` / `two_names`: one event on each of two names listened only through
+///   21 glob subscriptions (an evented do-nothing subscriber each), the names sharing a set of the
+///   name cache (`colliding_names`) or not (issue 16.8: 2,666 against 175 ns per event before).
+/// * `glob_subscribe_unsubscribe_full_cache`: a glob subscription and its unsubscription on a
+///   notifier whose pattern cache is full (1,024 names instrumented) after 16 more threads used it.
+/// * `subscribe_unsubscribe_100000`: one exact subscribe + unsubscribe pair with 100,000 other
+///   exact subscriptions present (issue 15: 12.5 ms before).
+fn registry(c: &mut Criterion) {
+    let mut group = c.benchmark_group("registry");
+
+    let notifier = Notifier::new();
+    let _glob = notifier.subscribe(
+        notify_core::Pattern::glob("*.excluded").expect("valid glob"),
+        Subscriber::evented(NoopEvented),
+    );
+    for i in 0..100_000 {
+        notifier.unsubscribe_name(&format!("{i}.excluded"));
+    }
+    let mut next = 100_000_u64;
+    group.bench_function("unsubscribe_name_100000_exclusions", |b| {
+        b.iter(|| {
+            next += 1;
+            notifier.unsubscribe_name(black_box(&format!("{next}.excluded")))
+        });
+    });
+    drop(notifier);
+
+    let notifier = Notifier::new();
+    let _globs: Vec<_> = (0..21)
+        .map(|i| {
+            let glob = notify_core::Pattern::glob(&format!("*{}.hot", ["", "0", "1"][i % 3])).expect("valid glob");
+            notifier.subscribe(glob, Subscriber::evented(NoopEvented))
+        })
+        .collect();
+    let (a, b_name) = colliding_names("collide");
+    group.bench_function("two_colliding_names", |b| {
+        b.iter(|| {
+            notifier.instrument(black_box(a.as_str()), Payload::new, |_| {});
+            notifier.instrument(black_box(b_name.as_str()), Payload::new, |_| {});
+        });
+    });
+    let c_name = "apart0.hot".to_owned();
+    let low = |name: &str| notify_core::__private::name_cache_hash(name) & 0xffff;
+    let d_name = (1..)
+        .map(|i| format!("apart{i}.hot"))
+        .find(|n| low(n) & 0xff != low(&c_name) & 0xff)
+        .expect("a name of another set");
+    group.bench_function("two_names", |b| {
+        b.iter(|| {
+            notifier.instrument(black_box(c_name.as_str()), Payload::new, |_| {});
+            notifier.instrument(black_box(d_name.as_str()), Payload::new, |_| {});
+        });
+    });
+    drop((_globs, notifier));
+
+    let fixture = fixture();
+    let notifier = &fixture.notifier;
+    let _cached = notifier.subscribe(
+        notify_core::Pattern::glob("*.cached").expect("valid glob"),
+        Subscriber::evented(NoopEvented),
+    );
+    for i in 0..4096 {
+        notifier.instrument(&format!("{i}.cached"), Payload::new, |_| {});
+    }
+    std::thread::scope(|scope| {
+        for t in 0..16 {
+            scope.spawn(move || notifier.instrument(&format!("{t}.cached"), Payload::new, |_| {}));
+        }
+    });
+    let glob = notify_core::Pattern::glob("*.pair").expect("valid glob");
+    group.bench_function("glob_subscribe_unsubscribe_full_cache", |b| {
+        b.iter(|| {
+            let subscription = notifier.subscribe(black_box(glob.clone()), Subscriber::evented(NoopEvented));
+            subscription.unsubscribe().expect("just subscribed");
+        });
+    });
+
+    let notifier = Notifier::new();
+    let _many = notifier.subscribe_all((0..100_000).map(|i| {
+        (
+            notify_core::Pattern::exact(format!("{i}.many")),
+            Subscriber::evented(NoopEvented),
+        )
+    }));
+    group.sample_size(10);
+    group.bench_function("subscribe_unsubscribe_100000", |b| {
+        b.iter(|| {
+            let subscription = notifier.subscribe(
+                black_box("subscribe_unsubscribe.bench"),
+                Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+            );
+            subscription.unsubscribe().expect("just subscribed");
+        });
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = as_notifications, peers, clock
+    targets = as_notifications, registry, peers, clock
 }
 criterion_main!(benches);

@@ -104,13 +104,10 @@ pub(crate) fn listening(name: &str, found: Lookup<'_>) -> bool {
                     .iter()
                     .any(|l| !silenced(&*l.subscriber, name))
         }
-        Lookup::Uncached(wide) => wide
-            .iter()
-            .filter(|e| e.matches(name))
-            .any(|e| match &e.subscriber.kind {
-                Kind::Silenceable(s, _) => !silenced(&**s, name),
-                _ => true,
-            }),
+        Lookup::Uncached(wide) => wide.matching(name).any(|e| match &e.subscriber.kind {
+            Kind::Silenceable(s, _) => !silenced(&**s, name),
+            _ => true,
+        }),
     }
 }
 

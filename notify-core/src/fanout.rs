@@ -274,14 +274,13 @@ impl Fanout {
                 added.push(Arc::new(Entry {
                     id,
                     pattern,
-                    excluded: Vec::new(),
                     subscriber,
                 }));
             }
             let mut entries = Vec::with_capacity(snapshot.entries.len() + added.len());
             entries.extend(snapshot.entries.iter().cloned());
             entries.extend(added.iter().cloned());
-            Some(snapshot.next(entries, Change::Entries(&added)))
+            Some(snapshot.next(entries, snapshot.excluded.clone(), Change::Entries(&added)))
         });
         added.iter().map(|e| e.id).collect()
     }
@@ -292,9 +291,24 @@ impl Fanout {
         self.write(|snapshot| {
             let (gone, kept): (Vec<_>, Vec<_>) = snapshot.entries.iter().cloned().partition(|e| ids.contains(&e.id));
             removed = gone;
-            (!removed.is_empty()).then(|| snapshot.next(kept, Change::Entries(&removed)))
+            (!removed.is_empty()).then(|| snapshot.next(kept, snapshot.excluded.clone(), Change::Entries(&removed)))
         });
+        self.release(&removed);
         removed.len()
+    }
+
+    /// After removing `removed`: empties the cache slots still holding a removed pattern
+    /// subscription, so its subscriber is dropped when the last event using it finishes, as an
+    /// exact one is. Skipped (the usual case: the removed patterns matched no cached name, or the
+    /// cache holds no name) when nothing but `removed` holds them any more.
+    fn release(&self, removed: &[Arc<Entry>]) {
+        let held: Vec<&Arc<Entry>> = removed
+            .iter()
+            .filter(|e| !e.is_exact() && Arc::strong_count(e) > 1)
+            .collect();
+        if !held.is_empty() {
+            self.snapshot.load().forget(&held);
+        }
     }
 
     /// Removes one subscription.
@@ -302,52 +316,61 @@ impl Fanout {
     /// # Errors
     /// [`NotifyError::NotFound`] when it does not exist (any more).
     pub(crate) fn unsubscribe_id(&self, id: SubscriptionId) -> Result<(), NotifyError> {
-        let mut found = false;
+        let mut removed = None;
         self.write(|snapshot| {
             let at = snapshot.entries.iter().position(|e| e.id == id)?;
-            found = true;
             let mut entries = snapshot.entries.clone();
-            let removed = entries.remove(at);
-            Some(snapshot.next(entries, Change::Entries(&[removed])))
+            let entry = entries.remove(at);
+            let next = snapshot.next(
+                entries,
+                snapshot.excluded.clone(),
+                Change::Entries(std::slice::from_ref(&entry)),
+            );
+            removed = Some(entry);
+            Some(next)
         });
-        if found {
-            Ok(())
-        } else {
-            Err(NotifyError::NotFound)
+        match removed {
+            Some(entry) => {
+                self.release(std::slice::from_ref(&entry));
+                Ok(())
+            }
+            None => Err(NotifyError::NotFound),
         }
     }
 
     /// AS::N's `unsubscribe("name")`: removes the exact subscriptions to `name` and excludes it from
     /// the glob and regex ones; returns how many exact subscriptions were removed.
+    ///
+    /// The exclusion is one entry of the snapshot's persistent [`Exclusions`](crate::registry::Exclusions) (the name and the id
+    /// the next subscription will get: every pattern subscription made before no longer receives
+    /// the name), so a call costs the same however many names were excluded before.
     pub(crate) fn unsubscribe_name(&self, name: &str) -> usize {
         let mut removed = 0;
         self.write(|snapshot| {
-            let mut entries = Vec::with_capacity(snapshot.entries.len());
-            let mut changed = false;
-            for entry in &snapshot.entries {
-                match entry.pattern.exact_name() {
-                    Some(exact) if **exact == *name => {
-                        removed += 1;
-                        changed = true;
-                    }
-                    Some(_) => entries.push(entry.clone()),
-                    None if entry.pattern.is_all() || !entry.matches(name) => {
-                        entries.push(entry.clone());
-                    }
-                    None => {
-                        let mut excluded = entry.excluded.clone();
-                        excluded.push(name.into());
-                        entries.push(Arc::new(Entry {
-                            id: entry.id,
-                            pattern: entry.pattern.clone(),
-                            excluded,
-                            subscriber: entry.subscriber.clone(),
-                        }));
-                        changed = true;
-                    }
+            let entries: Vec<Arc<Entry>> = match snapshot.exact.contains_key(name) {
+                true => {
+                    let kept: Vec<_> = snapshot
+                        .entries
+                        .iter()
+                        .filter(|e| e.pattern.exact_name().is_none_or(|exact| **exact != *name))
+                        .cloned()
+                        .collect();
+                    removed = snapshot.entries.len() - kept.len();
+                    kept
                 }
+                false => snapshot.entries.clone(),
+            };
+            // A pattern subscription (not a catch-all) that still receives the name: exclude it.
+            let exclude = snapshot.wide().matching(name).any(|e| !e.pattern.is_all());
+            if removed == 0 && !exclude {
+                return None;
             }
-            changed.then(|| snapshot.next(entries, Change::Name(name)))
+            let mut excluded = snapshot.excluded.clone();
+            if exclude {
+                let first_after = SubscriptionId(self.next_subscription.load(Ordering::Relaxed));
+                excluded.insert_mut(name.into(), first_after);
+            }
+            Some(snapshot.next(entries, excluded, Change::Name(name)))
         });
         removed
     }
@@ -499,5 +522,245 @@ mod tests {
         fanout.unsubscribe_id(pattern).unwrap();
         assert_eq!(fanout.subscription_count(), 0);
         assert_eq!(fanout.resolved_names(), 0);
+    }
+
+    fn ids(fanout: &Fanout, name: &str) -> Vec<u64> {
+        let mut ids: Vec<u64> = fanout
+            .lookup(name)
+            .map(|r| r.listeners.entries().map(|e| e.id.0).collect())
+            .unwrap_or_default();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Issue 16.7, AS::N's semantics exactly: the name leaves the exact subscriptions and the
+    /// pattern subscriptions made before the call; catch-alls, other names and later pattern
+    /// subscriptions still get it; a second call excludes the later ones too.
+    #[test]
+    fn unsubscribe_name_excludes_the_name_from_earlier_pattern_subscriptions_only() {
+        let fanout = Fanout::new(false);
+        let glob = Pattern::glob("*.sql").unwrap();
+        let regex = Pattern::regex(r"\.sql$").unwrap();
+        let [g, r, a, e] = fanout.subscribe_all(vec![
+            (glob.clone(), noop()),
+            (regex, noop()),
+            (Pattern::all(), noop()),
+            ("query.sql".into(), noop()),
+        ])[..] else {
+            unreachable!()
+        };
+        assert_eq!(ids(&fanout, "query.sql"), [g.0, r.0, a.0, e.0]);
+        instrument(&fanout, "other.sql"); // cached before the call: must be kept as it is
+        assert_eq!(fanout.unsubscribe_name("query.sql"), 1);
+        assert_eq!(ids(&fanout, "query.sql"), [a.0]);
+        assert_eq!(ids(&fanout, "other.sql"), [g.0, r.0, a.0]);
+        assert_eq!(ids(&fanout, "query.sqlx"), [a.0]);
+        // Nothing left to remove or exclude: no change at all.
+        assert_eq!(fanout.unsubscribe_name("query.sql"), 0);
+        let later = fanout.subscribe_all(vec![(glob, noop())])[0];
+        assert_eq!(ids(&fanout, "query.sql"), [a.0, later.0]);
+        // An exact subscription made after the call receives the name again, patterns still not.
+        let exact = fanout.subscribe_all(vec![("query.sql".into(), noop())])[0];
+        assert_eq!(ids(&fanout, "query.sql"), [a.0, later.0, exact.0]);
+        assert_eq!(fanout.unsubscribe_name("query.sql"), 1);
+        assert_eq!(ids(&fanout, "query.sql"), [a.0]);
+        assert_eq!(ids(&fanout, "other.sql"), [g.0, r.0, a.0, later.0]);
+        // With no pattern subscription left the exclusions go with them.
+        fanout.unsubscribe_id(g).unwrap();
+        fanout.unsubscribe_id(r).unwrap();
+        fanout.unsubscribe_id(later).unwrap();
+        assert_eq!(fanout.snapshot.load().excluded.size(), 0);
+    }
+
+    /// Issue 16.7: a call adds one entry to the shared exclusions and copies no subscription, so
+    /// its cost does not grow with the names excluded before (the bench case
+    /// `unsubscribe_name_100000_exclusions` measures it).
+    #[test]
+    fn unsubscribe_name_copies_no_subscription_whatever_was_excluded_before() {
+        let fanout = Fanout::new(false);
+        let glob = fanout.subscribe_all(vec![(Pattern::glob("*.x").unwrap(), noop())])[0];
+        let before = fanout.snapshot.load().wide[0].clone();
+        for i in 0..10_000 {
+            assert_eq!(fanout.unsubscribe_name(&format!("{i}.x")), 0);
+        }
+        let snapshot = fanout.snapshot.load();
+        assert!(
+            Arc::ptr_eq(&before, &snapshot.wide[0]),
+            "the subscription was not copied"
+        );
+        assert_eq!(snapshot.excluded.size(), 10_000);
+        drop(snapshot);
+        assert_eq!(ids(&fanout, "5000.x"), Vec::<u64>::new());
+        assert_eq!(ids(&fanout, "10000.x"), [glob.0]);
+    }
+
+    /// Issue 16.8: names that share a set of the cache both stay cached: alternating between them
+    /// resolves each once (before: a direct-mapped slot, every event re-resolved).
+    #[test]
+    fn colliding_names_both_stay_resolved() {
+        use crate::registry::{set_of, CACHE_WAYS, RESOLUTIONS};
+        let fanout = Fanout::new(false);
+        let _glob = fanout.subscribe_all(vec![(Pattern::glob("hot.*").unwrap(), noop())]);
+        // As many names of one set as it has ways, the worst case that must stay cached.
+        let first = "hot.0".to_owned();
+        let set = set_of(&first);
+        let names: Vec<String> = std::iter::once(first)
+            .chain((1..).map(|i| format!("hot.{i}")).filter(|n| set_of(n) == set))
+            .take(CACHE_WAYS)
+            .collect();
+        let resolutions = || RESOLUTIONS.with(|n| n.get());
+        let start = resolutions();
+        for _ in 0..100 {
+            for name in &names {
+                instrument(&fanout, name);
+            }
+        }
+        assert_eq!(resolutions() - start, CACHE_WAYS, "each name resolved once");
+        // Two names evicting each other from a full set end up both cached, too.
+        let more: Vec<String> = (0..)
+            .map(|i| format!("hot.more.{i}"))
+            .filter(|n| set_of(n) == set)
+            .take(2)
+            .collect();
+        let start = resolutions();
+        for _ in 0..100 {
+            for name in &more {
+                instrument(&fanout, name);
+            }
+        }
+        assert!(resolutions() - start <= 3, "{} resolutions", resolutions() - start);
+    }
+
+    /// Goal of issue 15: a pattern change neither rebuilds the name cache nor forgets the names
+    /// it does not touch (before: a new 1,024-slot cache per change); the names it touches are
+    /// resolved again, exactly those.
+    #[test]
+    fn a_pattern_change_keeps_the_cache_and_the_names_it_does_not_touch() {
+        use crate::registry::RESOLUTIONS;
+        let fanout = Fanout::new(false);
+        let _glob = fanout.subscribe_all(vec![(Pattern::glob("*.cached").unwrap(), noop())]);
+        let names: Vec<String> = (0..200).map(|i| format!("{i}.cached")).collect();
+        for name in &names {
+            instrument(&fanout, name);
+        }
+        let resolutions = || RESOLUTIONS.with(|n| n.get());
+        let cache = fanout.snapshot.load().cache.clone();
+        let start = resolutions();
+        for _ in 0..10 {
+            let pair = fanout.subscribe_all(vec![(Pattern::glob("*.pair").unwrap(), noop())])[0];
+            fanout.unsubscribe_id(pair).unwrap();
+        }
+        assert!(Arc::ptr_eq(&cache, &fanout.snapshot.load().cache));
+        for name in &names {
+            instrument(&fanout, name);
+        }
+        assert_eq!(resolutions() - start, 0, "no untouched name resolved again");
+        // A pattern matching 10 of the names: those 10 are resolved again, with it.
+        let some = fanout.subscribe_all(vec![(Pattern::regex(r"^1\d\.cached$").unwrap(), noop())])[0];
+        for name in &names {
+            instrument(&fanout, name);
+        }
+        assert_eq!(resolutions() - start, 10);
+        assert_eq!(ids(&fanout, "15.cached").len(), 2);
+        assert_eq!(ids(&fanout, "115.cached").len(), 1);
+        assert_eq!(ids(&fanout, "15.cached")[1], some.0);
+        // More changes than the log remembers: every name is resolved again, still exact.
+        for i in 0..40 {
+            fanout.unsubscribe_name(&format!("unrelated.{i}"));
+            let pair = fanout.subscribe_all(vec![(Pattern::glob("*.pair").unwrap(), noop())])[0];
+            fanout.unsubscribe_id(pair).unwrap();
+        }
+        let start = resolutions();
+        for name in &names {
+            instrument(&fanout, name);
+        }
+        assert_eq!(resolutions() - start, names.len());
+        assert_eq!(ids(&fanout, "15.cached").len(), 2);
+    }
+
+    /// A removed pattern subscription's subscriber is dropped when `unsubscribe` returns, even
+    /// though the shared cache held names resolved to it.
+    #[test]
+    fn a_removed_pattern_subscriber_is_dropped_at_once() {
+        struct Flag(Arc<AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let fanout = Fanout::new(false);
+        let _other = fanout.subscribe_all(vec![(Pattern::glob("*.y").unwrap(), noop())]);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = Flag(dropped.clone());
+        let glob = fanout.subscribe_all(vec![(
+            Pattern::glob("*.x").unwrap(),
+            Subscriber::event(move |_: &crate::Event| {
+                let _ = &flag;
+            }),
+        )])[0];
+        for i in 0..100 {
+            instrument(&fanout, &format!("{i}.x"));
+            instrument(&fanout, &format!("{i}.y"));
+        }
+        fanout.unsubscribe_id(glob).unwrap();
+        assert!(dropped.load(Ordering::SeqCst));
+        assert_eq!(ids(&fanout, "1.x"), Vec::<u64>::new());
+        assert_eq!(ids(&fanout, "1.y").len(), 1);
+    }
+
+    /// The shared cache under concurrency, with exact expectations: readers keep resolving and
+    /// caching names (some against snapshots already replaced) while one writer adds and removes
+    /// pattern subscriptions and exclusions; after each change returns, every name resolves to
+    /// exactly the subscriptions the writer knows are there.
+    #[test]
+    fn stress_cached_names_stay_exact_under_pattern_churn() {
+        let fanout = Fanout::new(false);
+        let names: Vec<String> = (0..64).map(|i| format!("n{i}.{}", ["a", "b"][i % 2])).collect();
+        let base = fanout.subscribe_all(vec![(Pattern::glob("n*").unwrap(), noop())])[0];
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for t in 0..3 {
+                let (fanout, names, stop) = (&fanout, &names, &stop);
+                scope.spawn(move || {
+                    let mut i = t;
+                    while !stop.load(Ordering::Relaxed) {
+                        instrument(fanout, &names[i % names.len()]);
+                        i += 7;
+                    }
+                });
+            }
+            let mut live_a: Vec<u64> = Vec::new();
+            // Excluded names and the first id not excluded from them (AS::N: later subscriptions).
+            let mut excluded: rustc_hash::FxHashMap<String, u64> = Default::default();
+            let mut last_id = base.0;
+            for round in 0..300 {
+                match round % 3 {
+                    0 | 1 => {
+                        let id = fanout.subscribe_all(vec![(Pattern::glob("*.a").unwrap(), noop())])[0];
+                        live_a.push(id.0);
+                        last_id = id.0;
+                    }
+                    _ => {
+                        let id = live_a.remove(round % live_a.len());
+                        fanout.unsubscribe_id(SubscriptionId(id)).unwrap();
+                    }
+                }
+                if round % 50 == 49 {
+                    let name = names[round % names.len()].clone();
+                    assert_eq!(fanout.unsubscribe_name(&name), 0);
+                    excluded.insert(name, last_id + 1);
+                }
+                for name in &names {
+                    let first = excluded.get(name).copied().unwrap_or(0);
+                    let mut want: Vec<u64> = vec![base.0];
+                    if name.ends_with(".a") {
+                        want.extend(&live_a);
+                    }
+                    want.retain(|id| *id >= first);
+                    assert_eq!(ids(&fanout, name), want, "round {round}, {name}");
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 }

@@ -4,13 +4,19 @@
 //!
 //! Names with an exact subscription are resolved when the snapshot is built (`exact`). Other names
 //! matter only when a pattern or catch-all subscription exists (`wide`); they are resolved on first
-//! use into a bounded direct-mapped cache owned by the snapshot. A new snapshot keeps every cached
-//! entry that the change does not touch, so a change invalidates exactly the names it matches.
+//! use into a bounded set-associative cache that every snapshot of a notifier shares. A change of
+//! the pattern subscriptions (or of the exclusions) is logged in the next snapshot, not applied to
+//! the cache: a cached name is used only when no change since it was cached touched it
+//! (`Snapshot::is_current`), so a change invalidates exactly the names it matches and costs the
+//! same however many names are cached. Removed pattern subscriptions are emptied from the cache
+//! when still held there (`Snapshot::forget`), so their subscribers are dropped at once.
 
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
+use rpds::HashTrieMapSync;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::event::Name;
@@ -21,21 +27,41 @@ use crate::subscriber::{
 };
 use crate::subscription::SubscriptionId;
 
-/// Slots of a snapshot's cache of names resolved through patterns (a power of two).
-pub(crate) const CACHE_SLOTS: usize = 1024;
+/// Ways of a set of the cache of names resolved through patterns: so many names sharing a set all
+/// stay cached (no pair of names can evict each other).
+pub(crate) const CACHE_WAYS: usize = 4;
+/// Sets of that cache (a power of two).
+pub(crate) const CACHE_SETS: usize = 256;
+/// Slots of that cache: [`CACHE_SETS`] × [`CACHE_WAYS`].
+pub(crate) const CACHE_SLOTS: usize = CACHE_SETS * CACHE_WAYS;
+
+/// AS::N's exclusions (`unsubscribe_name`), for every pattern subscription at once: an event name
+/// mapped to the id of the first subscription made after its last `unsubscribe_name`. A glob or
+/// regex subscription with a smaller id no longer receives that name; catch-alls, exact
+/// subscriptions and later subscriptions are untouched. A persistent hash trie: the next snapshot
+/// shares it, and adding or finding a name is O(log n) (at most a few levels of 32-way nodes), so
+/// neither `unsubscribe_name` nor matching costs more as exclusions accumulate.
+pub(crate) type Exclusions = HashTrieMapSync<Arc<str>, SubscriptionId, FxBuildHasher>;
 
 /// One subscription as the registry keeps it.
 pub(crate) struct Entry {
     pub(crate) id: SubscriptionId,
     pub(crate) pattern: Pattern,
-    /// Names removed from this pattern subscription by `unsubscribe_name` (AS::N's exclusions).
-    pub(crate) excluded: Vec<Arc<str>>,
     pub(crate) subscriber: Subscriber,
 }
 
 impl Entry {
-    pub(crate) fn matches(&self, name: &str) -> bool {
-        self.pattern.matches(name) && !self.excluded.iter().any(|n| **n == *name)
+    /// True when this subscription receives `name`, given the snapshot's exclusions.
+    pub(crate) fn matches(&self, name: &str, excluded: &Exclusions) -> bool {
+        self.pattern.matches(name) && !self.is_excluded(name, excluded)
+    }
+
+    /// True when `unsubscribe_name(name)` removed `name` from this (pattern) subscription.
+    fn is_excluded(&self, name: &str, excluded: &Exclusions) -> bool {
+        !excluded.is_empty()
+            && !self.pattern.is_all()
+            && !self.is_exact()
+            && excluded.get(name).is_some_and(|first_after| self.id < *first_after)
     }
 
     pub(crate) fn is_exact(&self) -> bool {
@@ -130,15 +156,23 @@ impl Listeners {
 pub(crate) struct Resolved {
     pub(crate) name: Name,
     pub(crate) listeners: Listeners,
+    /// For a name in the cache: the [`Snapshot::version`] up to which these listeners are known to
+    /// be the name's (raised by readers that check the changes since; see [`Snapshot::is_current`]).
+    valid_to: AtomicU64,
 }
 
 impl Resolved {
+    /// The listeners of `name` among `entries` (which must already be the matching ones).
     pub(crate) fn new<'a>(name: Name, entries: impl IntoIterator<Item = &'a Arc<Entry>>) -> Option<Arc<Resolved>> {
         let mut listeners = Listeners::default();
-        for entry in entries.into_iter().filter(|e| e.matches(name.as_str())) {
+        for entry in entries {
             listeners.push(entry);
         }
-        let resolved = Arc::new(Resolved { name, listeners });
+        let resolved = Arc::new(Resolved {
+            name,
+            listeners,
+            valid_to: AtomicU64::new(0),
+        });
         resolved.has_listeners().then_some(resolved)
     }
 
@@ -155,12 +189,57 @@ pub(crate) struct Snapshot {
     pub(crate) entries: Vec<Arc<Entry>>,
     /// Pattern and catch-all subscriptions, in subscription order.
     pub(crate) wide: Vec<Arc<Entry>>,
+    /// Names removed from pattern subscriptions by `unsubscribe_name` (empty when `wide` is).
+    pub(crate) excluded: Exclusions,
     /// Names with at least one exact subscription, resolved against all subscriptions.
     pub(crate) exact: FxHashMap<Arc<str>, Arc<Resolved>>,
-    /// Names resolved through `wide`, filled on first use; absent until a name needs it. Shared
-    /// with the next snapshot when a change touches no pattern subscription: entries hold only
-    /// what `wide` contributes, and exact names are looked up before the cache.
-    pub(crate) cache: Arc<OnceLock<Box<[ArcSwapOption<Resolved>]>>>,
+    /// Names resolved through `wide`, filled on first use; absent until a name needs it. One
+    /// cache serves every snapshot of a notifier: entries hold only what `wide` contributes (exact
+    /// names are looked up before the cache), and an entry is used only while it is current (see
+    /// [`Snapshot::is_current`]), so a change costs the same however many names are cached.
+    pub(crate) cache: Arc<OnceLock<Cache>>,
+    /// How many changes of `wide` or `excluded` led to this snapshot (0 for a new notifier).
+    pub(crate) version: u64,
+    /// The last (at most [`LOG_LEN`]) of those changes, oldest first; the last one is `version`'s.
+    log: Vec<Arc<Touched>>,
+}
+
+/// Changes of the pattern subscriptions a snapshot remembers, to tell whether a cached name is
+/// still current. A name cached longer ago is resolved again.
+const LOG_LEN: usize = 32;
+
+/// What one change of the pattern subscriptions touched: names these patterns match (pattern
+/// subscriptions added or removed) or these names (`unsubscribe_name`).
+struct Touched {
+    patterns: Vec<Pattern>,
+    names: Vec<Arc<str>>,
+}
+
+impl Touched {
+    fn touches(&self, name: &str) -> bool {
+        self.names.iter().any(|n| **n == *name) || self.patterns.iter().any(|p| p.matches(name))
+    }
+}
+
+/// The names resolved through patterns: [`CACHE_SETS`] sets of [`CACHE_WAYS`] slots, a name's set
+/// chosen by its hash ([`set_of`]). A name is cached in an empty way of its set, or else in the
+/// way the eviction clock points to.
+pub(crate) struct Cache {
+    slots: Box<[ArcSwapOption<Resolved>]>,
+    evictions: AtomicUsize,
+}
+
+impl Cache {
+    fn new(slots: Box<[ArcSwapOption<Resolved>]>) -> Cache {
+        let slots = match slots.len() {
+            0 => (0..CACHE_SLOTS).map(|_| ArcSwapOption::const_empty()).collect(),
+            _ => slots,
+        };
+        Cache {
+            slots,
+            evictions: AtomicUsize::new(0),
+        }
+    }
 }
 
 /// What a registry change touched, to keep the rest of the cache.
@@ -178,7 +257,25 @@ pub(crate) enum Lookup<'s> {
     /// The name's listeners (an exact name, or a cached one).
     Found(Arc<Resolved>),
     /// Only these pattern and catch-all subscriptions can match the name, and it is not cached.
-    Uncached(&'s [Arc<Entry>]),
+    Uncached(Wide<'s>),
+}
+
+/// A snapshot's pattern and catch-all subscriptions with its exclusions: who may receive a name
+/// that no exact subscription names.
+#[derive(Clone, Copy)]
+pub(crate) struct Wide<'s> {
+    entries: &'s [Arc<Entry>],
+    excluded: &'s Exclusions,
+}
+
+impl<'s> Wide<'s> {
+    /// The subscriptions that receive `name`, in subscription order.
+    pub(crate) fn matching<'n>(self, name: &'n str) -> impl Iterator<Item = &'s Arc<Entry>> + 'n
+    where
+        's: 'n,
+    {
+        self.entries.iter().filter(move |e| e.matches(name, self.excluded))
+    }
 }
 
 /// An event name to resolve: borrowed (copied into the cache only if it is cached), or already
@@ -205,8 +302,26 @@ impl NameRef<'_> {
     }
 }
 
-fn slot_of(name: &str) -> usize {
-    (FxBuildHasher.hash_one(name) as usize) & (CACHE_SLOTS - 1)
+/// The set of `name` in the cache of names resolved through patterns, in `0..CACHE_SETS`.
+pub(crate) fn set_of(name: &str) -> usize {
+    (cache_hash(name) as usize) & (CACHE_SETS - 1)
+}
+
+/// The hash of `name` that [`set_of`] takes its low bits from.
+pub(crate) fn cache_hash(name: &str) -> u64 {
+    FxBuildHasher.hash_one(name)
+}
+
+/// The slots of `name`'s set.
+fn ways_of(name: &str) -> std::ops::Range<usize> {
+    let first = set_of(name) * CACHE_WAYS;
+    first..first + CACHE_WAYS
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Names resolved into a cache by this thread (tests count re-resolutions with it).
+    pub(crate) static RESOLUTIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 impl Snapshot {
@@ -232,16 +347,64 @@ impl Snapshot {
     #[cold]
     fn lookup_cached(&self, name: &str) -> Lookup<'_> {
         if let Some(cache) = self.cache.get() {
-            if let Some(hit) = &*cache[slot_of(name)].load() {
-                if hit.name.as_str() == name {
-                    return match hit.has_listeners() {
-                        true => Lookup::Found(hit.clone()),
-                        false => Lookup::Nobody,
-                    };
+            for slot in &cache.slots[ways_of(name)] {
+                if let Some(hit) = &*slot.load() {
+                    if hit.name.as_str() == name && self.is_current(hit) {
+                        return match hit.has_listeners() {
+                            true => Lookup::Found(hit.clone()),
+                            false => Lookup::Nobody,
+                        };
+                    }
                 }
             }
         }
-        Lookup::Uncached(&self.wide)
+        Lookup::Uncached(self.wide())
+    }
+
+    /// True when `cached`, resolved through `wide` at some version of the registry, still holds
+    /// the listeners of its name at this snapshot's version: no change logged since touched it.
+    /// Raises its `valid_to` so the check is made once per change. An entry newer than this
+    /// snapshot (a reader on a later one cached it) or older than the log is not current.
+    fn is_current(&self, cached: &Resolved) -> bool {
+        let valid_to = cached.valid_to.load(Ordering::Relaxed);
+        if valid_to == self.version {
+            return true;
+        }
+        let oldest = self.version - self.log.len() as u64;
+        if valid_to > self.version || valid_to < oldest {
+            return false;
+        }
+        let since = &self.log[(valid_to - oldest) as usize..];
+        let current = !since.iter().any(|change| change.touches(cached.name.as_str()));
+        if current {
+            cached.valid_to.fetch_max(self.version, Ordering::Relaxed);
+        }
+        current
+    }
+
+    /// Empties the cache slots whose listeners include one of `removed` (removed pattern
+    /// subscriptions), so their subscribers are dropped now rather than when the slot is reused.
+    pub(crate) fn forget(&self, removed: &[&Arc<Entry>]) {
+        let Some(cache) = self.cache.get() else { return };
+        for slot in cache.slots.iter() {
+            let holds = slot.load().as_ref().is_some_and(|cached| {
+                cached
+                    .listeners
+                    .entries()
+                    .any(|e| removed.iter().any(|r| Arc::ptr_eq(e, r)))
+            });
+            if holds {
+                slot.store(None);
+            }
+        }
+    }
+
+    /// The pattern and catch-all subscriptions with the exclusions.
+    pub(crate) fn wide(&self) -> Wide<'_> {
+        Wide {
+            entries: &self.wide,
+            excluded: &self.excluded,
+        }
     }
 
     /// The listeners of `name`, or `None` when nobody at all listens to it: [`Snapshot::lookup`],
@@ -258,19 +421,30 @@ impl Snapshot {
 
     #[cold]
     fn resolve_into_cache(&self, name: NameRef<'_>) -> Option<Arc<Resolved>> {
-        let cache = self
-            .cache
-            .get_or_init(|| (0..CACHE_SLOTS).map(|_| ArcSwapOption::const_empty()).collect());
+        let cache = self.cache.get_or_init(|| Cache::new(Box::default()));
         let mut listeners = Listeners::default();
-        for entry in self.wide.iter().filter(|e| e.matches(name.as_str())) {
+        for entry in self.wide().matching(name.as_str()) {
             listeners.push(entry);
         }
-        let slot = &cache[slot_of(name.as_str())];
+        #[cfg(test)]
+        RESOLUTIONS.with(|n| n.set(n.get() + 1));
+        let set = &cache.slots[ways_of(name.as_str())];
         let resolved = Arc::new(Resolved {
             name: name.into_name(),
             listeners,
+            valid_to: AtomicU64::new(self.version),
         });
-        slot.store(Some(resolved.clone()));
+        // The way of a stale entry of the name, an empty way, else the next way of the cache's eviction clock: two names
+        // evicting in turn take different ways, so they end up both cached.
+        let victim = set
+            .iter()
+            .position(|slot| {
+                slot.load()
+                    .as_ref()
+                    .is_none_or(|old| old.name.as_str() == resolved.name.as_str())
+            })
+            .unwrap_or_else(|| cache.evictions.fetch_add(1, Ordering::Relaxed) % CACHE_WAYS);
+        set[victim].store(Some(resolved.clone()));
         Some(resolved).filter(|r| r.has_listeners())
     }
 
@@ -278,11 +452,12 @@ impl Snapshot {
     #[cfg(test)]
     pub(crate) fn resolved_names(&self) -> usize {
         let cached = self.cache.get().map_or(0, |c| {
-            c.iter()
+            c.slots
+                .iter()
                 .filter(|s| {
-                    s.load()
-                        .as_ref()
-                        .is_some_and(|r| !self.exact.contains_key(r.name.as_str()))
+                    s.load().as_ref().is_some_and(|r| {
+                        !self.wide.is_empty() && !self.exact.contains_key(r.name.as_str()) && self.is_current(r)
+                    })
                 })
                 .count()
         });
@@ -292,8 +467,14 @@ impl Snapshot {
     /// The snapshot after `change`, given the full new list of subscriptions (in subscription
     /// order, which is also id order). Names the change does not touch keep their resolved
     /// listeners; the others are resolved again. Linear in the number of subscriptions and names.
-    pub(crate) fn next(&self, entries: Vec<Arc<Entry>>, change: Change<'_>) -> Snapshot {
+    /// `excluded` is the new exclusions (`self.excluded` unless the change is an `unsubscribe_name`).
+    pub(crate) fn next(&self, entries: Vec<Arc<Entry>>, excluded: Exclusions, change: Change<'_>) -> Snapshot {
         let wide: Vec<Arc<Entry>> = entries.iter().filter(|e| !e.is_exact()).cloned().collect();
+        // Exclusions only ever concern glob and regex subscriptions: none left, none kept.
+        let excluded = match wide.iter().all(|e| e.pattern.is_all()) {
+            true => Exclusions::default(),
+            false => excluded,
+        };
         let mut changed_names: FxHashSet<&str> = FxHashSet::default();
         let mut changed_wide: Vec<&Entry> = Vec::new();
         match change {
@@ -339,30 +520,39 @@ impl Snapshot {
             }
         }
         for (name, mut group) in missing {
-            group.extend(wide.iter().filter(|w| w.matches(&name)));
+            group.extend(wide.iter().filter(|w| w.matches(&name, &excluded)));
             group.sort_by_key(|e| e.id);
             if let Some(resolved) = Resolved::new(Name::Shared(name.clone()), group) {
                 exact.insert(name, resolved);
             }
         }
-        let only_exact_changed = changed_wide.is_empty() && matches!(change, Change::Entries(_));
-        let cache = match self.cache.get() {
-            _ if wide.is_empty() => Arc::default(),
-            _ if only_exact_changed => self.cache.clone(),
-            None => Arc::default(),
-            Some(old) => {
-                let kept: Box<[ArcSwapOption<Resolved>]> = old
-                    .iter()
-                    .map(|slot| ArcSwapOption::new(slot.load_full().filter(|r| !touches(r.name.as_str()))))
-                    .collect();
-                Arc::new(OnceLock::from(kept))
+        // The cache is shared; a change of the pattern subscriptions or exclusions is logged, and
+        // cached names it touches stop being current (`is_current`).
+        let (version, log) = match change {
+            Change::Entries(_) if changed_wide.is_empty() => (self.version, self.log.clone()),
+            _ => {
+                let touched = Touched {
+                    patterns: changed_wide.iter().map(|e| e.pattern.clone()).collect(),
+                    names: match change {
+                        Change::Name(name) => vec![name.into()],
+                        Change::Entries(_) => Vec::new(),
+                    },
+                };
+                let keep = self.log.len().min(LOG_LEN - 1);
+                let mut log = Vec::with_capacity(keep + 1);
+                log.extend(self.log[self.log.len() - keep..].iter().cloned());
+                log.push(Arc::new(touched));
+                (self.version + 1, log)
             }
         };
         Snapshot {
             entries,
             wide,
+            excluded,
             exact,
-            cache,
+            cache: self.cache.clone(),
+            version,
+            log,
         }
     }
 }
