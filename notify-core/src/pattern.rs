@@ -156,6 +156,7 @@ impl Pattern {
 }
 
 /// The error of a regex whose syntax is wrong, by kind and offset (`None` when it parses).
+#[cfg(feature = "regex")]
 fn syntax_error(kind: &'static str, regex: &str) -> Option<PatternError> {
     let e = regex_syntax::ast::parse::Parser::new().parse(regex).err()?;
     Some(PatternError::new(
@@ -168,6 +169,7 @@ fn syntax_error(kind: &'static str, regex: &str) -> Option<PatternError> {
 
 /// The error of `regex` that the `regex` crate refused with `error`, short whatever the pattern's
 /// length (for the redaction policy's patterns, which are compiled with their own flags).
+#[cfg(feature = "redaction")]
 #[cold]
 pub(crate) fn regex_error(regex: &str, error: &regex::Error) -> PatternError {
     syntax_error("regex", regex).unwrap_or_else(|| compile_error(regex, error))
