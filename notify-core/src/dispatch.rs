@@ -89,6 +89,30 @@ fn silenced_reporting(
     }
 }
 
+/// The first of a silence group panicked in `silenced` (`payload`): that is its failure, and the
+/// other `members` are asked one by one (the unsilenced ones pushed onto `heard`).
+#[cold]
+#[inline(never)]
+fn ask_one_by_one(
+    failures: &mut Vec<SubscriberFailure>,
+    heard: &mut SmallVec<[u32; 4]>,
+    listeners: &Listeners,
+    members: &[u32],
+    name: &str,
+    payload: Box<dyn Any + Send>,
+) {
+    failures.push(failure_of(
+        &listeners.silenceable[members[0] as usize].entry,
+        name,
+        payload,
+    ));
+    for &i in &members[1..] {
+        if !silenced_reporting(failures, &listeners.silenceable[i as usize], name) {
+            heard.push(i);
+        }
+    }
+}
+
 /// True when an event named `name` would reach a subscriber now (what `listening` answers):
 /// somebody is found and not every one of them is a silenceable subscriber silenced now. A
 /// `silenced` that panics counts as silenced, without a report: the report comes when an event is
@@ -97,27 +121,31 @@ pub(crate) fn listening(name: &str, found: Lookup<'_>) -> bool {
     match found {
         Lookup::Nobody => false,
         Lookup::Found(resolved) => {
-            resolved.listeners.has_unconditional()
-                || resolved
-                    .listeners
-                    .silenceable
-                    .iter()
-                    .any(|l| !silenced(&*l.subscriber, name))
+            let listeners = &resolved.listeners;
+            listeners.has_unconditional()
+                || listeners.silence_groups.iter().any(|group| {
+                    let mut members = group
+                        .members
+                        .iter()
+                        .map(|&i| &*listeners.silenceable[i as usize].subscriber);
+                    // The first answer decides for the group (a member that panics has none).
+                    members.find_map(|s| silenced(s, name)) == Some(false)
+                })
         }
         Lookup::Uncached(wide) => wide.matching(name).any(|e| match &e.subscriber.kind {
-            Kind::Silenceable(s, _) => !silenced(&**s, name),
+            Kind::Silenceable(s, ..) => silenced(&**s, name) == Some(false),
             _ => true,
         }),
     }
 }
 
-/// `silenced(name)` for `listening`: a panic counts as silenced.
-fn silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> bool {
+/// `silenced(name)` for `listening`: `None` when it panics (counted as silenced, not reported).
+fn silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> Option<bool> {
     match catch_unwind(AssertUnwindSafe(|| subscriber.silenced(name))) {
-        Ok(silenced) => silenced,
+        Ok(silenced) => Some(silenced),
         Err(payload) => {
             drop_payload(payload);
-            true
+            None
         }
     }
 }
@@ -207,12 +235,35 @@ impl Active {
         let listeners = &resolved.listeners;
         let mut silenceable = SmallVec::new();
         let mut failures = Vec::new();
-        if !listeners.silenceable.is_empty() {
+        if !listeners.silence_groups.is_empty() {
             let _nesting = Nesting::enter();
-            for (i, l) in listeners.silenceable.iter().enumerate() {
-                if !silenced_reporting(&mut failures, l, resolved.name.as_str()) {
-                    silenceable.push(i as u32);
+            let name = resolved.name.as_str();
+            let mut groups_heard = 0;
+            for group in &listeners.silence_groups {
+                let first = &listeners.silenceable[group.members[0] as usize];
+                match catch_unwind(AssertUnwindSafe(|| first.subscriber.silenced(name))) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        silenceable.extend_from_slice(&group.members);
+                        groups_heard += 1;
+                    }
+                    Err(payload) => {
+                        let before = silenceable.len();
+                        ask_one_by_one(
+                            &mut failures,
+                            &mut silenceable,
+                            listeners,
+                            &group.members,
+                            name,
+                            payload,
+                        );
+                        groups_heard += usize::from(silenceable.len() > before);
+                    }
                 }
+            }
+            if groups_heard > 1 {
+                // Deliver in subscription order, whatever the groups.
+                silenceable.sort_unstable();
             }
         }
         if silenceable.is_empty() && !listeners.has_unconditional() {

@@ -22,7 +22,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use crate::event::Name;
 use crate::pattern::Pattern;
 use crate::subscriber::{
-    EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber,
+    EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber, SilenceKey,
     SilenceableSubscriber, Subscriber, TimedSubscriber,
 };
 use crate::subscription::SubscriptionId;
@@ -83,6 +83,8 @@ pub(crate) struct Listeners {
     pub(crate) event: Vec<Listener<dyn EventSubscriber>>,
     pub(crate) evented: Vec<Listener<dyn EventedSubscriber>>,
     pub(crate) silenceable: Vec<Listener<dyn SilenceableSubscriber>>,
+    /// `silenceable` split by [`SilenceKey`]: each event asks one listener per group.
+    pub(crate) silence_groups: Vec<SilenceGroup>,
     pub(crate) owned: Vec<Listener<dyn OwnedEventSubscriber>>,
     /// Union of the event-object subscribers' options.
     pub(crate) options: EventOptions,
@@ -117,8 +119,19 @@ impl Listeners {
                     entry,
                 });
             }
-            Kind::Silenceable(s, options) => {
+            Kind::Silenceable(s, options, key) => {
                 self.evented_duration |= options.duration;
+                let index = self.silenceable.len() as u32;
+                let group = key
+                    .as_ref()
+                    .and_then(|key| self.silence_groups.iter_mut().find(|g| g.key.as_ref() == Some(key)));
+                match group {
+                    Some(group) => group.members.push(index),
+                    None => self.silence_groups.push(SilenceGroup {
+                        key: key.clone(),
+                        members: vec![index],
+                    }),
+                }
                 self.silenceable.push(Listener {
                     subscriber: s.clone(),
                     entry,
@@ -150,6 +163,14 @@ impl Listeners {
         let o = self.owned.iter().map(|l| &l.entry);
         t.chain(m).chain(e).chain(v).chain(s).chain(o)
     }
+}
+
+/// Silenceable listeners that share a [`SilenceKey`] (or one listener without a key): whether
+/// one is silenced decides for all, so the first is asked for the group.
+pub(crate) struct SilenceGroup {
+    pub(crate) key: Option<SilenceKey>,
+    /// Indices into [`Listeners::silenceable`], ascending; never empty.
+    pub(crate) members: Vec<u32>,
 }
 
 /// An event name with its listeners: what an event captures when it starts.

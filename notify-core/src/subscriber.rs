@@ -171,6 +171,61 @@ pub struct EventedOptions {
 pub trait SilenceableSubscriber: EventedSubscriber {
     /// True when this subscriber wants nothing of an event named `name` right now.
     fn silenced(&self, name: &str) -> bool;
+
+    /// What decides this subscriber's silence, when something other than itself does (a log
+    /// subscriber: the `log` facade's answer for its level and target). Listeners of one event
+    /// name with equal keys form one group, and each event asks `silenced(name)` of the group's
+    /// first listener only: ten log subscribers at `debug` on one target cost one check, not ten.
+    ///
+    /// Return a key only when every subscriber returning an equal key would give the same
+    /// `silenced(name)` answer, for every name, at any moment; the answer itself may change at
+    /// run time (it is asked on every event, never cached). Put your crate's name in the key, so
+    /// unrelated subscribers never share one by accident. Asked once, when the subscriber is
+    /// wrapped by [`Subscriber::silenceable`] / [`Subscriber::silenceable_with`]. The default,
+    /// `None`, asks this subscriber on its own. If the group's first listener panics in
+    /// `silenced`, the others are asked one by one for that event.
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedSubscriber, Payload, SilenceKey, SilenceableSubscriber};
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// static QUIET: AtomicBool = AtomicBool::new(true);
+    /// struct Audit;
+    /// impl EventedSubscriber for Audit {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    /// }
+    /// impl SilenceableSubscriber for Audit {
+    ///     fn silenced(&self, _: &str) -> bool { QUIET.load(Ordering::Relaxed) }
+    ///     fn silence_key(&self) -> Option<SilenceKey> { Some(SilenceKey::new("my_crate QUIET")) }
+    /// }
+    /// ```
+    fn silence_key(&self) -> Option<SilenceKey> {
+        None
+    }
+}
+
+/// Names what decides the silence of a group of [`SilenceableSubscriber`]s (see
+/// [`SilenceableSubscriber::silence_key`]): subscribers whose keys are equal are asked once per
+/// event, as one group. Compared when listener sets are built, never on the hot path.
+///
+/// ```
+/// use notify_core::SilenceKey;
+/// assert_eq!(SilenceKey::new("notify-log debug app::db"), SilenceKey::new(String::from("notify-log debug app::db")));
+/// assert_eq!(SilenceKey::new("a").as_str(), "a");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SilenceKey(Cow<'static, str>);
+
+impl SilenceKey {
+    /// A key from its text (include your crate's name).
+    pub fn new(key: impl Into<Cow<'static, str>>) -> SilenceKey {
+        SilenceKey(key.into())
+    }
+
+    /// The key's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A subscriber that takes ownership of a shared event (`Arc<Event>`), built once per event however
@@ -214,6 +269,9 @@ impl<T: EventedSubscriber + ?Sized> EventedSubscriber for Arc<T> {
 impl<T: SilenceableSubscriber + ?Sized> SilenceableSubscriber for Arc<T> {
     fn silenced(&self, name: &str) -> bool {
         (**self).silenced(name)
+    }
+    fn silence_key(&self) -> Option<SilenceKey> {
+        (**self).silence_key()
     }
 }
 
@@ -319,7 +377,8 @@ pub(crate) enum Kind {
     Monotonic(Arc<dyn MonotonicSubscriber>),
     Event(Arc<dyn EventSubscriber>, EventOptions),
     Evented(Arc<dyn EventedSubscriber>, EventedOptions),
-    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions),
+    /// The subscriber, its options and its silence key (asked once, here).
+    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions, Option<SilenceKey>),
     Owned(Arc<dyn OwnedEventSubscriber>),
 }
 
@@ -446,7 +505,8 @@ impl Subscriber {
     /// assert_eq!(s.kind(), notify_core::SubscriberKind::Silenceable);
     /// ```
     pub fn silenceable_with(options: EventedOptions, subscriber: impl SilenceableSubscriber) -> Subscriber {
-        Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options))
+        let key = subscriber.silence_key();
+        Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options, key))
     }
 
     /// An [`OwnedEventSubscriber`].
@@ -515,7 +575,7 @@ impl Subscriber {
     /// ```
     pub fn evented_options(&self) -> Option<EventedOptions> {
         match self.kind {
-            Kind::Evented(_, options) | Kind::Silenceable(_, options) => Some(options),
+            Kind::Evented(_, options) | Kind::Silenceable(_, options, _) => Some(options),
             _ => None,
         }
     }

@@ -1002,3 +1002,121 @@ fn cpu_time_is_not_measured_across_threads_and_handle_ids_survive_finish() {
         [("here".to_owned(), true, true), ("moved".to_owned(), false, false)]
     );
 }
+
+/// A silenceable subscriber of a silence group: counts its `silenced` calls, records its
+/// `start`s under its label, follows its group's switch, and panics in `silenced` when asked to.
+struct Grouped {
+    label: &'static str,
+    key: &'static str,
+    quiet: Arc<AtomicBool>,
+    asked: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<&'static str>>>,
+    panics: bool,
+}
+
+impl EventedSubscriber for Grouped {
+    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {
+        self.seen.lock().unwrap().push(self.label);
+    }
+    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+}
+
+impl SilenceableSubscriber for Grouped {
+    fn silenced(&self, _: &str) -> bool {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        if self.panics {
+            panic!("silenced failed");
+        }
+        self.quiet.load(Ordering::SeqCst)
+    }
+    fn silence_key(&self) -> Option<notify_core::SilenceKey> {
+        Some(notify_core::SilenceKey::new(self.key))
+    }
+}
+
+#[test]
+fn silence_groups_are_asked_once_per_event_exactly_and_deliver_in_subscription_order() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    let (a_quiet, b_quiet) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(true)));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // Interleaved: a1 b1 a2 b2 a3 (group "a" and group "b").
+    for (label, key, quiet) in [
+        ("a1", "test a", &a_quiet),
+        ("b1", "test b", &b_quiet),
+        ("a2", "test a", &a_quiet),
+        ("b2", "test b", &b_quiet),
+        ("a3", "test a", &a_quiet),
+    ] {
+        let s = Grouped {
+            label,
+            key,
+            quiet: quiet.clone(),
+            asked: asked.clone(),
+            seen: seen.clone(),
+            panics: false,
+        };
+        let _ = notifier.subscribe("x", Subscriber::silenceable(s));
+    }
+    let built = AtomicUsize::new(0);
+    let run = || {
+        notifier.instrument(
+            "x",
+            || {
+                built.fetch_add(1, Ordering::SeqCst);
+                Payload::new()
+            },
+            |_| (),
+        )
+    };
+    run();
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 2, "one question per group");
+    assert_eq!(built.load(Ordering::SeqCst), 0, "all silenced: no payload");
+    assert!(!notifier.listening("x"));
+    asked.store(0, Ordering::SeqCst);
+    // The answer changes at run time: the very next event follows it.
+    b_quiet.store(false, Ordering::SeqCst);
+    run();
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 2);
+    assert_eq!(*seen.lock().unwrap(), ["b1", "b2"]);
+    a_quiet.store(false, Ordering::SeqCst);
+    seen.lock().unwrap().clear();
+    run();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["a1", "b1", "a2", "b2", "a3"],
+        "subscription order"
+    );
+    a_quiet.store(true, Ordering::SeqCst);
+    b_quiet.store(true, Ordering::SeqCst);
+    seen.lock().unwrap().clear();
+    run();
+    assert!(seen.lock().unwrap().is_empty());
+
+    // The first of a group panics: its failure is reported, the others are asked one by one.
+    let c_quiet = Arc::new(AtomicBool::new(false));
+    let asked_c = Arc::new(AtomicUsize::new(0));
+    for (label, panics) in [("c1", true), ("c2", false), ("c3", false)] {
+        let s = Grouped {
+            label,
+            key: "test c",
+            quiet: c_quiet.clone(),
+            asked: asked_c.clone(),
+            seen: seen.clone(),
+            panics,
+        };
+        let _ = notifier.subscribe("y", Subscriber::silenceable(s).named(label));
+    }
+    assert!(notifier.listening("y"), "c2 answers for the group when c1 panics");
+    asked_c.store(0, Ordering::SeqCst);
+    notifier.instrument("y", Payload::new, |_| ());
+    assert_eq!(asked_c.load(Ordering::SeqCst), 3);
+    assert_eq!(*seen.lock().unwrap(), ["c2", "c3"]);
+    let failures = failures.lock().unwrap().clone();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(
+        (failures[0].subscriber(), failures[0].message()),
+        ("c1", "silenced failed")
+    );
+}

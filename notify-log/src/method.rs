@@ -16,7 +16,7 @@ use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
 use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
-use notify_core::{EventContext, EventedOptions, EventedSubscriber, Location, SilenceableSubscriber};
+use notify_core::{EventContext, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber};
 
 /// A log subscriber's shared state and its notify-core declaration.
 type Declared<T> = (Arc<Shared<T>>, Methods<Shared<T>>);
@@ -280,6 +280,16 @@ impl<T: Send + Sync + 'static> SilenceableSubscriber for LogMethod<T> {
     /// True exactly when the `log` facade would drop this method's record now (see [`LogMethod`]).
     fn silenced(&self, _name: &str) -> bool {
         !log_enabled(self.spec().level, &self.shared.target)
+    }
+
+    /// `notify-log <level> <target>`: the `log` facade decides by level and target alone, so the
+    /// methods of every log subscriber sharing both are asked once per event.
+    fn silence_key(&self) -> Option<SilenceKey> {
+        Some(SilenceKey::new(format!(
+            "notify-log {} {}",
+            self.spec().level,
+            self.shared.target
+        )))
     }
 }
 
