@@ -10,31 +10,17 @@
 //! The difference of the two totals divided by 10,000 is the cost of one call, set-up excluded
 //! (`callgrind_annotate` on either file shows where it goes). The fixture is the bench's: ten
 //! subscribers of each kind on that kind's own name, ten silenced log subscribers, one timed
-//! subscriber for `payload_3_keys`. Cases: timed, timed_monotonic, event_object, evented, silenced,
-//! unsubscribed, unsubscribed_dynamic, payload_3_keys.
+//! subscriber for `payload_3_keys` (benches/support/fixture.rs). Cases: timed, timed_monotonic,
+//! event_object, evented, silenced, unsubscribed, unsubscribed_dynamic, payload_3_keys, and
+//! payload_3_keys_redacted (the same event with the bench's redaction policy of 10 key patterns, none
+//! matching: the policy's cost is the difference with payload_3_keys).
 
 use std::hint::black_box;
 
-use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
-use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
+use notify_core::Payload;
 
-struct NoopEvented;
-
-impl EventedSubscriber for NoopEvented {
-    fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
-    fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
-}
-
-/// The bench's log subscriber at `debug`: silenced, as no logger is installed.
-struct BenchLog;
-
-impl LogSubscriber for BenchLog {
-    fn config() -> LogConfig<BenchLog> {
-        LogConfig::new("bench").method("silenced", Level::Debug, |_: &BenchLog, e: &LogEvent<'_>| {
-            Some(format!("{} {}", e.method(), e.elapsed()))
-        })
-    }
-}
+#[path = "../benches/support/fixture.rs"]
+mod fixture;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -43,43 +29,20 @@ fn main() {
         .next()
         .map_or(1_000_000, |n| n.parse().expect("iterations: a number"));
 
-    let notifier = Notifier::new();
-    for _ in 0..10 {
-        let _ = notifier.subscribe(
-            "timed.bench",
-            Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
-        );
-        let _ = notifier.subscribe(
-            "timed_monotonic.bench",
-            Subscriber::monotonic(|_: &str, _, _, _: u64, _: &Payload| {}),
-        );
-        let _ = notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
-        let _ = notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
-    }
-    let _logs: Vec<Attached<BenchLog>> = (0..10)
-        .map(|_| BenchLog.attach_to(&notifier).expect("valid log subscriber"))
-        .collect();
-    let _ = notifier.subscribe(
-        "payload_3_keys.bench",
-        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
-    );
-    let dynamic = format!("unsubscribed_dynamic.{}", std::process::id());
+    let fixture = fixture::fixture();
+    let redacting = fixture::redacting_notifier();
+    let notifier = if case == "payload_3_keys_redacted" {
+        &redacting
+    } else {
+        &fixture.notifier
+    };
     let name = match case.as_str() {
-        "unsubscribed_dynamic" => dynamic,
+        "unsubscribed_dynamic" => format!("unsubscribed_dynamic.{}", std::process::id()),
         other => format!("{other}.bench"),
     };
     for _ in 0..iterations {
-        if case == "payload_3_keys" {
-            notifier.instrument(
-                black_box(name.as_str()),
-                || {
-                    Payload::new()
-                        .with("sql", "SELECT * FROM books WHERE id = ?")
-                        .with("rows", 3_u64)
-                        .with("cached", false)
-                },
-                |_| {},
-            );
+        if case.starts_with("payload_3_keys") {
+            fixture::payload_3_keys(notifier);
         } else {
             notifier.instrument(black_box(name.as_str()), Payload::new, |_| {});
         }

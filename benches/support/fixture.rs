@@ -1,0 +1,110 @@
+//! The populated notifier of benches/notifications.rs's `as_notifications` group, shared with
+//! examples/hotpath.rs (the same cases in a plain loop, for callgrind). Included with `#[path]` by
+//! each; not every includer uses every item.
+#![allow(dead_code)]
+
+use std::hint::black_box;
+
+use notify_core::{Event, EventedSubscriber, Notifier, Payload, Redaction, Subscriber};
+use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
+
+/// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
+pub const SUBSCRIBERS: usize = 10;
+
+pub struct NoopEvented;
+
+impl EventedSubscriber for NoopEvented {
+    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+}
+
+/// A log subscriber at `debug`: silenced while the `log` facade drops `debug` (here: always, as
+/// the bench installs no logger).
+pub struct BenchLog;
+
+impl LogSubscriber for BenchLog {
+    fn config() -> LogConfig<BenchLog> {
+        LogConfig::new("bench").method("silenced", Level::Debug, |_: &BenchLog, e: &LogEvent<'_>| {
+            Some(format!("{} {}", e.method(), e.elapsed()))
+        })
+    }
+}
+
+/// The populated notifier of the `as_notifications` group.
+pub struct Fixture {
+    pub notifier: Notifier,
+    _logs: Vec<Attached<BenchLog>>,
+}
+
+pub fn fixture() -> Fixture {
+    let notifier = Notifier::new();
+    for _ in 0..SUBSCRIBERS {
+        let _ = notifier.subscribe(
+            "timed.bench",
+            Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+        );
+        let _ = notifier.subscribe(
+            "timed_monotonic.bench",
+            Subscriber::monotonic(|_: &str, _, _, _: u64, _: &Payload| {}),
+        );
+        let _ = notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
+        let _ = notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
+    }
+    let logs: Vec<Attached<BenchLog>> = (0..SUBSCRIBERS)
+        .map(|_| BenchLog.attach_to(&notifier).expect("valid log subscriber"))
+        .collect();
+    assert!(
+        !notifier.listening("silenced.bench"),
+        "no logger is installed: debug is dropped"
+    );
+    let _ = notifier.subscribe(
+        "payload_3_keys.bench",
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+    );
+    Fixture { notifier, _logs: logs }
+}
+
+/// One event with a 3-entry payload (text, integer, boolean) built per call.
+pub fn payload_3_keys(notifier: &Notifier) {
+    notifier.instrument(
+        black_box("payload_3_keys.bench"),
+        || {
+            Payload::new()
+                .with("sql", "SELECT * FROM books WHERE id = ?")
+                .with("rows", 3_u64)
+                .with("cached", false)
+        },
+        |_| {},
+    );
+}
+
+/// A policy of 10 key patterns, ignoring case, as a web application's might be: 6 names, 3 globs
+/// and a regex.
+pub fn ten_key_patterns() -> Redaction {
+    Redaction::builder()
+        .key("password")
+        .key("passwd")
+        .key("secret")
+        .key("token")
+        .key("authorization")
+        .key("cookie")
+        .key_glob("*_token")
+        .key_glob("*_secret")
+        .key_glob("api_key*")
+        .key_regex("^x-.*-key$")
+        .case_insensitive(true)
+        .build()
+        .expect("a valid policy")
+}
+
+/// A notifier with [`ten_key_patterns`] as its redaction policy and one timed subscriber on
+/// `payload_3_keys.bench`: the `payload_3_keys_redacted` case.
+pub fn redacting_notifier() -> Notifier {
+    let notifier = Notifier::new();
+    notifier.set_redaction(ten_key_patterns());
+    let _ = notifier.subscribe(
+        "payload_3_keys.bench",
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+    );
+    notifier
+}
