@@ -179,9 +179,10 @@ impl Nesting {
     fn refuse(fanout: &Fanout, name: &str, depth: u32) -> bool {
         if fanout.count_too_deep() {
             report(&format!(
-                "event {name:?} not delivered: {depth} deliveries already nested on this thread (limit {}; \
+                "event {name:?} not delivered: {depth} {} already nested on this thread (limit {}; \
                  a subscriber instruments from its callback?). Such events are counted \
                  (Notifier::undelivered_too_deep) and not reported again.",
+                if depth == 1 { "delivery" } else { "deliveries" },
                 fanout.max_depth()
             ));
         }

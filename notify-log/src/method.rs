@@ -93,7 +93,8 @@ impl<T: LogSubscriber> LogMethod<T> {
     }
 
     /// The shared state of `subscriber`'s configuration and its notify-core declaration: one
-    /// silenceable method per log method, labelled `log subscriber `<target>` (<event name>)`.
+    /// silenceable method per log method, labelled "log subscriber <target> (<event name>)" (the
+    /// failure report quotes the label in backticks).
     fn declare(subscriber: T) -> Result<Declared<T>, LogSubscriberError> {
         let config = T::config();
         let target = config.target_name().to_owned();
@@ -112,7 +113,7 @@ impl<T: LogSubscriber> LogMethod<T> {
                     shared: shared.clone(),
                     index,
                 };
-                let label = format!("log subscriber `{}` ({})", method.target(), method.event_name());
+                let label = format!("log subscriber {} ({})", method.target(), method.event_name());
                 // The core reads the monotonic clock at start and finish for it: the duration comes
                 // from the event, wherever it finishes.
                 Subscriber::silenceable_with(EventedOptions { duration: true }, method).named(label)
