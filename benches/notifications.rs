@@ -47,6 +47,15 @@ mod fixture;
 
 use fixture::{fixture, payload_3_keys, redacting_notifier, NoopEvented};
 
+/// One subscribe + unsubscribe pair of a timed subscriber on `notifier`.
+fn subscribe_unsubscribe(notifier: &Notifier) {
+    let subscription = notifier.subscribe(
+        black_box("subscribe_unsubscribe.bench"),
+        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+    );
+    subscription.unsubscribe().expect("just subscribed");
+}
+
 fn as_notifications(c: &mut Criterion) {
     let fixture = fixture();
     let notifier = &fixture.notifier;
@@ -84,13 +93,7 @@ fn as_notifications(c: &mut Criterion) {
     group.bench_function("payload_3_keys_redacted", |b| b.iter(|| payload_3_keys(&redacting)));
 
     group.bench_function("subscribe_unsubscribe", |b| {
-        b.iter(|| {
-            let subscription = notifier.subscribe(
-                black_box("subscribe_unsubscribe.bench"),
-                Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
-            );
-            subscription.unsubscribe().expect("just subscribed");
-        });
+        b.iter(|| subscribe_unsubscribe(notifier));
     });
     group.finish();
 }
@@ -314,13 +317,7 @@ fn registry(c: &mut Criterion) {
     }));
     group.sample_size(10);
     group.bench_function("subscribe_unsubscribe_100000", |b| {
-        b.iter(|| {
-            let subscription = notifier.subscribe(
-                black_box("subscribe_unsubscribe.bench"),
-                Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
-            );
-            subscription.unsubscribe().expect("just subscribed");
-        });
+        b.iter(|| subscribe_unsubscribe(&notifier));
     });
     group.finish();
 }
