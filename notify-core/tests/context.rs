@@ -8,17 +8,10 @@ use notify_core::{
     TraceId,
 };
 
-/// A notifier whose every event is collected, in finish order.
-fn collecting() -> (Notifier, Arc<Mutex<Vec<Event>>>) {
-    let notifier = Notifier::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let _ = notifier.subscribe(
-        Pattern::all(),
-        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
-    );
-    (notifier, events)
-}
+#[path = "support/collecting.rs"]
+mod collecting;
+
+use collecting::collecting;
 
 #[test]
 fn roots_get_distinct_random_trace_ids_and_descendants_inherit_them() {

@@ -18,17 +18,10 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime")
 }
 
-/// A notifier whose every event is collected, in finish order.
-fn collecting() -> (Notifier, Arc<Mutex<Vec<Event>>>) {
-    let notifier = Notifier::new();
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let _ = notifier.subscribe(
-        Pattern::all(),
-        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
-    );
-    (notifier, events)
-}
+#[path = "support/collecting.rs"]
+mod collecting;
+
+use collecting::collecting;
 
 /// Yields to the runtime once, so tasks interleave.
 async fn yield_now() {
