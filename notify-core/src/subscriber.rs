@@ -521,6 +521,29 @@ impl Subscriber {
         Subscriber::of(Kind::Owned(Arc::new(subscriber)))
     }
 
+    /// An [`OwnedEventSubscriber`] that is already behind an `Arc`: the registry keeps this very
+    /// `Arc` (no second allocation, no second pointer to follow per event), and the caller keeps
+    /// its own clone to reach the subscriber's state. notify-pool registers its mailboxes this way.
+    ///
+    /// ```
+    /// use notify_core::{Event, Notifier, OwnedEventSubscriber, Payload, Subscriber};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// struct Count(AtomicU64);
+    /// impl OwnedEventSubscriber for Count {
+    ///     fn deliver(&self, _: &Arc<Event>) { self.0.fetch_add(1, Ordering::Relaxed); }
+    /// }
+    /// let count = Arc::new(Count(AtomicU64::new(0)));
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("x", Subscriber::owned_arc(count.clone()));
+    /// notifier.instrument("x", Payload::new, |_| ());
+    /// assert_eq!(count.0.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn owned_arc(subscriber: Arc<dyn OwnedEventSubscriber>) -> Subscriber {
+        Subscriber::of(Kind::Owned(subscriber))
+    }
+
     /// Gives the subscriber a label, shown in failure reports and in `Debug`.
     ///
     /// ```

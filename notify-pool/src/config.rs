@@ -1,7 +1,6 @@
 //! [`Config`]: what the mailboxes of one subscription share.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use crate::options::{AsyncFailurePolicy, AsyncOptions, Overflow};
 
@@ -14,13 +13,13 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    pub(crate) fn of(options: &AsyncOptions) -> Arc<Config> {
-        Arc::new(Config {
+    pub(crate) fn of(options: &AsyncOptions) -> Config {
+        Config {
             capacity: options.capacity.max(1),
             overflow: options.overflow,
             on_failure: options.on_failure,
             label: options.label.clone(),
-        })
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 //! [`Mailbox`]: one async subscriber (its bounded queue, callback and pool), its turns on a worker,
-//! and [`Deliver`], the registry's view of it.
+//! and its registry side (the registry holds the mailbox itself, as its `OwnedEventSubscriber`).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use notify_core::{panic_message, Event, OwnedEventSubscriber};
 
@@ -16,44 +16,58 @@ use crate::unwind::drop_payload;
 use crate::worker::{on_any_worker, Batches, Flavor, PoolInner, WorkerSlot, RUNNING, STOPPED};
 use crate::AsyncSubscriber;
 
-/// One async subscriber: its mailbox, callback, and the pool that runs it.
-pub(crate) struct Mailbox {
-    pub(crate) core: MailboxCore<Slot>,
-    pub(crate) subscriber: Box<dyn AsyncSubscriber>,
+/// What the mailboxes of one subscription share: the pool that runs them and their settings.
+/// [`WorkerPool::subscribe_all`](crate::WorkerPool::subscribe_all) makes one for all its
+/// subscriptions with equal options, so 100,000 mailboxes hold one pointer to it (and it stays in
+/// cache while an event reaches each of them) instead of a copy each.
+pub(crate) struct Home {
     pub(crate) pool: Arc<PoolInner>,
-    pub(crate) config: Arc<Config>,
-    pub(crate) id: u64,
+    pub(crate) config: Config,
 }
 
-impl Mailbox {
-    pub(crate) fn new(pool: Arc<PoolInner>, config: Arc<Config>, subscriber: Box<dyn AsyncSubscriber>) -> Mailbox {
-        let id = pool
+/// One async subscriber: its mailbox, its callback (inline: a capture-free closure takes no
+/// space), and where it runs. The registry holds the `Arc` this lives in (as its
+/// `OwnedEventSubscriber`), as do the handles and, while it is scheduled, the run queue.
+pub(crate) struct Mailbox<S> {
+    pub(crate) core: MailboxCore<Slot>,
+    pub(crate) home: Arc<Home>,
+    pub(crate) id: u64,
+    /// This mailbox's own `Arc`, for handing itself to the run queue from
+    /// [`OwnedEventSubscriber::deliver`], which gets `&self`.
+    me: Weak<Mailbox<S>>,
+    pub(crate) subscriber: S,
+}
+
+impl<S: AsyncSubscriber> Mailbox<S> {
+    pub(crate) fn new(home: Arc<Home>, subscriber: S) -> Arc<Mailbox<S>> {
+        let id = home
+            .pool
             .shared
             .next_mailbox
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Mailbox {
+        Arc::new_cyclic(|me| Mailbox {
             core: MailboxCore::new(),
-            subscriber,
-            pool,
-            config,
+            home,
             id,
-        }
+            me: me.clone(),
+            subscriber,
+        })
     }
 
     /// Queues `event` (accepted in generation `gen`, already counted pending). Returns true when the
     /// mailbox became scheduled and the caller must hand it to its pool.
     #[inline]
     pub(crate) fn offer(&self, event: Arc<Event>, gen: usize) -> bool {
-        let pool = &*self.pool;
+        let pool = &*self.home.pool;
         let mut slot = Slot { event, gen };
-        let mut overflow = self.config.overflow;
+        let mut overflow = self.home.config.overflow;
         if overflow == Overflow::Block && on_any_worker() {
             overflow = Overflow::DropNewest;
         }
         loop {
             match self
                 .core
-                .push(slot, self.config.capacity, overflow, || pool.space.lock())
+                .push(slot, self.home.config.capacity, overflow, || pool.space.lock())
             {
                 Admit::Queued { schedule } => return schedule,
                 Admit::Evicted { oldest, schedule } => {
@@ -93,19 +107,19 @@ impl Mailbox {
     /// The slow-subscriber report, at most once per interval; the clock is read only here.
     #[cold]
     fn overflowed(&self) {
-        let shared = &self.pool.shared;
+        let shared = &self.home.pool.shared;
         if let Some(dropped) = self.core.report_due(shared.now_ns(), shared.report_interval_ns) {
-            shared.report_slow(&self.config, self.id, dropped);
+            shared.report_slow(&self.home.config, self.id, dropped);
         }
     }
 
     /// The callback panicked on `event`: report it, and detach per policy. True when detached.
     #[cold]
     pub(crate) fn failed(&self, event: &Event, payload: &(dyn Any + Send)) -> bool {
-        let detach = self.config.on_failure == AsyncFailurePolicy::Detach;
-        self.pool.report_failure(&AsyncFailure {
+        let detach = self.home.config.on_failure == AsyncFailurePolicy::Detach;
+        self.home.pool.report_failure(&AsyncFailure {
             mailbox: self.id,
-            subscriber: self.config.label(),
+            subscriber: self.home.config.label(),
             event: event.name().to_owned(),
             message: panic_message(payload),
             detached: detach,
@@ -119,27 +133,29 @@ impl Mailbox {
     /// Refuses later events and discards the queued ones (counted as dropped). Publishers blocked
     /// on the full mailbox ([`Overflow::Block`]) are woken: their events are dropped too.
     pub(crate) fn detach(&self) {
+        let pool = &self.home.pool;
         let (discarded, blocked) = self.core.close(true);
         for slot in discarded {
-            self.pool.complete(slot.gen, 1);
+            pool.complete(slot.gen, 1);
         }
         if blocked {
-            self.pool.wake_blocked();
+            pool.wake_blocked();
         }
-        if self.pool.dedicated {
-            self.pool.retire();
+        if pool.dedicated {
+            pool.retire();
         }
     }
 
     /// Refuses later events; the queued ones are still delivered. Publishers blocked on the full
     /// mailbox are woken at once: their events are dropped.
     pub(crate) fn close(&self) {
+        let pool = &self.home.pool;
         let (_, blocked) = self.core.close(false);
         if blocked {
-            self.pool.wake_blocked();
+            pool.wake_blocked();
         }
-        if self.pool.dedicated {
-            self.pool.retire();
+        if pool.dedicated {
+            pool.retire();
         }
     }
 
@@ -150,16 +166,16 @@ impl Mailbox {
     }
 }
 
-impl Drop for Mailbox {
+impl<S> Drop for Mailbox<S> {
     fn drop(&mut self) {
         // Nobody can queue into it any more: a dedicated thread has nothing left to serve.
-        if self.pool.dedicated {
-            self.pool.retire();
+        if self.home.pool.dedicated {
+            self.home.pool.retire();
         }
     }
 }
 
-impl Flavor for Mailbox {
+impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
     /// Runs one batch: takes up to `batch` events, runs the callback on each (a panic is reported
     /// and, per policy, detaches the subscriber), then ends the turn (see `MailboxCore`).
     fn turn(&self, pool: &PoolInner, _part: usize, slot: &WorkerSlot, batches: &mut Batches) -> bool {
@@ -189,7 +205,7 @@ impl Flavor for Mailbox {
         // abandoned because the pool stopped (left pending, so shutdown counts them).
         if detached {
             let mut discarded = [0_u64; 2];
-            for item in &batches.mailbox[ran..] {
+            for item in batches.mailbox.iter().skip(ran) {
                 discarded[item.gen] += 1;
             }
             self.add_dropped((batches.mailbox.len() - ran) as u64);
@@ -224,7 +240,7 @@ impl Flavor for Mailbox {
     }
 
     fn label(&self) -> Option<&str> {
-        self.config.label.as_deref()
+        self.home.config.label.as_deref()
     }
 
     fn dropped(&self, _member: usize) -> u64 {
@@ -244,21 +260,21 @@ impl Flavor for Mailbox {
     }
 }
 
-/// The registry's view of one async subscriber.
-pub(crate) struct Deliver(pub(crate) Arc<Mailbox>);
-
-impl OwnedEventSubscriber for Deliver {
+/// The registry's view of the mailbox: queue the event, and schedule the mailbox when it was idle.
+impl<S: AsyncSubscriber> OwnedEventSubscriber for Mailbox<S> {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        let mailbox = &self.0;
-        let pool = &*mailbox.pool;
+        let pool = &*self.home.pool;
         let Some(_publishing) = pool.enter() else {
             pool.shared.reject(1);
             return;
         };
         let gen = pool.accept(1);
-        if mailbox.offer(event.clone(), gen) {
-            pool.schedule(mailbox.clone(), 0);
+        if self.offer(event.clone(), gen) {
+            // The registry reached `self` through a strong reference it holds for the whole call,
+            // so the upgrade cannot fail.
+            let me = self.me.upgrade().expect("a mailbox receiving an event is alive");
+            pool.schedule(me, 0);
         }
     }
 }

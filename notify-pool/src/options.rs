@@ -64,8 +64,8 @@ pub enum AsyncFailurePolicy {
 pub struct AsyncOptions {
     /// The most events the mailbox holds (a count, at least 1; default 1,024). The mailbox is a
     /// growable queue, not a preallocated ring: a mailbox that never received an event holds no
-    /// event buffer, and a drained one keeps a buffer of at most 8 events (128 bytes), releasing
-    /// a larger one.
+    /// queue at all, and a drained one keeps its queue (32 bytes) with a buffer of at most 8
+    /// events (128 bytes), releasing a larger one.
     pub capacity: usize,
     /// What happens when the mailbox is full (default [`Overflow::DropNewest`]).
     pub overflow: Overflow,

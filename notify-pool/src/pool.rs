@@ -7,7 +7,7 @@ use notify_core::{Notifier, Pattern, Subscriber};
 
 use crate::config::Config;
 use crate::group::{Fanout, Group};
-use crate::mailbox::{Deliver, Mailbox};
+use crate::mailbox::{Home, Mailbox};
 use crate::shutdown::Owner;
 use crate::worker::{self, PoolInner};
 use crate::{
@@ -131,17 +131,33 @@ impl WorkerPool {
         options: AsyncOptions,
         subscriber: impl AsyncSubscriber,
     ) -> std::io::Result<(Subscriber, AsyncHandle)> {
+        let home = self.home(&options)?;
+        Ok(WorkerPool::mailbox_in(home, subscriber))
+    }
+
+    /// Where mailboxes made with `options` run (a dedicated thread of their own, when asked).
+    fn home(&self, options: &AsyncOptions) -> std::io::Result<Arc<Home>> {
         let pool = if options.dedicated_thread {
             self.dedicated_pool()?
         } else {
             self.owner.inner.clone()
         };
-        let mailbox = Arc::new(Mailbox::new(pool, Config::of(&options), Box::new(subscriber)));
-        let mut registered = Subscriber::owned(Deliver(mailbox.clone()));
-        if let Some(label) = options.label {
+        Ok(Arc::new(Home {
+            pool,
+            config: Config::of(options),
+        }))
+    }
+
+    /// A mailbox in `home` and its registry subscriber: the registry holds the mailbox's own
+    /// `Arc` (one allocation per subscription on the pool's side).
+    fn mailbox_in(home: Arc<Home>, subscriber: impl AsyncSubscriber) -> (Subscriber, AsyncHandle) {
+        let label = home.config.label.clone();
+        let mailbox = Mailbox::new(home, subscriber);
+        let mut registered = Subscriber::owned_arc(mailbox.clone());
+        if let Some(label) = label {
             registered = registered.named(label);
         }
-        Ok((registered, AsyncHandle::new(mailbox, 0)))
+        (registered, AsyncHandle::new(mailbox, 0))
     }
 
     fn dedicated_pool(&self) -> std::io::Result<Arc<PoolInner>> {
@@ -211,12 +227,22 @@ impl WorkerPool {
         notifier: &Notifier,
         subscribers: impl IntoIterator<Item = (Pattern, AsyncOptions, S)>,
     ) -> Vec<AsyncSubscription> {
-        let mut handles = Vec::new();
-        let mut pairs = Vec::new();
+        let subscribers = subscribers.into_iter();
+        let mut handles = Vec::with_capacity(subscribers.size_hint().0);
+        let mut pairs = Vec::with_capacity(subscribers.size_hint().0);
+        // Consecutive subscriptions with equal options share one `Home` (a dedicated thread is
+        // one subscription's own).
+        let mut shared: Option<(AsyncOptions, Arc<Home>)> = None;
         for (pattern, options, subscriber) in subscribers {
-            let (registered, handle) = self
-                .mailbox(options, subscriber)
-                .expect("notify: cannot spawn a dedicated thread");
+            let home = match &shared {
+                Some((last, home)) if *last == options && !options.dedicated_thread => home.clone(),
+                _ => {
+                    let home = self.home(&options).expect("notify: cannot spawn a dedicated thread");
+                    shared = Some((options, home.clone()));
+                    home
+                }
+            };
+            let (registered, handle) = WorkerPool::mailbox_in(home, subscriber);
             pairs.push((pattern, registered));
             handles.push(handle);
         }
@@ -274,7 +300,7 @@ impl WorkerPool {
         subscribers: impl IntoIterator<Item = S>,
     ) -> FanoutSubscription {
         let pool = self.owner.inner.clone();
-        let config = Config::of(&options);
+        let config = Arc::new(Config::of(&options));
         let callbacks = subscribers
             .into_iter()
             .map(|s| Box::new(s) as Box<dyn AsyncSubscriber>)
@@ -507,9 +533,14 @@ mod tests {
 
     #[test]
     fn pool_idle_mailbox_is_small() {
-        // The mailbox allocation itself (Arc header included); the registry entry is the core's.
-        let size = std::mem::size_of::<Mailbox>() + 16;
-        assert!(size <= 160, "mailbox is {size} bytes");
+        // The mailbox allocation itself (Arc header included) with a capture-free callback; the
+        // registry entry is the core's. tests/async_memory.rs measures the whole subscription.
+        fn callback(_: &Event) {}
+        fn mailbox_size<S: AsyncSubscriber>(_: &S) -> usize {
+            std::mem::size_of::<Mailbox<S>>()
+        }
+        let size = mailbox_size(&callback) + 16;
+        assert!(size <= 80, "mailbox is {size} bytes");
     }
 
     #[test]

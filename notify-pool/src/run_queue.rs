@@ -155,7 +155,11 @@ impl<T> RunQueue<T> {
             if stopped() {
                 return Err(tasks);
             }
-            locked.tasks.extend(tasks);
+            // One `push_back` each: most pushes carry one task, for which `extend`'s reservation
+            // and bookkeeping cost more than the push itself.
+            for task in tasks {
+                locked.tasks.push_back(task);
+            }
             self.queued.store(locked.tasks.len(), Ordering::Release);
             while n < wake.min(woken.len()) {
                 match locked.idle.pop() {

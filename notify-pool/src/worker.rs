@@ -94,7 +94,8 @@ pub(crate) struct Task {
 /// A worker's reusable batch buffers.
 #[derive(Default)]
 pub(crate) struct Batches {
-    pub(crate) mailbox: Vec<Slot>,
+    /// Swapped with a drained mailbox's queue (see `MailboxCore::take_batch`).
+    pub(crate) mailbox: std::collections::VecDeque<Slot>,
     pub(crate) shard: Vec<(u64, Slot)>,
 }
 
