@@ -186,7 +186,9 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
         let mut done = [0_u64; 2];
         let mut ran = 0;
         let mut detached = false;
-        for item in batches.mailbox.iter() {
+        // Each event is taken out of the batch and dropped as soon as its callback returned (no
+        // separate pass to drop the batch afterwards).
+        while let Some(item) = batches.mailbox.pop_front() {
             if pool.state() == STOPPED {
                 break;
             }
@@ -205,14 +207,16 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
         // abandoned because the pool stopped (left pending, so shutdown counts them).
         if detached {
             let mut discarded = [0_u64; 2];
-            for item in batches.mailbox.iter().skip(ran) {
+            for item in batches.mailbox.iter() {
                 discarded[item.gen] += 1;
             }
-            self.add_dropped((batches.mailbox.len() - ran) as u64);
+            self.add_dropped(batches.mailbox.len() as u64);
             pool.complete(0, discarded[0]);
             pool.complete(1, discarded[1]);
         }
-        batches.mailbox.clear();
+        if !batches.mailbox.is_empty() {
+            batches.mailbox.clear();
+        }
         slot.delivered.fetch_add(ran as u64, Ordering::Relaxed);
         pool.complete(0, done[0]);
         pool.complete(1, done[1]);
