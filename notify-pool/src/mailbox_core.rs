@@ -23,21 +23,14 @@ use crate::sync::Mutex;
 /// mailbox that once held a burst goes back to its idle size.
 pub(crate) const RETAIN_SLOTS: usize = 8;
 
-/// The state behind a mailbox's lock: 32 bytes on 64-bit targets (40 with the lock), so an idle
-/// mailbox is a few words.
+/// The state behind a mailbox's lock: 16 bytes on 64-bit targets (24 with the lock), so an idle
+/// mailbox is a few words; what only a mailbox that got events needs is in its [`Queue`].
 #[derive(Debug)]
 pub(crate) struct State<T> {
-    /// The queued items, allocated when the first item arrives (an idle mailbox that never
-    /// received an event holds no queue at all); once allocated it is kept, with a buffer of at
-    /// most [`RETAIN_SLOTS`] items while drained. Boxed on purpose: 8 bytes in every idle
-    /// mailbox instead of a 32-byte `VecDeque`, for one allocation in a mailbox that gets events.
-    #[allow(clippy::box_collection)]
-    queue: Option<Box<VecDeque<T>>>,
-    /// Items refused or evicted by the overflow policy, discarded on detach, or refused because
-    /// the mailbox is closed (exact).
-    dropped: u64,
-    /// When the last slow-subscriber report was made (ns on the pool's clock, 0 = never).
-    last_report: u64,
+    /// Allocated when the first item arrives (or the first is refused): an idle mailbox that
+    /// never received an event holds no queue at all. Once allocated it is kept, with a buffer of
+    /// at most [`RETAIN_SLOTS`] items while drained.
+    queue: Option<Box<Queue<T>>>,
     /// Publishers that found the mailbox full under [`Overflow::Block`] and wait for room.
     blocked: u32,
     /// Set from the moment a publisher queues into an idle mailbox until a worker, after its
@@ -47,14 +40,40 @@ pub(crate) struct State<T> {
     closed: bool,
 }
 
+/// The queued items and the counters that only a mailbox that got events needs.
+#[derive(Debug)]
+struct Queue<T> {
+    items: VecDeque<T>,
+    /// Items refused or evicted by the overflow policy, discarded on detach, or refused because
+    /// the mailbox is closed (exact).
+    dropped: u64,
+    /// When the last slow-subscriber report was made (ns on the pool's clock, 0 = never).
+    last_report: u64,
+}
+
 impl<T> State<T> {
     fn len(&self) -> usize {
-        self.queue.as_ref().map_or(0, |q| q.len())
+        self.queue.as_ref().map_or(0, |q| q.items.len())
     }
 
-    /// The queue, emptied (its buffer stays with the mailbox).
+    /// The queue, allocated on first use.
+    fn queue(&mut self) -> &mut Queue<T> {
+        self.queue.get_or_insert_with(|| {
+            Box::new(Queue {
+                items: VecDeque::new(),
+                dropped: 0,
+                last_report: 0,
+            })
+        })
+    }
+
+    fn dropped(&self) -> u64 {
+        self.queue.as_ref().map_or(0, |q| q.dropped)
+    }
+
+    /// The queued items, removed (the buffer stays with the mailbox).
     fn take(&mut self) -> VecDeque<T> {
-        self.queue.as_mut().map(|q| q.split_off(0)).unwrap_or_default()
+        self.queue.as_mut().map(|q| q.items.split_off(0)).unwrap_or_default()
     }
 }
 
@@ -85,8 +104,6 @@ impl<T> MailboxCore<T> {
         MailboxCore {
             state: Mutex::new(State {
                 queue: None,
-                dropped: 0,
-                last_report: 0,
                 blocked: 0,
                 scheduled: false,
                 closed: false,
@@ -105,19 +122,20 @@ impl<T> MailboxCore<T> {
     ) -> Admit<T, W> {
         let mut state = self.state.lock();
         if state.closed {
-            state.dropped += 1;
+            state.queue().dropped += 1;
             return Admit::Closed(item);
         }
         let mut evicted = None;
         if state.len() >= capacity {
             match overflow {
                 Overflow::DropNewest => {
-                    state.dropped += 1;
+                    state.queue().dropped += 1;
                     return Admit::Refused(item);
                 }
                 Overflow::DropOldest => {
-                    state.dropped += 1;
-                    evicted = state.queue.as_mut().and_then(|q| q.pop_front());
+                    let queue = state.queue();
+                    queue.dropped += 1;
+                    evicted = queue.items.pop_front();
                 }
                 Overflow::Block => {
                     state.blocked += 1;
@@ -126,7 +144,7 @@ impl<T> MailboxCore<T> {
                 }
             }
         }
-        state.queue.get_or_insert_default().push_back(item);
+        state.queue().items.push_back(item);
         let schedule = !mem::replace(&mut state.scheduled, true);
         match evicted {
             Some(oldest) => Admit::Evicted { oldest, schedule },
@@ -143,10 +161,10 @@ impl<T> MailboxCore<T> {
         let mut state = self.state.lock();
         debug_assert!(state.scheduled, "a turn runs only on a scheduled mailbox");
         if let Some(queue) = state.queue.as_mut() {
-            if queue.len() <= max {
-                mem::swap(out, queue);
+            if queue.items.len() <= max {
+                mem::swap(out, &mut queue.items);
             } else {
-                out.extend(queue.drain(..max));
+                out.extend(queue.items.drain(..max));
             }
         }
         mem::take(&mut state.blocked) > 0
@@ -158,8 +176,8 @@ impl<T> MailboxCore<T> {
         let mut state = self.state.lock();
         if state.len() == 0 {
             state.scheduled = false;
-            if let Some(queue) = state.queue.as_mut().filter(|q| q.capacity() > RETAIN_SLOTS) {
-                queue.shrink_to(RETAIN_SLOTS);
+            if let Some(queue) = state.queue.as_mut().filter(|q| q.items.capacity() > RETAIN_SLOTS) {
+                queue.items.shrink_to(RETAIN_SLOTS);
             }
             false
         } else {
@@ -177,8 +195,11 @@ impl<T> MailboxCore<T> {
         state.closed = true;
         let blocked = mem::take(&mut state.blocked) > 0;
         if discard {
-            state.dropped += state.len() as u64;
-            (state.take(), blocked)
+            let discarded = state.take();
+            if !discarded.is_empty() {
+                state.queue().dropped += discarded.len() as u64;
+            }
+            (discarded, blocked)
         } else {
             (VecDeque::new(), blocked)
         }
@@ -192,10 +213,11 @@ impl<T> MailboxCore<T> {
     /// True when the slow-subscriber report is due at `now` (ns) given `interval` (ns); records it.
     pub(crate) fn report_due(&self, now: u64, interval: u64) -> Option<u64> {
         let mut state = self.state.lock();
-        let due = state.last_report == 0 || now.saturating_sub(state.last_report) >= interval;
+        let queue = state.queue();
+        let due = queue.last_report == 0 || now.saturating_sub(queue.last_report) >= interval;
         if due {
-            state.last_report = now.max(1);
-            Some(state.dropped)
+            queue.last_report = now.max(1);
+            Some(queue.dropped)
         } else {
             None
         }
@@ -203,11 +225,11 @@ impl<T> MailboxCore<T> {
 
     /// Counts `n` more dropped items (a detached subscriber's batch that did not run).
     pub(crate) fn add_dropped(&self, n: u64) {
-        self.state.lock().dropped += n;
+        self.state.lock().queue().dropped += n;
     }
 
     pub(crate) fn dropped(&self) -> u64 {
-        self.state.lock().dropped
+        self.state.lock().dropped()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -303,7 +325,7 @@ mod tests {
         let mut out = VecDeque::new();
         m.take_batch(&mut out, 1000);
         assert!(!m.finish_turn());
-        assert!(m.state.lock().queue.as_ref().unwrap().capacity() <= RETAIN_SLOTS);
+        assert!(m.state.lock().queue.as_ref().unwrap().items.capacity() <= RETAIN_SLOTS);
         let _ = m.push(1, 10, Overflow::DropNewest, || ());
         assert_eq!(m.close(true).0.len(), 1);
         assert_eq!(m.dropped(), 1);

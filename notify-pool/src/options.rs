@@ -64,7 +64,7 @@ pub enum AsyncFailurePolicy {
 pub struct AsyncOptions {
     /// The most events the mailbox holds (a count, at least 1; default 1,024). The mailbox is a
     /// growable queue, not a preallocated ring: a mailbox that never received an event holds no
-    /// queue at all, and a drained one keeps its queue (32 bytes) with a buffer of at most 8
+    /// queue at all, and a drained one keeps its queue (48 bytes) with a buffer of at most 8
     /// events (128 bytes), releasing a larger one.
     pub capacity: usize,
     /// What happens when the mailbox is full (default [`Overflow::DropNewest`]).

@@ -540,7 +540,7 @@ mod tests {
             std::mem::size_of::<Mailbox<S>>()
         }
         let size = mailbox_size(&callback) + 16;
-        assert!(size <= 80, "mailbox is {size} bytes");
+        assert!(size <= 64, "mailbox is {size} bytes");
     }
 
     #[test]
