@@ -40,7 +40,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::{instrument_event, Callsite, Notifier, Payload, Subscriber};
+use notify_core::{instrument_event, Callsite, Notifier, Payload, Subscriber, TransactionId};
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -51,7 +51,7 @@ use fixture::{fixture, payload_3_keys, redacting_notifier, NoopEvented};
 fn subscribe_unsubscribe(notifier: &Notifier) {
     let subscription = notifier.subscribe(
         black_box("subscribe_unsubscribe.bench"),
-        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
     );
     subscription.unsubscribe().expect("just subscribed");
 }

@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use notify_core::{Event, EventedSubscriber, Notifier, Payload, Redaction, Subscriber};
+use notify_core::{Event, EventedSubscriber, Notifier, Payload, Redaction, Subscriber, TransactionId};
 use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
 
 /// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
@@ -41,11 +41,11 @@ pub fn fixture() -> Fixture {
     for _ in 0..SUBSCRIBERS {
         let _ = notifier.subscribe(
             "timed.bench",
-            Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+            Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
         );
         let _ = notifier.subscribe(
             "timed_monotonic.bench",
-            Subscriber::monotonic(|_: &str, _, _, _: u64, _: &Payload| {}),
+            Subscriber::monotonic(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
         );
         let _ = notifier.subscribe("event_object.bench", Subscriber::event(|_: &Event| {}));
         let _ = notifier.subscribe("evented.bench", Subscriber::evented(NoopEvented));
@@ -59,7 +59,7 @@ pub fn fixture() -> Fixture {
     );
     let _ = notifier.subscribe(
         "payload_3_keys.bench",
-        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
     );
     Fixture { notifier, _logs: logs }
 }
@@ -104,7 +104,7 @@ pub fn redacting_notifier() -> Notifier {
     notifier.set_redaction(ten_key_patterns());
     let _ = notifier.subscribe(
         "payload_3_keys.bench",
-        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| {}),
+        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
     );
     notifier
 }

@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
 use crate::trace_id::TraceId;
@@ -46,7 +47,7 @@ use crate::trace_id::TraceId;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Context {
     trace_id: Option<TraceId>,
-    event_id: Option<u64>,
+    event_id: Option<EventId>,
 }
 
 impl Context {
@@ -60,7 +61,7 @@ impl Context {
         let frame = ids::current();
         Context {
             trace_id: TraceId::new(frame.trace),
-            event_id: (frame.event != 0).then_some(frame.event),
+            event_id: (frame.event != 0).then_some(EventId(frame.event)),
         }
     }
 
@@ -96,11 +97,12 @@ impl Context {
     /// (the parent then lives in another process).
     ///
     /// ```
-    /// let trace = notify_core::TraceId::new(42).unwrap();
-    /// let context = notify_core::Context::new(trace, Some(7));
-    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(7)));
+    /// use notify_core::{Context, EventId, TraceId};
+    /// let trace = TraceId::new(42).unwrap();
+    /// let context = Context::new(trace, Some(EventId::new(7)));
+    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(EventId::new(7))));
     /// ```
-    pub const fn new(trace_id: TraceId, event_id: Option<u64>) -> Context {
+    pub const fn new(trace_id: TraceId, event_id: Option<EventId>) -> Context {
         Context {
             trace_id: Some(trace_id),
             event_id,
@@ -113,7 +115,7 @@ impl Context {
     }
 
     /// The current event's id, if any: the parent id of events started under this context.
-    pub fn event_id(&self) -> Option<u64> {
+    pub fn event_id(&self) -> Option<EventId> {
         self.event_id
     }
 
@@ -123,7 +125,10 @@ impl Context {
     }
 
     pub(crate) fn frame(&self) -> ids::Frame {
-        ids::frame(self.event_id.unwrap_or(0), self.trace_id.map_or(0, TraceId::get))
+        ids::frame(
+            self.event_id.map_or(0, EventId::get),
+            self.trace_id.map_or(0, TraceId::get),
+        )
     }
 
     /// Makes this the thread's context until the guard drops; then the previous one is current
@@ -131,11 +136,11 @@ impl Context {
     /// any order; each removes exactly what it attached.
     ///
     /// ```
-    /// use notify_core::{Context, TraceId};
-    /// let context = Context::new(TraceId::new(1).unwrap(), Some(99));
+    /// use notify_core::{Context, EventId, TraceId};
+    /// let context = Context::new(TraceId::new(1).unwrap(), Some(EventId::new(99)));
     /// {
     ///     let _guard = context.attach();
-    ///     assert_eq!(notify_core::current_event_id(), Some(99));
+    ///     assert_eq!(notify_core::current_event_id(), Some(EventId::new(99)));
     ///     assert_eq!(Context::current(), context);
     /// }
     /// assert_eq!(notify_core::current_event_id(), None);
@@ -150,8 +155,8 @@ impl Context {
     /// Runs `f` with this context attached.
     ///
     /// ```
-    /// let context = notify_core::Context::new(notify_core::TraceId::new(1).unwrap(), Some(5));
-    /// assert_eq!(context.in_scope(notify_core::current_event_id), Some(5));
+    /// let context = notify_core::Context::new(notify_core::TraceId::new(1).unwrap(), Some(notify_core::EventId::new(5)));
+    /// assert_eq!(context.in_scope(notify_core::current_event_id), Some(notify_core::EventId::new(5)));
     /// ```
     pub fn in_scope<T>(self, f: impl FnOnce() -> T) -> T {
         let _guard = self.attach();
@@ -202,8 +207,8 @@ impl Drop for ContextGuard {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventContext {
-    pub(crate) id: u64,
-    pub(crate) parent_id: Option<u64>,
+    pub(crate) id: EventId,
+    pub(crate) parent_id: Option<EventId>,
     pub(crate) trace_id: TraceId,
     pub(crate) start: Option<Instant>,
     pub(crate) end: Option<Instant>,
@@ -215,12 +220,13 @@ impl EventContext {
     /// subscribers itself (bridges, tests).
     ///
     /// ```
-    /// let trace = notify_core::TraceId::new(3).unwrap();
-    /// let event = notify_core::EventContext::new(2, Some(1), trace);
-    /// assert_eq!((event.id(), event.parent_id(), event.trace_id()), (2, Some(1), trace));
+    /// use notify_core::{EventContext, EventId, TraceId};
+    /// let trace = TraceId::new(3).unwrap();
+    /// let event = EventContext::new(EventId::new(2), Some(EventId::new(1)), trace);
+    /// assert_eq!((event.id().get(), event.parent_id().map(EventId::get), event.trace_id()), (2, Some(1), trace));
     /// assert_eq!(event.duration(), None);
     /// ```
-    pub const fn new(id: u64, parent_id: Option<u64>, trace_id: TraceId) -> EventContext {
+    pub const fn new(id: EventId, parent_id: Option<EventId>, trace_id: TraceId) -> EventContext {
         EventContext {
             id,
             parent_id,
@@ -238,13 +244,13 @@ impl EventContext {
     }
 
     /// The event id, unique in this process (never 0); it pairs `start` with `finish`.
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> EventId {
         self.id
     }
 
     /// The id of the event's parent: the current event when it started (or the event of an
     /// explicit parent context). `None` for a root.
-    pub fn parent_id(&self) -> Option<u64> {
+    pub fn parent_id(&self) -> Option<EventId> {
         self.parent_id
     }
 
@@ -269,7 +275,7 @@ impl EventContext {
     /// `end - start`, at `finish`, when both are set.
     ///
     /// ```
-    /// let event = notify_core::EventContext::new(1, None, notify_core::TraceId::new(1).unwrap());
+    /// let event = notify_core::EventContext::new(notify_core::EventId::new(1), None, notify_core::TraceId::new(1).unwrap());
     /// assert_eq!(event.duration(), None);
     /// ```
     pub fn duration(&self) -> Option<Duration> {
@@ -280,8 +286,8 @@ impl EventContext {
     ///
     /// ```
     /// let trace = notify_core::TraceId::new(3).unwrap();
-    /// let context = notify_core::EventContext::new(2, None, trace).context();
-    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(2)));
+    /// let context = notify_core::EventContext::new(notify_core::EventId::new(2), None, trace).context();
+    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(notify_core::EventId::new(2))));
     /// ```
     pub fn context(&self) -> Context {
         Context::new(self.trace_id, Some(self.id))

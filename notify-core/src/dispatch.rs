@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 use crate::alloc::thread_allocations;
 use crate::context::EventContext;
 use crate::event::{Event, Outcome};
+use crate::event_id::EventId;
 use crate::failure::{panic_message, report, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 use crate::fanout::Fanout;
 use crate::ids;
@@ -30,6 +31,7 @@ use crate::redaction::Pending;
 use crate::registry::{Entry, Listener, Listeners, Lookup, Resolved};
 use crate::subscriber::{EventedSubscriber, Kind, SilenceableSubscriber};
 use crate::trace_id::TraceId;
+use crate::transaction_id::TransactionId;
 
 /// The trace id of an event not started yet (never seen by a subscriber).
 const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
@@ -203,7 +205,7 @@ pub(crate) struct Active {
     /// Its ids (id 0 until `start`; ids are never 0) and monotonic times.
     context: EventContext,
     /// The thread that started the event (its transaction id).
-    transaction_id: u64,
+    transaction_id: TransactionId,
     /// True when the event became its thread's current event at start.
     entered: bool,
     start_wall: Option<SystemTime>,
@@ -275,8 +277,8 @@ impl Active {
         }
         Some(Active {
             resolved,
-            context: EventContext::new(0, None, UNSTARTED_TRACE),
-            transaction_id: 0,
+            context: EventContext::new(EventId(0), None, UNSTARTED_TRACE),
+            transaction_id: TransactionId(0),
             entered: false,
             start_wall: None,
             cpu_start: None,
@@ -289,7 +291,7 @@ impl Active {
     }
 
     /// The event id; 0 until `start` (ids are never 0).
-    pub(crate) fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> EventId {
         self.context.id
     }
 
@@ -306,7 +308,7 @@ impl Active {
 
     /// True once `start` ran.
     pub(crate) fn is_started(&self) -> bool {
-        self.context.id != 0
+        self.context.id.0 != 0
     }
 
     /// Starts the event: ids (under `parent` when given, else the thread's current context),
@@ -370,7 +372,7 @@ impl Active {
     /// The evented `exit`s, then the event stops being current on this thread.
     pub(crate) fn exit(&self, fanout: &Fanout) {
         self.each_evented(fanout, |l, name, context| l.exit(name, context));
-        ids::leave(self.context.id);
+        ids::leave(self.context.id.0);
     }
 
     /// Calls the evented and unsilenced silenceable listeners; failures are handled at once.
@@ -417,9 +419,9 @@ impl Active {
             .filter(|_| same_thread)
             .and_then(|_| thread_allocations());
         if self.entered {
-            ids::leave(self.context.id);
+            ids::leave(self.context.id.0);
         }
-        record::take_into(self.context.id, payload);
+        record::take_into(self.context.id.0, payload);
         self.redaction.apply(payload);
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
@@ -493,7 +495,7 @@ fn deliver_clocked(
     listeners: &Listeners,
     wall: Option<(SystemTime, SystemTime)>,
     monotonic: Option<(Instant, Instant)>,
-    transaction_id: u64,
+    transaction_id: TransactionId,
     payload: &Payload,
 ) {
     if let Some((start, end)) = wall {

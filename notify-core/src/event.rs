@@ -6,10 +6,12 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::context::Context;
+use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
+use crate::transaction_id::TransactionId;
 
 /// How the instrumented block ended.
 ///
@@ -105,9 +107,9 @@ pub struct Event {
     pub(crate) name: Name,
     pub(crate) start: Instant,
     pub(crate) end: Instant,
-    pub(crate) transaction_id: u64,
-    pub(crate) id: u64,
-    pub(crate) parent_id: Option<u64>,
+    pub(crate) transaction_id: TransactionId,
+    pub(crate) id: EventId,
+    pub(crate) parent_id: Option<EventId>,
     pub(crate) trace_id: TraceId,
     pub(crate) payload: Payload,
     pub(crate) cpu_time: Option<Duration>,
@@ -229,11 +231,11 @@ impl Event {
     /// # let e = notify_core::Event::new("a", now, now, Default::default());
     /// assert_eq!(e.transaction_id(), notify_core::transaction_id());
     /// ```
-    pub fn transaction_id(&self) -> u64 {
+    pub fn transaction_id(&self) -> TransactionId {
         self.transaction_id
     }
 
-    /// The event id, unique in this process.
+    /// The event id, unique in this process (see [`EventId`]).
     ///
     /// ```
     /// # let now = std::time::Instant::now();
@@ -241,7 +243,7 @@ impl Event {
     /// # let b = notify_core::Event::new("a", now, now, Default::default());
     /// assert_ne!(a.id(), b.id());
     /// ```
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> EventId {
         self.id
     }
 
@@ -253,7 +255,7 @@ impl Event {
     /// # let e = notify_core::Event::new("a", now, now, Default::default());
     /// assert_eq!(e.parent_id(), None);
     /// ```
-    pub fn parent_id(&self) -> Option<u64> {
+    pub fn parent_id(&self) -> Option<EventId> {
         self.parent_id
     }
 

@@ -7,6 +7,7 @@ use crate::context::{Context, EventContext};
 use crate::dispatch::Active;
 use crate::error::NotifyError;
 use crate::event::{Name, Outcome};
+use crate::event_id::EventId;
 use crate::fanout::{self, Fanout};
 use crate::payload::Payload;
 
@@ -48,7 +49,7 @@ pub struct Handle {
     /// Before `start`: the listeners a callsite already resolved and asked (or nothing). After:
     /// the event in flight, if anybody listens.
     active: Option<Active>,
-    id: Option<u64>,
+    id: Option<EventId>,
     /// The explicit parent given with [`Handle::set_parent`].
     parent: Option<Context>,
     outcome: Outcome,
@@ -125,14 +126,14 @@ impl Handle {
     /// [`NotifyError::AlreadyStarted`] after `start` (the ids are taken then).
     ///
     /// ```
-    /// use notify_core::{Context, Event, Notifier, Payload, Subscriber, TraceId};
+    /// use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, TraceId};
     /// let notifier = Notifier::new();
     /// notifier.subscribe("job", Subscriber::event(|e: &Event| {
-    ///     assert_eq!(e.parent_id(), Some(41));
+    ///     assert_eq!(e.parent_id(), Some(EventId::new(41)));
     ///     assert_eq!(e.trace_id(), TraceId::new(5).unwrap());
     /// }));
     /// let mut handle = notifier.build_handle("job", Payload::new());
-    /// handle.set_parent(Context::new(TraceId::new(5).unwrap(), Some(41)))?;
+    /// handle.set_parent(Context::new(TraceId::new(5).unwrap(), Some(EventId::new(41))))?;
     /// handle.start()?;
     /// handle.finish()?;
     /// assert!(handle.set_parent(Context::none()).is_err());
@@ -247,7 +248,7 @@ impl Handle {
     /// the payload.
     pub(crate) fn collect_records(&mut self) {
         if let (Some(id), State::Started) = (self.id, self.state) {
-            crate::record::take_into(id, &mut self.payload);
+            crate::record::take_into(id.0, &mut self.payload);
         }
     }
 
@@ -259,7 +260,7 @@ impl Handle {
     /// assert_eq!(h.id(), None);
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
-    pub fn id(&self) -> Option<u64> {
+    pub fn id(&self) -> Option<EventId> {
         self.id
     }
 

@@ -2,6 +2,8 @@
 //!
 //! Event ids come from per-thread blocks reserved from one global counter, so handing one out is a
 //! thread-local increment, not a contended atomic. Root trace ids come from a per-thread generator.
+//! Inside this file ids are plain `u64`s (0: none); what leaves it is an [`EventId`] or a
+//! [`TransactionId`] (same layout, `#[repr(transparent)]`).
 //!
 //! The current context is the top of a per-thread stack of *frames*: an event entered on this
 //! thread (a synchronous event from start to finish, an async event while it is polled) or a
@@ -20,7 +22,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::event_id::EventId;
 use crate::trace_id::{Rng, TraceId};
+use crate::transaction_id::TransactionId;
 
 /// How many ids a thread reserves at a time.
 const BLOCK: u64 = 1024;
@@ -86,10 +90,10 @@ struct Thread {
 /// The ids of an event starting on this thread.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Begun {
-    pub(crate) id: u64,
-    pub(crate) parent: Option<u64>,
+    pub(crate) id: EventId,
+    pub(crate) parent: Option<EventId>,
     pub(crate) trace: TraceId,
-    pub(crate) transaction: u64,
+    pub(crate) transaction: TransactionId,
 }
 
 impl Thread {
@@ -269,10 +273,10 @@ fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
         });
     }
     Begun {
-        id,
-        parent: (parent.event != 0).then_some(parent.event),
+        id: EventId(id),
+        parent: (parent.event != 0).then_some(EventId(parent.event)),
         trace,
-        transaction: thread.transaction_id(),
+        transaction: TransactionId(thread.transaction_id()),
     }
 }
 
@@ -309,11 +313,11 @@ pub(crate) fn current() -> Frame {
 }
 
 /// Makes the event `id` of `trace` this thread's current event until [`leave`] with `id`.
-pub(crate) fn enter(id: u64, trace: TraceId) {
+pub(crate) fn enter(id: EventId, trace: TraceId) {
     THREAD.with(|thread| {
         thread.push(Frame {
-            key: id,
-            event: id,
+            key: id.0,
+            event: id.0,
             trace: trace.get(),
         })
     });
@@ -362,8 +366,8 @@ pub(crate) fn random_trace_id() -> TraceId {
 /// let there = std::thread::spawn(notify_core::transaction_id).join().unwrap();
 /// assert_ne!(here, there);
 /// ```
-pub fn transaction_id() -> u64 {
-    THREAD.with(Thread::transaction_id)
+pub fn transaction_id() -> TransactionId {
+    TransactionId(THREAD.with(Thread::transaction_id))
 }
 
 /// The id of the current event of this thread (the innermost unfinished listened event, or the
@@ -372,9 +376,9 @@ pub fn transaction_id() -> u64 {
 /// ```
 /// assert_eq!(notify_core::current_event_id(), None);
 /// ```
-pub fn current_event_id() -> Option<u64> {
+pub fn current_event_id() -> Option<EventId> {
     let event = current().event;
-    (event != 0).then_some(event)
+    (event != 0).then_some(EventId(event))
 }
 
 /// Removes the frame `key` from this thread's stack, wherever it is (events may finish out of
@@ -418,13 +422,13 @@ mod tests {
 
     #[test]
     fn out_of_order_and_cross_thread_finishes_leave_no_stale_current_event() {
-        enter(A + 1, trace());
-        enter(A + 2, trace());
+        enter(EventId(A + 1), trace());
+        enter(EventId(A + 2), trace());
         leave(A + 1);
-        assert_eq!(current_event_id(), Some(A + 2));
+        assert_eq!(current_event_id(), Some(EventId(A + 2)));
         leave(A + 2);
         assert_eq!(current_event_id(), None);
-        enter(A + 3, trace());
+        enter(EventId(A + 3), trace());
         std::thread::spawn(|| leave(A + 3)).join().unwrap();
         assert_eq!(current_event_id(), None);
         assert_eq!(depth(), 0);
@@ -433,14 +437,14 @@ mod tests {
     #[test]
     fn deep_nesting_beyond_the_cells_is_exact() {
         for id in B + 1..=B + 40 {
-            enter(id, trace());
-            assert_eq!(current_event_id(), Some(id));
+            enter(EventId(id), trace());
+            assert_eq!(current_event_id(), Some(EventId(id)));
         }
         leave(B + 17);
         leave(B + 3);
-        assert_eq!(current_event_id(), Some(B + 40));
+        assert_eq!(current_event_id(), Some(EventId(B + 40)));
         for id in (B + 1..=B + 40).rev().filter(|&id| id != B + 17 && id != B + 3) {
-            assert_eq!(current_event_id(), Some(id));
+            assert_eq!(current_event_id(), Some(EventId(id)));
             leave(id);
         }
         assert_eq!(current_event_id(), None);
@@ -450,13 +454,13 @@ mod tests {
     #[test]
     fn a_middle_frame_removed_from_a_deep_stack_pulls_the_deep_frames_down() {
         for id in C + 1..=C + 20 {
-            enter(id, trace());
+            enter(EventId(id), trace());
         }
         leave(C + 5);
         // The cells now hold C+1..=C+4 and C+6..=C+17; the deep part C+18..=C+20.
         let mut expected: Vec<u64> = (C + 1..=C + 20).filter(|&id| id != C + 5).collect();
         while let Some(top) = expected.pop() {
-            assert_eq!(current_event_id(), Some(top));
+            assert_eq!(current_event_id(), Some(EventId(top)));
             leave(top);
         }
         assert_eq!(current_event_id(), None);
@@ -464,16 +468,16 @@ mod tests {
 
     #[test]
     fn attached_frames_mask_the_current_event() {
-        enter(D + 7, trace());
+        enter(EventId(D + 7), trace());
         let key = attach(frame(0, 0));
         assert_eq!(current_event_id(), None);
         let begun = begin(false);
         assert_eq!(begun.parent, None);
         assert_ne!(begun.trace, trace());
         leave(key);
-        assert_eq!(current_event_id(), Some(D + 7));
+        assert_eq!(current_event_id(), Some(EventId(D + 7)));
         let child = begin(false);
-        assert_eq!((child.parent, child.trace), (Some(D + 7), trace()));
+        assert_eq!((child.parent, child.trace), (Some(EventId(D + 7)), trace()));
         leave(D + 7);
     }
 

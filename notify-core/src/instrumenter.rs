@@ -11,6 +11,7 @@ use crate::handle::Handle;
 use crate::ids::transaction_id;
 use crate::notifier::Notifier;
 use crate::payload::Payload;
+use crate::transaction_id::TransactionId;
 
 /// The events started with [`Instrumenter::start`] and not finished yet, on this thread: the
 /// notifier they belong to (its address) and the handle.
@@ -48,12 +49,12 @@ thread_local! {
 /// one request across threads is told by the [`TraceId`](crate::TraceId), not by this id.
 ///
 /// ```
-/// use notify_core::{Event, Notifier, Payload, Subscriber};
+/// use notify_core::{Event, Notifier, Payload, Subscriber, TransactionId};
 /// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();
-/// notifier.subscribe(notify_core::Pattern::all(), Subscriber::timed(move |name: &str, _, _, id: u64, _: &Payload| {
+/// notifier.subscribe(notify_core::Pattern::all(), Subscriber::timed(move |name: &str, _, _, id: TransactionId, _: &Payload| {
 ///     sink.lock().unwrap().push((name.to_owned(), id));
 /// }));
 ///
@@ -67,7 +68,7 @@ thread_local! {
 /// ```
 pub struct Instrumenter {
     notifier: Notifier,
-    id: u64,
+    id: TransactionId,
     _per_thread: PhantomData<*const ()>,
 }
 
@@ -97,7 +98,7 @@ impl Instrumenter {
     /// let there = std::thread::spawn(|| notify_core::instrumenter().id()).join().unwrap();
     /// assert_ne!(here, there);
     /// ```
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> TransactionId {
         self.id
     }
 

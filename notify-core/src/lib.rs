@@ -98,6 +98,7 @@ mod context;
 mod error;
 pub mod escape;
 mod event;
+mod event_id;
 mod failure;
 mod ids;
 mod pattern;
@@ -116,6 +117,7 @@ mod subscriber;
 mod subscription;
 mod sync;
 mod trace_id;
+mod transaction_id;
 
 mod registry;
 
@@ -141,6 +143,7 @@ pub use crate::callsite::*;
 pub use crate::context::*;
 pub use crate::error::*;
 pub use crate::event::*;
+pub use crate::event_id::*;
 pub use crate::failure::*;
 pub use crate::future::*;
 pub use crate::handle::*;
@@ -157,6 +160,7 @@ pub use crate::redaction::*;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::trace_id::*;
+pub use crate::transaction_id::*;
 
 /// [`Notifier::instrument`] on the global notifier.
 ///
@@ -233,7 +237,7 @@ pub fn publish(
     name: &str,
     start: std::time::SystemTime,
     finish: std::time::SystemTime,
-    transaction_id: u64,
+    transaction_id: TransactionId,
     payload: Payload,
 ) {
     Notifier::global().publish(name, start, finish, transaction_id, payload);

@@ -16,6 +16,7 @@ use crate::notifier::{Notifier, Subscription};
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 use crate::subscriber::{EventOptions, EventedSubscriber, OwnedEventSubscriber, Subscriber};
+use crate::transaction_id::TransactionId;
 
 /// Builds one method's subscriber from the shared subscriber value.
 type Build<T> = Arc<dyn Fn(&Arc<T>) -> Subscriber + Send + Sync>;
@@ -158,19 +159,21 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// ```
     /// use notify_core::{Method, Payload};
     /// struct S;
-    /// let m = Method::timed("sql", |_: &S, _: &str, _start, _finish, _txn: u64, _: &Payload| {});
+    /// let m = Method::timed("sql", |_: &S, _: &str, _start, _finish, _txn: notify_core::TransactionId, _: &Payload| {});
     /// assert_eq!(m.name(), "sql");
     /// ```
     pub fn timed(
         name: impl Into<String>,
-        f: impl Fn(&T, &str, SystemTime, SystemTime, u64, &Payload) + Send + Sync + 'static,
+        f: impl Fn(&T, &str, SystemTime, SystemTime, TransactionId, &Payload) + Send + Sync + 'static,
     ) -> Method<T> {
         let f = Arc::new(f);
         Method::subscriber(name, move |this: &Arc<T>| {
             let (this, f) = (this.clone(), f.clone());
-            Subscriber::timed(move |name: &str, start, finish, txn: u64, payload: &Payload| {
-                f(&this, name, start, finish, txn, payload)
-            })
+            Subscriber::timed(
+                move |name: &str, start, finish, txn: TransactionId, payload: &Payload| {
+                    f(&this, name, start, finish, txn, payload)
+                },
+            )
         })
     }
 
@@ -179,21 +182,23 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// ```
     /// use notify_core::{Method, Payload};
     /// struct S;
-    /// let m = Method::monotonic("sql", |_: &S, _: &str, start: std::time::Instant, finish, _: u64, _: &Payload| {
+    /// let m = Method::monotonic("sql", |_: &S, _: &str, start: std::time::Instant, finish, _: notify_core::TransactionId, _: &Payload| {
     ///     assert!(finish >= start);
     /// });
     /// assert_eq!(m.name(), "sql");
     /// ```
     pub fn monotonic(
         name: impl Into<String>,
-        f: impl Fn(&T, &str, Instant, Instant, u64, &Payload) + Send + Sync + 'static,
+        f: impl Fn(&T, &str, Instant, Instant, TransactionId, &Payload) + Send + Sync + 'static,
     ) -> Method<T> {
         let f = Arc::new(f);
         Method::subscriber(name, move |this: &Arc<T>| {
             let (this, f) = (this.clone(), f.clone());
-            Subscriber::monotonic(move |name: &str, start, finish, txn: u64, payload: &Payload| {
-                f(&this, name, start, finish, txn, payload)
-            })
+            Subscriber::monotonic(
+                move |name: &str, start, finish, txn: TransactionId, payload: &Payload| {
+                    f(&this, name, start, finish, txn, payload)
+                },
+            )
         })
     }
 
@@ -331,7 +336,7 @@ impl<T> fmt::Debug for Method<T> {
 /// struct Metrics;
 /// let methods = Methods::<Metrics>::new("active_record")
 ///     .event("sql", |_: &Metrics, _: &Event| {})
-///     .timed("instantiation", |_: &Metrics, _: &str, _, _, _: u64, _: &Payload| {})
+///     .timed("instantiation", |_: &Metrics, _: &str, _, _, _: notify_core::TransactionId, _: &Payload| {})
 ///     .event("sql", |_: &Metrics, _: &Event| {});
 /// assert_eq!(methods.event_names().collect::<Vec<_>>(), ["instantiation.active_record", "sql.active_record"]);
 /// ```
@@ -404,14 +409,14 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// ```
     /// use notify_core::{Methods, Payload};
     /// struct S;
-    /// let m = Methods::<S>::new("db").timed("query", |_: &S, _: &str, _, _, _: u64, _: &Payload| {});
+    /// let m = Methods::<S>::new("db").timed("query", |_: &S, _: &str, _, _, _: notify_core::TransactionId, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
     pub fn timed(
         self,
         name: impl Into<String>,
-        f: impl Fn(&T, &str, SystemTime, SystemTime, u64, &Payload) + Send + Sync + 'static,
+        f: impl Fn(&T, &str, SystemTime, SystemTime, TransactionId, &Payload) + Send + Sync + 'static,
     ) -> Methods<T> {
         self.method(Method::timed(name, f))
     }
@@ -421,14 +426,14 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// ```
     /// use notify_core::{Methods, Payload};
     /// struct S;
-    /// let m = Methods::<S>::new("db").monotonic("query", |_: &S, _: &str, _: std::time::Instant, _, _: u64, _: &Payload| {});
+    /// let m = Methods::<S>::new("db").monotonic("query", |_: &S, _: &str, _: std::time::Instant, _, _: notify_core::TransactionId, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
     pub fn monotonic(
         self,
         name: impl Into<String>,
-        f: impl Fn(&T, &str, Instant, Instant, u64, &Payload) + Send + Sync + 'static,
+        f: impl Fn(&T, &str, Instant, Instant, TransactionId, &Payload) + Send + Sync + 'static,
     ) -> Methods<T> {
         self.method(Method::monotonic(name, f))
     }
@@ -889,7 +894,7 @@ fn valid_method(name: &str) -> bool {
 /// struct Metrics;
 /// impl Metrics {
 ///     fn sql(&self, _: &Event) {}
-///     fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload) {}
+///     fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: notify_core::TransactionId, _: &Payload) {}
 ///     fn begin(&self, _: &str, _: &EventContext, _: &Payload) {}
 ///     fn commit(&self, _: &str, _: &EventContext, _: &Payload) {}
 /// }

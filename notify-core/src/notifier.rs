@@ -22,6 +22,7 @@ use crate::payload::Payload;
 use crate::redaction::Redaction;
 use crate::subscriber::{Subscriber, SubscriberKind};
 use crate::subscription::SubscriptionId;
+use crate::transaction_id::TransactionId;
 
 /// A registry of subscriptions, and what instruments against it.
 ///
@@ -253,10 +254,10 @@ impl Notifier {
     /// children. `Context::none()` makes it the root of a new trace.
     ///
     /// ```
-    /// use notify_core::{Context, Event, Notifier, Payload, Subscriber, TraceId};
+    /// use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, TraceId};
     /// let notifier = Notifier::new();
-    /// let _ = notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(12))));
-    /// let request = Context::new(TraceId::new(77).unwrap(), Some(12));
+    /// let _ = notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(EventId::new(12)))));
+    /// let request = Context::new(TraceId::new(77).unwrap(), Some(EventId::new(12)));
     /// notifier.instrument_with_parent(request, "reply", Payload::new, |_| ());
     /// ```
     pub fn instrument_with_parent<T>(
@@ -324,17 +325,24 @@ impl Notifier {
     /// called (they need a start). The notifier reads no clock.
     ///
     /// ```
-    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
     /// use std::time::{Duration, SystemTime};
     /// let notifier = Notifier::new();
-    /// notifier.subscribe("hit.cache", Subscriber::timed(|_: &str, s: SystemTime, f: SystemTime, id: u64, _: &Payload| {
+    /// notifier.subscribe("hit.cache", Subscriber::timed(|_: &str, s: SystemTime, f: SystemTime, id: TransactionId, _: &Payload| {
     ///     assert_eq!(f.duration_since(s).unwrap(), Duration::from_millis(5));
-    ///     assert_eq!(id, 42);
+    ///     assert_eq!(id, TransactionId::new(42));
     /// }));
     /// let start = SystemTime::now();
-    /// notifier.publish("hit.cache", start, start + Duration::from_millis(5), 42, Payload::new());
+    /// notifier.publish("hit.cache", start, start + Duration::from_millis(5), TransactionId::new(42), Payload::new());
     /// ```
-    pub fn publish(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: Payload) {
+    pub fn publish(
+        &self,
+        name: &str,
+        start: SystemTime,
+        finish: SystemTime,
+        transaction_id: TransactionId,
+        payload: Payload,
+    ) {
         let Some(resolved) = self.fanout.lookup(name) else {
             return;
         };

@@ -6,8 +6,10 @@ use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 use crate::event::{monotonic_clock, Event, Outcome};
+use crate::event_id::EventId;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
+use crate::transaction_id::TransactionId;
 
 impl Event {
     /// An event that started at wall-clock `start` and lasted `duration` (nanosecond precision),
@@ -38,12 +40,14 @@ impl Event {
     /// process that recorded it). Ids set this way are not checked for uniqueness in this process.
     ///
     /// ```
+    /// use notify_core::{Event, EventId, TransactionId};
     /// # let now = std::time::Instant::now();
-    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_ids(7, Some(3), 42);
-    /// assert_eq!((event.id(), event.parent_id(), event.transaction_id()), (7, Some(3), 42));
+    /// let event = Event::new("a.b", now, now, Default::default())
+    ///     .with_ids(EventId::new(7), Some(EventId::new(3)), TransactionId::new(42));
+    /// assert_eq!((event.id().get(), event.parent_id().map(EventId::get), event.transaction_id().get()), (7, Some(3), 42));
     /// ```
     #[must_use]
-    pub fn with_ids(mut self, id: u64, parent_id: Option<u64>, transaction_id: u64) -> Event {
+    pub fn with_ids(mut self, id: EventId, parent_id: Option<EventId>, transaction_id: TransactionId) -> Event {
         self.id = id;
         self.parent_id = parent_id;
         self.transaction_id = transaction_id;
@@ -145,7 +149,7 @@ mod tests {
             Duration::from_nanos(123_457),
             Payload::new().with("rows", 3_u64),
         )
-        .with_ids(900, Some(899), 17)
+        .with_ids(EventId(900), Some(EventId(899)), TransactionId(17))
         .with_trace_id(TraceId::new(0xabc).unwrap())
         .with_outcome(Outcome::Cancelled);
         notifier.publish_event(event);
@@ -155,9 +159,9 @@ mod tests {
             [(
                 start,
                 Duration::from_nanos(123_457),
-                900,
-                Some(899),
-                17,
+                EventId(900),
+                Some(EventId(899)),
+                TransactionId(17),
                 Outcome::Cancelled,
                 0xabc,
                 Some(3)

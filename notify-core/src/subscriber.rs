@@ -9,14 +9,15 @@ use std::time::{Instant, SystemTime};
 use crate::context::EventContext;
 use crate::event::Event;
 use crate::payload::Payload;
+use crate::transaction_id::TransactionId;
 
 /// A timed subscriber: name, wall-clock start and finish, transaction id, payload — AS::N's
 /// `subscribe { |name, start, finish, id, payload| }`. Implemented by every matching closure.
 ///
 /// ```
-/// use notify_core::{Notifier, Payload, Subscriber};
+/// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
 /// let notifier = Notifier::new();
-/// notifier.subscribe("x", Subscriber::timed(|name: &str, start, finish, _txn: u64, _p: &Payload| {
+/// notifier.subscribe("x", Subscriber::timed(|name: &str, start, finish, _txn: TransactionId, _p: &Payload| {
 ///     assert!(finish >= start);
 ///     assert_eq!(name, "x");
 /// }));
@@ -24,14 +25,21 @@ use crate::payload::Payload;
 /// ```
 pub trait TimedSubscriber: Send + Sync + 'static {
     /// Receives one finished event.
-    fn call(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: &Payload);
+    fn call(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: TransactionId, payload: &Payload);
 }
 
 impl<F> TimedSubscriber for F
 where
-    F: Fn(&str, SystemTime, SystemTime, u64, &Payload) + Send + Sync + 'static,
+    F: Fn(&str, SystemTime, SystemTime, TransactionId, &Payload) + Send + Sync + 'static,
 {
-    fn call(&self, name: &str, start: SystemTime, finish: SystemTime, transaction_id: u64, payload: &Payload) {
+    fn call(
+        &self,
+        name: &str,
+        start: SystemTime,
+        finish: SystemTime,
+        transaction_id: TransactionId,
+        payload: &Payload,
+    ) {
         self(name, start, finish, transaction_id, payload);
     }
 }
@@ -39,23 +47,23 @@ where
 /// A monotonic subscriber: like [`TimedSubscriber`] with [`Instant`]s — AS::N's `monotonic_subscribe`.
 ///
 /// ```
-/// use notify_core::{Notifier, Payload, Subscriber};
+/// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
 /// let notifier = Notifier::new();
-/// notifier.subscribe("x", Subscriber::monotonic(|_: &str, start: std::time::Instant, finish, _: u64, _: &Payload| {
+/// notifier.subscribe("x", Subscriber::monotonic(|_: &str, start: std::time::Instant, finish, _: TransactionId, _: &Payload| {
 ///     assert!(finish >= start);
 /// }));
 /// notifier.instrument("x", Payload::new, |_| ());
 /// ```
 pub trait MonotonicSubscriber: Send + Sync + 'static {
     /// Receives one finished event.
-    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: u64, payload: &Payload);
+    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: TransactionId, payload: &Payload);
 }
 
 impl<F> MonotonicSubscriber for F
 where
-    F: Fn(&str, Instant, Instant, u64, &Payload) + Send + Sync + 'static,
+    F: Fn(&str, Instant, Instant, TransactionId, &Payload) + Send + Sync + 'static,
 {
-    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: u64, payload: &Payload) {
+    fn call(&self, name: &str, start: Instant, finish: Instant, transaction_id: TransactionId, payload: &Payload) {
         self(name, start, finish, transaction_id, payload);
     }
 }
@@ -405,7 +413,7 @@ impl Subscriber {
     /// A [`TimedSubscriber`].
     ///
     /// ```
-    /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
+    /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: notify_core::TransactionId, _: &notify_core::Payload| {});
     /// assert_eq!(s.kind(), notify_core::SubscriberKind::Timed);
     /// ```
     pub fn timed(subscriber: impl TimedSubscriber) -> Subscriber {
@@ -415,7 +423,7 @@ impl Subscriber {
     /// A [`MonotonicSubscriber`].
     ///
     /// ```
-    /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: u64, _: &notify_core::Payload| {});
+    /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: notify_core::TransactionId, _: &notify_core::Payload| {});
     /// assert_eq!(s.kind(), notify_core::SubscriberKind::Monotonic);
     /// ```
     pub fn monotonic(subscriber: impl MonotonicSubscriber) -> Subscriber {

@@ -4,8 +4,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use notify_core::{
-    Context, Event, EventContext, EventedOptions, EventedSubscriber, Handle, Notifier, Pattern, Payload, Subscriber,
-    TraceId,
+    Context, Event, EventContext, EventId, EventedOptions, EventedSubscriber, Handle, Notifier, Pattern, Payload,
+    Subscriber, TraceId,
 };
 
 #[path = "support/collecting.rs"]
@@ -80,8 +80,8 @@ fn a_context_attached_on_another_thread_parents_its_events_and_the_guard_restore
 #[test]
 fn guards_dropped_out_of_order_remove_exactly_what_they_attached() {
     let (a, b) = (
-        Context::new(TraceId::new(1).unwrap(), Some(10)),
-        Context::new(TraceId::new(2).unwrap(), Some(20)),
+        Context::new(TraceId::new(1).unwrap(), Some(EventId::new(10))),
+        Context::new(TraceId::new(2).unwrap(), Some(EventId::new(20))),
     );
     let guard_a = a.attach();
     let guard_b = b.attach();
@@ -114,7 +114,7 @@ fn explicit_parents_for_handles_and_instrument_override_the_current_event() {
     let (notifier, events) = collecting();
     let remote = Context::new(
         "4bf92f3577b34da6a3ce929d0e0e4736".parse().unwrap(),
-        Some(0xb7ad6b7169203331),
+        Some(EventId::new(0xb7ad6b7169203331)),
     );
     notifier.instrument("outer.app", Payload::new, |_| {
         let mut handle = notifier.build_handle("handle.app", Payload::new());
@@ -299,7 +299,7 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
     .join()
     .unwrap();
     assert_eq!(notify_core::current_event_id(), handles.last().unwrap().id());
-    let ids: Vec<Option<u64>> = handles.iter().map(Handle::id).collect();
+    let ids: Vec<Option<EventId>> = handles.iter().map(Handle::id).collect();
     for (i, handle) in handles.iter_mut().enumerate().rev() {
         assert_eq!(notify_core::current_event_id(), ids[i]);
         handle.finish().unwrap();

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Waker};
 
 use notify_core::{
-    instrument_event, Context, Event, EventContext, EventedSubscriber, Instrument, Notifier, Outcome, Pattern, Payload,
-    Subscriber,
+    instrument_event, Context, Event, EventContext, EventId, EventedSubscriber, Instrument, Notifier, Outcome, Pattern,
+    Payload, Subscriber,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -80,7 +80,7 @@ fn a_hundred_concurrent_requests_with_spawned_subtasks_keep_their_traces_and_par
     let events = events.lock().unwrap();
     // Per request: the request, 3 subtasks, 3 queries, 3 disk reads, 1 render.
     assert_eq!(events.len(), 100 * 11);
-    let by_id: HashMap<u64, &Event> = events.iter().map(|e| (e.id(), e)).collect();
+    let by_id: HashMap<EventId, &Event> = events.iter().map(|e| (e.id(), e)).collect();
     assert_eq!(by_id.len(), events.len(), "event ids are unique");
     let request_of = |e: &Event| e.payload().get("n").and_then(|v| v.as_i64()).unwrap();
     let mut roots: HashMap<i64, &Event> = HashMap::new();
@@ -236,7 +236,7 @@ fn record_inside_an_instrumented_future_reaches_its_payload_across_polls() {
 
 /// Records (call, event id, thread) for every evented call.
 #[derive(Default)]
-struct Calls(Mutex<Vec<(&'static str, u64, std::thread::ThreadId)>>);
+struct Calls(Mutex<Vec<(&'static str, EventId, std::thread::ThreadId)>>);
 
 impl Calls {
     fn push(&self, call: &'static str, event: &EventContext) {
@@ -285,7 +285,7 @@ fn evented_subscribers_get_an_enter_and_exit_per_poll_on_the_polling_thread() {
         }
     });
     let calls = calls.0.lock().unwrap();
-    let mut per_event: HashMap<u64, Vec<(&str, std::thread::ThreadId)>> = HashMap::new();
+    let mut per_event: HashMap<EventId, Vec<(&str, std::thread::ThreadId)>> = HashMap::new();
     for (call, id, thread) in calls.iter() {
         per_event.entry(*id).or_default().push((call, *thread));
     }
@@ -330,7 +330,7 @@ fn async_fns_under_the_macro_nest_record_and_take_an_explicit_parent() {
         Pattern::glob("*.ctx_async").unwrap(),
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
     );
-    let explicit = Context::new(notify_core::TraceId::new(0x5eed).unwrap(), Some(77));
+    let explicit = Context::new(notify_core::TraceId::new(0x5eed).unwrap(), Some(EventId::new(77)));
     runtime().block_on(async {
         assert_eq!(tokio::spawn(outer_fn(4)).await.unwrap(), 5);
         tokio::spawn(queued(explicit)).await.unwrap();
@@ -341,6 +341,6 @@ fn async_fns_under_the_macro_nest_record_and_take_an_explicit_parent() {
     assert_eq!(inner.parent_id(), Some(outer.id()));
     assert_eq!(inner.trace_id(), outer.trace_id());
     assert_eq!(inner.payload().get("seen").and_then(|v| v.as_i64()), Some(4));
-    assert_eq!(queued.parent_id(), Some(77));
+    assert_eq!(queued.parent_id(), Some(EventId::new(77)));
     assert_eq!(Some(queued.trace_id()), explicit.trace_id());
 }

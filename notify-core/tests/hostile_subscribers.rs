@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use notify_core::{
     Event, EventContext, EventedSubscriber, FailurePolicy, Notifier, Payload, SilenceableSubscriber, Subscriber,
-    SubscriberErrors, SubscriberFailure,
+    SubscriberErrors, SubscriberFailure, TransactionId,
 };
 
 /// A panic payload whose `Drop` panics too.
@@ -94,14 +94,14 @@ fn a_bomb_in_every_callback_kind_and_in_silenced_is_contained() {
     let _ = notifier.subscribe("render.view", Subscriber::evented(Evented));
     let _ = notifier.subscribe(
         "render.view",
-        Subscriber::timed(|_: &str, _, _, _: u64, _: &Payload| std::panic::panic_any(Bomb)),
+        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| std::panic::panic_any(Bomb)),
     );
     let _ = notifier.subscribe("render.view", Subscriber::silenceable(Silencer));
     // `listening`: the bomb in `silenced` counts as silenced, unreported; the others listen.
     assert!(notifier.listening("render.view"));
     assert_eq!(notifier.instrument("render.view", Payload::new, |_| "ok"), "ok");
     let now = std::time::SystemTime::now();
-    notifier.publish("render.view", now, now, 1, Payload::new());
+    notifier.publish("render.view", now, now, TransactionId::new(1), Payload::new());
     let kinds: Vec<String> = failures.lock().unwrap().iter().map(|f| f.kind().to_string()).collect();
     // instrument: silenced, evented start, timed, evented finish; publish: timed.
     assert_eq!(kinds, ["silenceable", "evented", "timed", "evented", "timed"]);
@@ -145,7 +145,7 @@ fn recursive(notifier: &Notifier, name: &'static str) -> Arc<AtomicUsize> {
     let (again, counter) = (notifier.clone(), calls.clone());
     let _ = notifier.subscribe(
         name,
-        Subscriber::timed(move |_: &str, _, _, _: u64, _: &Payload| {
+        Subscriber::timed(move |_: &str, _, _, _: TransactionId, _: &Payload| {
             counter.fetch_add(1, Ordering::SeqCst);
             again.instrument(name, Payload::new, |_| ());
         }),
@@ -175,7 +175,8 @@ fn the_depth_limit_is_configurable_and_covers_evented_starts_and_publish() {
         fn start(&self, name: &str, _: &EventContext, _: &Payload) {
             self.1.fetch_add(1, Ordering::SeqCst);
             let now = std::time::SystemTime::now();
-            self.0.publish("loop.published", now, now, 1, Payload::new());
+            self.0
+                .publish("loop.published", now, now, TransactionId::new(1), Payload::new());
             self.0.instrument(name, Payload::new, |_| ());
         }
         fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}

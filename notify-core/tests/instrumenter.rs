@@ -3,10 +3,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use notify_core::{Event, EventContext, EventedSubscriber, Notifier, NotifyError, Pattern, Payload, Subscriber};
+use notify_core::{
+    Event, EventContext, EventId, EventedSubscriber, Notifier, NotifyError, Pattern, Payload, Subscriber, TransactionId,
+};
 
 /// Every event delivered to an event-object subscriber of all names: (name, id, parent id, payload keys).
-type Seen = Arc<Mutex<Vec<(String, u64, Option<u64>, Vec<String>)>>>;
+type Seen = Arc<Mutex<Vec<(String, EventId, Option<EventId>, Vec<String>)>>>;
 
 fn recording(notifier: &Notifier) -> Seen {
     let seen: Seen = Arc::default();
@@ -30,7 +32,7 @@ fn i1_the_id_is_the_threads_transaction_id_and_what_timed_subscribers_get() {
     let sink = ids.clone();
     let _ = notifier.subscribe(
         "x",
-        Subscriber::timed(move |_: &str, _, _, id: u64, _: &Payload| sink.lock().unwrap().push(id)),
+        Subscriber::timed(move |_: &str, _, _, id: TransactionId, _: &Payload| sink.lock().unwrap().push(id)),
     );
     let here = notifier.instrumenter();
     assert_eq!(here.id(), notify_core::transaction_id());

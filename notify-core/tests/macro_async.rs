@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use notify_core::testing::capture_notifications;
-use notify_core::{instrument_event, Event, Notifier, Outcome, Pattern, Value};
+use notify_core::{instrument_event, Event, EventId, Notifier, Outcome, Pattern, Value};
 
 fn capture<T>(pattern: &str, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
     capture_notifications(Notifier::global(), pattern, f)
@@ -215,7 +215,7 @@ fn m8_an_unlistened_async_fn_evaluates_no_field() {
 fn child() {}
 
 #[instrument_event("m9.task", fields(task))]
-async fn task(task: &'static str, mine: Arc<AtomicBool>, other: Arc<AtomicBool>) -> Option<u64> {
+async fn task(task: &'static str, mine: Arc<AtomicBool>, other: Arc<AtomicBool>) -> Option<EventId> {
     mine.store(true, Ordering::Release);
     // Both tasks are in flight from here on: their polls interleave.
     WaitFor(other).await;
@@ -263,13 +263,13 @@ fn m9_interleaved_async_events_never_nest() {
 }
 
 #[instrument_event("nest_async.outer")]
-async fn outer_async() -> Option<u64> {
+async fn outer_async() -> Option<EventId> {
     yield_now().await;
     inner_async().await
 }
 
 #[instrument_event("nest_async.inner")]
-async fn inner_async() -> Option<u64> {
+async fn inner_async() -> Option<EventId> {
     yield_now().await;
     notify_core::current_event_id()
 }

@@ -6,7 +6,7 @@ use std::fmt::Display;
 use std::panic;
 
 use notify_core::testing::capture_notifications;
-use notify_core::{instrument_event, Event, Notifier, Outcome, Pattern, Value};
+use notify_core::{instrument_event, Event, EventId, Notifier, Outcome, Pattern, Value};
 
 fn capture<T>(pattern: &str, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
     capture_notifications(Notifier::global(), pattern, f)
@@ -479,12 +479,12 @@ fn m6_self_works_in_fields_of_methods_and_trait_impls() {
 // ---------------------------------------------------------------------------------------------
 
 #[instrument_event("nest.inner")]
-fn inner() -> Option<u64> {
+fn inner() -> Option<EventId> {
     notify_core::current_event_id()
 }
 
 #[instrument_event("nest.outer")]
-fn outer() -> Option<u64> {
+fn outer() -> Option<EventId> {
     inner()
 }
 

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use notify_core::{
     Event, EventContext, Method, Methods, MethodsError, NamespaceSubscriber, Notifier, Payload, SubscriberFailure,
-    SubscriberKind,
+    SubscriberKind, TransactionId,
 };
 
 /// A metrics-style subscriber: three methods of three kinds.
@@ -28,7 +28,7 @@ impl Metrics {
         self.rows.fetch_add(rows as u64, Ordering::SeqCst);
     }
 
-    fn instantiation(&self, name: &str, start: SystemTime, finish: SystemTime, _txn: u64, _: &Payload) {
+    fn instantiation(&self, name: &str, start: SystemTime, finish: SystemTime, _txn: TransactionId, _: &Payload) {
         assert_eq!(name, "instantiation.active_record");
         assert!(finish >= start);
         self.instantiations.fetch_add(1, Ordering::SeqCst);
@@ -261,7 +261,7 @@ fn n5_one_value_on_two_notifiers_and_every_kind() {
         .event("event", |a: &All, _: &Event| {
             a.0.fetch_add(1, Ordering::SeqCst);
         })
-        .monotonic("monotonic", |a: &All, _: &str, _, _, _: u64, _: &Payload| {
+        .monotonic("monotonic", |a: &All, _: &str, _, _, _: TransactionId, _: &Payload| {
             a.0.fetch_add(10, Ordering::SeqCst);
         })
         .owned("owned", |a: &All, _: &Arc<Event>| {
@@ -297,7 +297,7 @@ fn n6_subscriber_methods_derives_event_names_from_method_names() {
     }
     impl Derived {
         fn sql(&self, _: &Event) {}
-        fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload) {}
+        fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: TransactionId, _: &Payload) {}
         fn edge(&self, _: &str, _: &EventContext, _: &Payload) {}
     }
     let notifier = Notifier::new();

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
-    instrument_event, record, Event, EventContext, EventedSubscriber, Notifier, OwnedEventSubscriber, Payload,
-    Redaction, RedactionBuilder, RedactionError, SilenceableSubscriber, Subscriber, Value,
+    instrument_event, record, Event, EventContext, EventId, EventedSubscriber, Notifier, OwnedEventSubscriber, Payload,
+    Redaction, RedactionBuilder, RedactionError, SilenceableSubscriber, Subscriber, TransactionId, Value,
 };
 
 const SECRET: &str = "hunter2-s3cr3t";
@@ -102,12 +102,16 @@ fn subscribe_all_kinds(notifier: &Notifier, pattern: &str) -> Seen {
     let s = seen.clone();
     let _ = notifier.subscribe(
         pattern,
-        Subscriber::timed(move |_: &str, _: SystemTime, _: SystemTime, _: u64, p: &Payload| s.push("timed", p)),
+        Subscriber::timed(
+            move |_: &str, _: SystemTime, _: SystemTime, _: TransactionId, p: &Payload| s.push("timed", p),
+        ),
     );
     let s = seen.clone();
     let _ = notifier.subscribe(
         pattern,
-        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, p: &Payload| s.push("monotonic", p)),
+        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: TransactionId, p: &Payload| {
+            s.push("monotonic", p)
+        }),
     );
     let s = seen.clone();
     let _ = notifier.subscribe(pattern, Subscriber::event(move |e: &Event| s.push_event("event", e)));
@@ -174,7 +178,13 @@ fn handle_payload_set_before_and_after_start_is_redacted() {
 fn publish_publish_event_and_remote_events_are_redacted() {
     let (notifier, seen) = redacting_notifier("cache.app");
     let now = SystemTime::now();
-    notifier.publish("cache.app", now, now, 1, Payload::new().with("password", SECRET));
+    notifier.publish(
+        "cache.app",
+        now,
+        now,
+        TransactionId::new(1),
+        Payload::new().with("password", SECRET),
+    );
     let at = Instant::now();
     notifier.publish_event(Event::new(
         "cache.app",
@@ -188,7 +198,7 @@ fn publish_publish_event_and_remote_events_are_redacted() {
         Duration::from_micros(3),
         Payload::new().with("auth", format!("Bearer {SECRET}")),
     )
-    .with_ids(7, None, 9);
+    .with_ids(EventId::new(7), None, TransactionId::new(9));
     notifier.publish_event(remote);
     seen.assert_clean(&PUBLISHED_KINDS);
     assert_eq!(seen.lines().iter().filter(|l| l.starts_with("event:")).count(), 3);

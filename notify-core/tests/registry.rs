@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
-    Callsite, Event, EventOptions, EventedSubscriber, FailurePolicy, Interest, Notifier, NotifyError, Outcome, Pattern,
-    Payload, SilenceableSubscriber, Subscriber, SubscriberErrors, SubscriberFailure, SubscriberKind,
+    Callsite, Event, EventId, EventOptions, EventedSubscriber, FailurePolicy, Interest, Notifier, NotifyError, Outcome,
+    Pattern, Payload, SilenceableSubscriber, Subscriber, SubscriberErrors, SubscriberFailure, SubscriberKind,
+    TransactionId,
 };
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -112,18 +113,20 @@ fn four_kinds(notifier: &Notifier, calls: &Log, timed_panics: bool, event_panics
     let c = calls.clone();
     let _ = notifier.subscribe(
         "x",
-        Subscriber::timed(move |_: &str, _: SystemTime, _: SystemTime, _: u64, _: &Payload| {
-            c.lock().unwrap().push("timed".into());
-            if timed_panics {
-                panic!("timed failed");
-            }
-        })
+        Subscriber::timed(
+            move |_: &str, _: SystemTime, _: SystemTime, _: TransactionId, _: &Payload| {
+                c.lock().unwrap().push("timed".into());
+                if timed_panics {
+                    panic!("timed failed");
+                }
+            },
+        )
         .named("timed-one"),
     );
     let c = calls.clone();
     let _ = notifier.subscribe(
         "x",
-        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, _: &Payload| {
+        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: TransactionId, _: &Payload| {
             c.lock().unwrap().push("monotonic".into());
         }),
     );
@@ -262,7 +265,7 @@ fn r4_slow_first_subscriber_does_not_shift_the_timestamps() {
         let _ = notifier.subscribe(
             "x",
             Subscriber::timed(
-                move |_: &str, start: SystemTime, finish: SystemTime, _: u64, _: &Payload| {
+                move |_: &str, start: SystemTime, finish: SystemTime, _: TransactionId, _: &Payload| {
                     if sleep {
                         std::thread::sleep(Duration::from_millis(50));
                     }
@@ -781,7 +784,7 @@ fn publish_and_publish_event_reach_the_timing_groups() {
     let _ = notifier.subscribe(
         "pub",
         Subscriber::timed(
-            move |name: &str, start: SystemTime, finish: SystemTime, id: u64, _: &Payload| {
+            move |name: &str, start: SystemTime, finish: SystemTime, id: TransactionId, _: &Payload| {
                 s.lock().unwrap().push(format!(
                     "timed:{name}:{}ms:{id}",
                     finish.duration_since(start).unwrap().as_millis()
@@ -792,7 +795,13 @@ fn publish_and_publish_event_reach_the_timing_groups() {
     let _ = notifier.subscribe("pub", recorder(&seen, "event"));
     let _ = notifier.subscribe("pub", Subscriber::evented(Evented(seen.clone(), "evented")));
     let start = SystemTime::now();
-    notifier.publish("pub", start, start + Duration::from_millis(3), 9, Payload::new());
+    notifier.publish(
+        "pub",
+        start,
+        start + Duration::from_millis(3),
+        TransactionId::new(9),
+        Payload::new(),
+    );
     let now = Instant::now();
     notifier.publish_event(Event::new("pub", now, now + Duration::from_millis(4), Payload::new()));
     let txn = notify_core::transaction_id();
@@ -815,7 +824,7 @@ fn stress_several_threads_subscribe_unsubscribe_and_instrument() {
     let p = permanent.clone();
     let _ = notifier.subscribe(
         Pattern::glob("stress.*").unwrap(),
-        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: u64, _: &Payload| {
+        Subscriber::monotonic(move |_: &str, _: Instant, _: Instant, _: TransactionId, _: &Payload| {
             p.fetch_add(1, Ordering::Relaxed);
         }),
     );
@@ -956,7 +965,7 @@ fn out_of_order_and_cross_thread_finishes_leave_no_stale_parent() {
         std::thread::spawn(move || sent.finish().unwrap()).join().unwrap();
         notifier.instrument("later", Payload::new, |_| ());
     });
-    let names: Vec<(&str, Option<u64>)> = events.iter().map(|e| (e.name(), e.parent_id())).collect();
+    let names: Vec<(&str, Option<EventId>)> = events.iter().map(|e| (e.name(), e.parent_id())).collect();
     let a = events[0].id();
     assert_eq!(
         names,

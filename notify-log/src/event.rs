@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::Color;
 use notify_core::escape::EscapedDisplay;
-use notify_core::{Payload, Value};
+use notify_core::{EventId, Payload, Value};
 
 /// One event as a formatting method sees it: name, method, namespace, payload, duration, and
 /// AS::N's `color` helper.
@@ -25,7 +25,7 @@ pub struct LogEvent<'a> {
     name: &'a str,
     method: &'a str,
     namespace: &'a str,
-    id: u64,
+    id: EventId,
     payload: &'a Payload,
     duration: Option<Duration>,
     color: bool,
@@ -42,7 +42,7 @@ impl<'a> LogEvent<'a> {
     /// ```
     pub fn new(name: &'a str, payload: &'a Payload, duration: Option<Duration>) -> LogEvent<'a> {
         let (method, namespace) = name.split_once('.').unwrap_or((name, ""));
-        LogEvent::from_parts(name, method, namespace, 0, payload, duration, false)
+        LogEvent::from_parts(name, method, namespace, EventId::new(0), payload, duration, false)
     }
 
     /// The event of an attached method: `method` and `namespace` come from its configuration.
@@ -50,7 +50,7 @@ impl<'a> LogEvent<'a> {
         name: &'a str,
         method: &'a str,
         namespace: &'a str,
-        id: u64,
+        id: EventId,
         payload: &'a Payload,
         duration: Option<Duration>,
         color: bool,
@@ -117,9 +117,9 @@ impl<'a> LogEvent<'a> {
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// assert_eq!(notify_log::LogEvent::new("query.sql", &p, None).id(), 0);
+    /// assert_eq!(notify_log::LogEvent::new("query.sql", &p, None).id().get(), 0);
     /// ```
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> EventId {
         self.id
     }
 

@@ -721,7 +721,7 @@ impl Round {
 fn traceparent(event: &Event) -> String {
     format!(
         "00-{:032x}-{:016x}-01",
-        event.transaction_id().max(1),
-        event.id().max(1)
+        event.transaction_id().get().max(1),
+        event.id().get().max(1)
     )
 }

@@ -168,6 +168,8 @@ impl Queue {
 mod tests {
     use std::time::Instant;
 
+    use notify_core::EventId;
+
     use super::*;
 
     fn event() -> Arc<Event> {
@@ -175,7 +177,7 @@ mod tests {
         Arc::new(Event::new("a.b", now, now, Default::default()))
     }
 
-    fn ids(q: &Queue) -> Vec<u64> {
+    fn ids(q: &Queue) -> Vec<EventId> {
         let mut out = VecDeque::new();
         q.take(&mut out);
         out.iter().map(|e| e.id()).collect()

@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use notify_core::{Event, Outcome, Payload, TraceId, Value};
+use notify_core::{Event, EventId, Outcome, Payload, TraceId, TransactionId, Value};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -382,9 +382,9 @@ impl<'a> EventOut<'a> {
             start_unix_ns: start,
             end_unix_ns: start.saturating_add(duration_ns),
             duration_ns,
-            id: event.id(),
-            parent_id: event.parent_id(),
-            transaction_id: event.transaction_id(),
+            id: event.id().get(),
+            parent_id: event.parent_id().map(EventId::get),
+            transaction_id: event.transaction_id().get(),
             trace_id: event.trace_id().get(),
             outcome: match event.outcome() {
                 Outcome::Completed => WireOutcome::Completed,
@@ -497,7 +497,11 @@ impl EventIn {
     pub(crate) fn into_event(self) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
         let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), self.payload)
-            .with_ids(self.id, self.parent_id, self.transaction_id)
+            .with_ids(
+                EventId::new(self.id),
+                self.parent_id.map(EventId::new),
+                TransactionId::new(self.transaction_id),
+            )
             .with_cpu_time(self.cpu_time_ns.map(Duration::from_nanos))
             .with_allocations(self.allocations);
         // 0 is no trace id (W3C forbids it): the event keeps the fresh one it was built with.
@@ -744,7 +748,7 @@ mod tests {
             );
         payload.record_error(&std::fmt::Error);
         Event::at_wall_clock("query.sql", start, Duration::from_nanos(42_000), payload)
-            .with_ids(10, Some(9), 77)
+            .with_ids(EventId::new(10), Some(EventId::new(9)), TransactionId::new(77))
             .with_cpu_time(Some(Duration::from_nanos(41_000)))
             .with_allocations(Some(3))
             .with_outcome(Outcome::Panicked)
@@ -824,7 +828,7 @@ mod tests {
             let got = batch.events.into_iter().next().unwrap().into_event();
             assert_eq!(
                 (got.name(), got.id(), got.duration()),
-                ("old.sql", 4, Duration::from_nanos(500))
+                ("old.sql", EventId::new(4), Duration::from_nanos(500))
             );
             assert_eq!(got.payload(), &Payload::new().with("rows", 3_u64));
             assert_eq!((got.cpu_time(), got.allocations()), (None, None));

@@ -6,7 +6,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use notify_core::{Event, Notifier, Outcome, Pattern, Payload, Subscriber, Value};
+use notify_core::{Event, EventId, Notifier, Outcome, Pattern, Payload, Subscriber, TransactionId, Value};
 use notify_nats::{ConnectErrorKind, DecodeError, Encoding, Exporter, ImportError, Importer, NatsOptions, Overflow};
 use support::NatsServer;
 
@@ -156,7 +156,7 @@ fn every_event_field_and_value_kind_survives_export_and_import_in_both_encodings
         let _ = local.subscribe(Pattern::glob("*.kinds").unwrap(), exporter.subscriber());
         let start = SystemTime::UNIX_EPOCH + Duration::new(1_764_547_200, 987_654_321);
         let sent = Event::at_wall_clock("all.kinds", start, Duration::from_nanos(42_001), every_value_kind())
-            .with_ids(11, Some(10), 99)
+            .with_ids(EventId::new(11), Some(EventId::new(10)), TransactionId::new(99))
             .with_trace_id(notify_core::TraceId::new(0x0af7_6519_16cd_43dd_8448_eb21_1c80_319c).unwrap())
             .with_cpu_time(Some(Duration::from_nanos(40_000)))
             .with_allocations(Some(17))

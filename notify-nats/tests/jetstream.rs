@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
+use notify_core::{Event, EventId, Notifier, Pattern, Payload, Subscriber};
 use notify_nats::{ConnectErrorKind, Exporter, Importer, JetStream, NatsOptions, Overflow};
 use support::NatsServer;
 
@@ -20,7 +20,7 @@ fn jetstream_kill_9_mid_stream_loses_and_duplicates_nothing() {
     let js = JetStream::new("NOTIFY_TEST").ack_timeout(Duration::from_millis(500));
 
     let remote = Notifier::new();
-    let seen: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(EventId, u64)>>> = Arc::default();
     let sink = seen.clone();
     let _ = remote.subscribe(
         Pattern::all(),

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use notify_core::{Event, Outcome, Value, EXCEPTION_KEY};
+use notify_core::{Event, EventId, Outcome, Value, EXCEPTION_KEY};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue, Value as OtelValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
@@ -10,10 +10,10 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 /// The OpenTelemetry span id of a notify event id (its 8 big-endian bytes).
 ///
 /// ```
-/// assert_eq!(notify_opentelemetry::span_id(1).to_string(), "0000000000000001");
+/// assert_eq!(notify_opentelemetry::span_id(notify_core::EventId::new(1)).to_string(), "0000000000000001");
 /// ```
-pub fn span_id(event_id: u64) -> SpanId {
-    SpanId::from_bytes(event_id.to_be_bytes())
+pub fn span_id(event_id: EventId) -> SpanId {
+    SpanId::from_bytes(event_id.get().to_be_bytes())
 }
 
 /// The OpenTelemetry trace id of a notify trace id (the same 16 bytes: both are W3C trace ids).

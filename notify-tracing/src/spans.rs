@@ -4,8 +4,8 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use notify_core::{
-    EventContext, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber,
-    Subscription, Value,
+    EventContext, EventId, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber,
+    Subscriber, Subscription, Value,
 };
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -168,7 +168,7 @@ impl Open {
 struct SyncOpen {
     /// The bridge (address of its shared state), so two bridges of one event keep apart.
     owner: usize,
-    event: u64,
+    event: EventId,
     open: Open,
 }
 
@@ -185,7 +185,7 @@ thread_local! {
 /// Open spans of async events (not entered at start, so they may move between threads), by notify
 /// event id, in shards.
 struct OpenSpans {
-    shards: Box<[Mutex<FxHashMap<u64, Open>>]>,
+    shards: Box<[Mutex<FxHashMap<EventId, Open>>]>,
 }
 
 const SHARDS: usize = 16;
@@ -199,12 +199,12 @@ impl Default for OpenSpans {
 }
 
 impl OpenSpans {
-    fn shard(&self, event: u64) -> &Mutex<FxHashMap<u64, Open>> {
-        &self.shards[(event as usize) % SHARDS]
+    fn shard(&self, event: EventId) -> &Mutex<FxHashMap<EventId, Open>> {
+        &self.shards[(event.get() as usize) % SHARDS]
     }
 
     /// A handle on the span of async event `event` (the shard lock is not held while it is used).
-    fn span(&self, event: u64) -> Option<Span> {
+    fn span(&self, event: EventId) -> Option<Span> {
         self.shard(event).lock().get(&event).map(|open| open.span.clone())
     }
 
@@ -251,12 +251,13 @@ impl<'a> FieldValue<'a> {
 fn with_values<T>(
     site: &'static DynSite,
     name: &str,
-    event_id: u64,
+    event_id: EventId,
     duration_ns: Option<u64>,
     payload: &Payload,
     f: impl FnOnce(&'static Metadata<'static>, &field::ValueSet<'_>) -> T,
 ) -> T {
     let meta = site.meta();
+    let event_id = event_id.get();
     if site.overflow {
         let text = format!("{payload:?}");
         let values: [Option<&dyn TracingValue>; 4] = [
@@ -390,7 +391,7 @@ impl TracingSubscriber {
     }
 
     /// The tracing span id of the bridged event `parent`, if it is open.
-    fn parent_span(&self, parent: u64) -> Option<Id> {
+    fn parent_span(&self, parent: EventId) -> Option<Id> {
         let owner = self.owner();
         let sync = SYNC.with(|sync| {
             let sync = sync.borrow();

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use log::Log as _;
-use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Pattern, Payload, Subscriber};
+use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Pattern, Payload, Subscriber, TransactionId};
 use notify_tracing::{NotifyLayer, NotifyLogger, TracingSubscriber};
 use secrets::SECRET;
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -150,9 +150,9 @@ fn redacting_notifier() -> (Notifier, Seen) {
     let s = seen.clone();
     let _ = notifier.subscribe(
         Pattern::all(),
-        Subscriber::timed(move |name: &str, _: SystemTime, _: SystemTime, _: u64, p: &Payload| {
-            s.push("timed", name, p)
-        }),
+        Subscriber::timed(
+            move |name: &str, _: SystemTime, _: SystemTime, _: TransactionId, p: &Payload| s.push("timed", name, p),
+        ),
     );
     let s = seen.clone();
     let _ = notifier.subscribe(

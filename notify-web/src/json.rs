@@ -1,6 +1,7 @@
 //! The page's data as JSON (serde_json). Times are nanoseconds: offsets from the trace's start,
 //! durations, and wall-clock starts since the Unix epoch.
 
+use notify_core::EventId;
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -23,8 +24,8 @@ struct TraceSummary<'a> {
 #[derive(Serialize)]
 struct EventJson<'a> {
     name: &'a str,
-    id: u64,
-    parent_id: Option<u64>,
+    id: EventId,
+    parent_id: Option<EventId>,
     depth: usize,
     offset_ns: u128,
     duration_ns: u128,

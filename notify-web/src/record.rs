@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify_core::{Event, Outcome, TraceId};
+use notify_core::{Event, EventId, Outcome, TraceId};
 
 /// Bytes counted per payload entry beyond its text (two boxed strings).
 const ENTRY_OVERHEAD: usize = 2 * std::mem::size_of::<Box<str>>();
@@ -12,8 +12,8 @@ const ENTRY_OVERHEAD: usize = 2 * std::mem::size_of::<Box<str>>();
 #[derive(Clone, Debug)]
 pub struct TraceEvent {
     name: Arc<str>,
-    id: u64,
-    parent_id: Option<u64>,
+    id: EventId,
+    parent_id: Option<EventId>,
     start: Instant,
     start_time: SystemTime,
     duration: Duration,
@@ -70,12 +70,12 @@ impl TraceEvent {
     }
 
     /// The event id.
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> EventId {
         self.id
     }
 
     /// The parent's event id; `None` for the root of a trace.
-    pub fn parent_id(&self) -> Option<u64> {
+    pub fn parent_id(&self) -> Option<EventId> {
         self.parent_id
     }
 
@@ -208,8 +208,8 @@ impl Trace {
     pub fn tree(&self) -> Vec<(usize, &TraceEvent)> {
         let mut order: Vec<usize> = (0..self.events.len()).collect();
         order.sort_by_key(|&i| (self.events[i].start, i));
-        let ids: std::collections::HashSet<u64> = self.events.iter().map(|e| e.id).collect();
-        let mut children: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+        let ids: std::collections::HashSet<EventId> = self.events.iter().map(|e| e.id).collect();
+        let mut children: std::collections::HashMap<EventId, Vec<usize>> = std::collections::HashMap::new();
         let mut roots = Vec::new();
         for &i in &order {
             match self.events[i].parent_id {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use notify_core::{Context, Event, Notifier, Payload, Subscriber, Subscription, TraceId};
+use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, Subscription, TraceId};
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 
@@ -85,7 +85,7 @@ fn the_oldest_unfinished_trace_is_evicted_past_the_pending_limit() {
     let _s = attach(&notifier, &recorder);
     // Three traces whose roots never finish: a child event under a remote parent (event 7) each.
     for t in 1..=3_u128 {
-        Context::new(TraceId::new(t).unwrap(), Some(7)).in_scope(|| {
+        Context::new(TraceId::new(t).unwrap(), Some(EventId::new(7))).in_scope(|| {
             notifier.instrument("child.app", Payload::new, |_| ());
         });
     }
@@ -101,7 +101,7 @@ fn the_oldest_unfinished_trace_is_evicted_past_the_pending_limit() {
     );
     let kept = recorder.trace(TraceId::new(3).unwrap()).unwrap();
     assert!(!kept.is_complete());
-    assert_eq!(kept.events()[0].parent_id(), Some(7));
+    assert_eq!(kept.events()[0].parent_id(), Some(EventId::new(7)));
 }
 
 #[test]

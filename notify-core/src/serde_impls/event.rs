@@ -7,7 +7,7 @@
 //! | `name` | string |
 //! | `start`, `end` | wall-clock times, RFC 3339 UTC strings with nanoseconds |
 //! | `duration_ns` | number: `end - start` on the monotonic clock, in nanoseconds |
-//! | `id`, `transaction_id` | numbers |
+//! | `id`, `transaction_id` | numbers ([`EventId`](crate::EventId), [`TransactionId`](crate::TransactionId): the bare number) |
 //! | `parent_id` | number or `null` |
 //! | `trace_id` | 32 lowercase hex digits (W3C trace-context) |
 //! | `outcome` | `"completed"`, `"panicked"` or `"cancelled"` |
@@ -30,8 +30,10 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::event::{monotonic_clock, Event, Name, Outcome};
+use crate::event_id::EventId;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
+use crate::transaction_id::TransactionId;
 
 const OUTCOMES: &[&str] = &["completed", "panicked", "cancelled"];
 
@@ -127,9 +129,9 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut start: Option<Time> = None;
         let mut end: Option<Time> = None;
         let mut duration: Option<u128> = None;
-        let mut id: Option<u64> = None;
-        let mut parent_id: Option<Option<u64>> = None;
-        let mut transaction_id: Option<u64> = None;
+        let mut id: Option<EventId> = None;
+        let mut parent_id: Option<Option<EventId>> = None;
+        let mut transaction_id: Option<TransactionId> = None;
         let mut trace_id: Option<TraceId> = None;
         let mut outcome: Option<Outcome> = None;
         let mut payload: Option<Payload> = None;
@@ -206,7 +208,7 @@ mod tests {
             .with("cached", None::<bool>);
         payload.record_error(&std::fmt::Error);
         let mut event = Event::new("query.sql", start, start + Duration::from_nanos(1_234_567), payload);
-        event.parent_id = Some(41);
+        event.parent_id = Some(EventId(41));
         event.outcome = Outcome::Panicked;
         event.cpu_time = Some(Duration::from_nanos(1_000_001));
         event.allocations = Some(7);
@@ -232,7 +234,7 @@ mod tests {
             ),
             (
                 event.id(),
-                Some(41),
+                Some(EventId(41)),
                 event.transaction_id(),
                 event.trace_id(),
                 Outcome::Panicked
@@ -257,6 +259,25 @@ mod tests {
     }
 
     #[test]
+    fn ids_are_bare_numbers() {
+        let event = sample().with_ids(EventId(u64::MAX), Some(EventId(41)), TransactionId(3));
+        let json: serde_json::Value = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["id"], serde_json::json!(u64::MAX));
+        assert_eq!(json["parent_id"], serde_json::json!(41));
+        assert_eq!(json["transaction_id"], serde_json::json!(3));
+        let root = Event::new("a.b", event.start(), event.end(), Payload::new());
+        assert_eq!(
+            serde_json::to_value(&root).unwrap()["parent_id"],
+            serde_json::Value::Null
+        );
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(
+            (back.id(), back.parent_id(), back.transaction_id()),
+            (EventId(u64::MAX), Some(EventId(41)), TransactionId(3))
+        );
+    }
+
+    #[test]
     fn reads_a_minimal_event_and_skips_unknown_fields() {
         let json = r#"{"name":"done.job","start":"2024-05-01T12:00:00.5Z","end":"2024-05-01T12:00:01Z",
             "id":9,"transaction_id":2,"trace_id":"0af7651916cd43dd8448eb211c80319c"}"#;
@@ -268,8 +289,8 @@ mod tests {
             SystemTime::UNIX_EPOCH + Duration::from_millis(1_714_564_800_500)
         );
         assert_eq!(
-            (event.id(), event.parent_id(), event.outcome()),
-            (9, None, Outcome::Completed)
+            (event.id(), event.parent_id(), event.transaction_id(), event.outcome()),
+            (EventId(9), None, TransactionId(2), Outcome::Completed)
         );
         assert!(event.payload().is_empty());
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use notify_core::Outcome;
+use notify_core::{EventId, Outcome};
 
 use super::{begin_page, clock, colour, end_page, human, push_escaped};
 use crate::record::Trace;
@@ -25,7 +25,7 @@ use crate::record::Trace;
 /// let html = render_trace(&recorder.traces()[0], None);
 /// assert!(html.contains("/a?b=&lt;c&gt;"));
 /// ```
-pub fn render_trace(trace: &Trace, open_event: Option<u64>) -> String {
+pub fn render_trace(trace: &Trace, open_event: Option<EventId>) -> String {
     let tree = trace.tree();
     let start = trace.start();
     let total = trace.duration().as_nanos().max(1) as f64;
