@@ -11,6 +11,7 @@ use notify_core::{panic_message, Event, OwnedEventSubscriber};
 
 use crate::config::Config;
 use crate::group_core::{shard_layout, GroupCore};
+use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, AsyncFailurePolicy, Overflow};
 use crate::slot::Slot;
 use crate::unwind::drop_payload;
@@ -109,7 +110,7 @@ impl Group {
     pub(crate) fn failed(&self, index: usize, seq: u64, event: &Event, payload: &(dyn Any + Send)) -> bool {
         let detach = self.config.on_failure == AsyncFailurePolicy::Detach;
         self.pool.report_failure(&AsyncFailure {
-            mailbox: self.first_id + index as u64,
+            mailbox: MailboxId(self.first_id + index as u64),
             subscriber: self.config.label(),
             event: event.name().to_owned(),
             message: panic_message(payload),
@@ -129,7 +130,11 @@ impl Group {
         let now = shared.now_ns();
         for shard in (0..64).filter(|s| shards & (1 << s) != 0) {
             if let Some(dropped) = self.core.report_due(shard, now, shared.report_interval_ns) {
-                shared.report_slow(&self.config, self.first_id + self.shard(shard).0 as u64, dropped);
+                shared.report_slow(
+                    &self.config,
+                    MailboxId(self.first_id + self.shard(shard).0 as u64),
+                    dropped,
+                );
             }
         }
     }
@@ -269,8 +274,8 @@ impl Flavor for Group {
         // The shard's events stay in the group's log, counted pending: abandoned with the rest.
     }
 
-    fn id(&self, member: usize) -> u64 {
-        self.first_id + member as u64
+    fn id(&self, member: usize) -> MailboxId {
+        MailboxId(self.first_id + member as u64)
     }
 
     fn label(&self) -> Option<&str> {

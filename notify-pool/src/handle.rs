@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::mailbox_id::MailboxId;
 use crate::worker::Flavor;
 
 /// One async subscriber's mailbox, for its counters. Cloning shares it.
@@ -26,16 +27,17 @@ impl AsyncHandle {
         AsyncHandle { target, member }
     }
 
-    /// The mailbox id, unique within its pool (counting from 1); failure and slow-subscriber
+    /// The mailbox id ([`MailboxId`]): unique within its pool (counting from 1), not the
+    /// registry's [`SubscriptionId`](notify_core::SubscriptionId); failure and slow-subscriber
     /// reports name it.
     ///
     /// ```
     /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// let (_, handle) = pool.mailbox(Default::default(), |_: &notify_core::Event| {})?;
-    /// assert_eq!(handle.id(), 1);
+    /// assert_eq!(handle.id().get(), 1);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn id(&self) -> u64 {
+    pub fn id(&self) -> MailboxId {
         self.target.id(self.member)
     }
 

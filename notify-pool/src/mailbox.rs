@@ -10,6 +10,7 @@ use notify_core::{panic_message, Event, OwnedEventSubscriber};
 
 use crate::config::Config;
 use crate::mailbox_core::{Admit, MailboxCore};
+use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, AsyncFailurePolicy, Overflow};
 use crate::slot::Slot;
 use crate::unwind::drop_payload;
@@ -109,7 +110,7 @@ impl<S: AsyncSubscriber> Mailbox<S> {
     fn overflowed(&self) {
         let shared = &self.home.pool.shared;
         if let Some(dropped) = self.core.report_due(shared.now_ns(), shared.report_interval_ns) {
-            shared.report_slow(&self.home.config, self.id, dropped);
+            shared.report_slow(&self.home.config, MailboxId(self.id), dropped);
         }
     }
 
@@ -118,7 +119,7 @@ impl<S: AsyncSubscriber> Mailbox<S> {
     pub(crate) fn failed(&self, event: &Event, payload: &(dyn Any + Send)) -> bool {
         let detach = self.home.config.on_failure == AsyncFailurePolicy::Detach;
         self.home.pool.report_failure(&AsyncFailure {
-            mailbox: self.id,
+            mailbox: MailboxId(self.id),
             subscriber: self.home.config.label(),
             event: event.name().to_owned(),
             message: panic_message(payload),
@@ -239,8 +240,8 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
         self.core.clear();
     }
 
-    fn id(&self, _member: usize) -> u64 {
-        self.id
+    fn id(&self, _member: usize) -> MailboxId {
+        MailboxId(self.id)
     }
 
     fn label(&self) -> Option<&str> {

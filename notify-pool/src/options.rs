@@ -6,6 +6,8 @@ use std::fmt;
 
 use notify_core::escape::Escaped;
 
+use crate::mailbox_id::MailboxId;
+
 /// What a mailbox does with an event that arrives when it already holds `capacity` events.
 ///
 /// ```
@@ -185,7 +187,7 @@ impl AsyncOptions {
 /// label and the message, so they cannot forge a log line; the getters return them as they are.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsyncFailure {
-    pub(crate) mailbox: u64,
+    pub(crate) mailbox: MailboxId,
     pub(crate) subscriber: Cow<'static, str>,
     pub(crate) event: String,
     pub(crate) message: String,
@@ -194,7 +196,7 @@ pub struct AsyncFailure {
 
 impl AsyncFailure {
     /// The mailbox id ([`AsyncHandle::id`](crate::AsyncHandle::id)).
-    pub fn mailbox(&self) -> u64 {
+    pub fn mailbox(&self) -> MailboxId {
         self.mailbox
     }
 
@@ -223,7 +225,7 @@ impl fmt::Display for AsyncFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "async subscriber `{}` (mailbox #{}) panicked on `{}`: {}{}",
+            "async subscriber `{}` (mailbox {}) panicked on `{}`: {}{}",
             Escaped::new(&self.subscriber),
             self.mailbox,
             Escaped::new(&self.event),
@@ -264,12 +266,12 @@ impl fmt::Display for AsyncFailure {
 /// assert_eq!((report.mailbox(), report.subscriber(), report.capacity()), (sub.handle().id(), "audit", 1));
 /// assert_eq!((report.dropped(), report.overflow()), (1, Overflow::DropNewest));
 /// assert_eq!(report.to_string(), format!(
-///     "async subscriber `audit` (mailbox #{}) is slow: mailbox full at 1 events, 1 dropped so far (drop newest)",
+///     "async subscriber `audit` (mailbox {}) is slow: mailbox full at 1 events, 1 dropped so far (drop newest)",
 ///     sub.handle().id()));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlowSubscriber {
-    pub(crate) mailbox: u64,
+    pub(crate) mailbox: MailboxId,
     pub(crate) subscriber: Cow<'static, str>,
     pub(crate) capacity: usize,
     pub(crate) dropped: u64,
@@ -277,8 +279,8 @@ pub struct SlowSubscriber {
 }
 
 impl SlowSubscriber {
-    /// The mailbox id.
-    pub fn mailbox(&self) -> u64 {
+    /// The mailbox id (of the fan-out shard's first member for a fan-out group; [`AsyncHandle::id`](crate::AsyncHandle::id)).
+    pub fn mailbox(&self) -> MailboxId {
         self.mailbox
     }
 
@@ -312,7 +314,7 @@ impl fmt::Display for SlowSubscriber {
         };
         write!(
             f,
-            "async subscriber `{}` (mailbox #{}) is slow: mailbox full at {} events, {} dropped so far ({policy})",
+            "async subscriber `{}` (mailbox {}) is slow: mailbox full at {} events, {} dropped so far ({policy})",
             Escaped::new(&self.subscriber),
             self.mailbox,
             self.capacity,

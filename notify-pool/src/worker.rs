@@ -30,6 +30,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, SlowSubscriber};
 use crate::padded::Padded;
 use crate::pending::Pending;
@@ -72,7 +73,7 @@ pub(crate) trait Flavor: Send + Sync {
     /// pending, so shutdown counts them).
     fn abandon(&self, part: usize);
     /// The id of `member`, unique within its pool (failure and slow-subscriber reports name it).
-    fn id(&self, member: usize) -> u64;
+    fn id(&self, member: usize) -> MailboxId;
     /// The subscription's label.
     fn label(&self) -> Option<&str>;
     /// Events `member` will never receive (an exact count).
@@ -163,7 +164,7 @@ impl Shared {
     /// Calls the slow-subscriber hook for one mailbox (or fan-out shard, named by its first
     /// member); a panicking hook is ignored.
     #[cold]
-    pub(crate) fn report_slow(&self, config: &Config, mailbox: u64, dropped: u64) {
+    pub(crate) fn report_slow(&self, config: &Config, mailbox: MailboxId, dropped: u64) {
         let report = SlowSubscriber {
             mailbox,
             subscriber: config.label(),

@@ -84,11 +84,11 @@ fn r16_1_bomb_payload_does_not_kill_the_worker() {
         *failures.lock().unwrap(),
         [
             format!(
-                "async subscriber `async` (mailbox #{}) panicked on `run.bomb`: <non-string panic payload>",
+                "async subscriber `async` (mailbox {}) panicked on `run.bomb`: <non-string panic payload>",
                 sub.handle().id()
             ),
             format!(
-                "async subscriber `async` (mailbox #{}) panicked on `run.bomb`: <non-string panic payload>",
+                "async subscriber `async` (mailbox {}) panicked on `run.bomb`: <non-string panic payload>",
                 fanout.members()[1].id()
             ),
         ]
@@ -282,7 +282,7 @@ fn r16_6_report_lines_escape_control_characters() {
     assert_eq!(
         *failures.lock().unwrap(),
         [format!(
-            "async subscriber `audit{ESCAPED}` (mailbox #{id}) panicked on `run.job{ESCAPED}`: r16: boom{ESCAPED}"
+            "async subscriber `audit{ESCAPED}` (mailbox {id}) panicked on `run.job{ESCAPED}`: r16: boom{ESCAPED}"
         )]
     );
 
@@ -313,7 +313,7 @@ fn r16_6_report_lines_escape_control_characters() {
     assert_eq!(
         slow.lock().unwrap()[0],
         format!(
-            "async subscriber `audit{ESCAPED}` (mailbox #{id}) is slow: mailbox full at 1 events, 1 dropped so far (drop newest)"
+            "async subscriber `audit{ESCAPED}` (mailbox {id}) is slow: mailbox full at 1 events, 1 dropped so far (drop newest)"
         )
     );
 }
