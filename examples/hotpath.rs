@@ -10,7 +10,8 @@
 //! The difference of the two totals divided by 10,000 is the cost of one call, set-up excluded
 //! (`callgrind_annotate` on either file shows where it goes). The fixture is the bench's: ten
 //! subscribers of each kind on that kind's own name, ten silenced log subscribers, one timed
-//! subscriber for `payload_3_keys` (benches/support/fixture.rs). Cases: timed, timed_monotonic,
+//! subscriber each for `timed_1` (empty payload) and `payload_3_keys` (benches/support/fixture.rs).
+//! Cases: timed, timed_1, timed_monotonic,
 //! event_object, evented, silenced, unsubscribed, unsubscribed_dynamic, payload_3_keys, and
 //! payload_3_keys_redacted (the same event with the bench's redaction policy of 10 key patterns, none
 //! matching: the policy's cost is the difference with payload_3_keys).
