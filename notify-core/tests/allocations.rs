@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber};
+use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber, Value};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator<std::alloc::System> = CountingAllocator::new(std::alloc::System);
@@ -85,4 +85,36 @@ fn listening_never_allocates_even_through_patterns() {
     let after = notify_core::thread_allocations().unwrap();
     assert_eq!(answers, [true, true, false]);
     assert_eq!(after - before, 0);
+}
+
+/// Issue 15: `Value::from_static` stores text borrowed, so a payload of static keys, static text
+/// and scalars (up to four entries, inline) is built and dropped without allocating; the same
+/// literal through `ToValue` (`with("sql", "...")`) is copied (one allocation), as is a
+/// shorter-lived `&str`, which `with` still takes.
+#[test]
+fn static_text_values_are_borrowed_and_allocate_nothing() {
+    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let borrowed = Payload::new()
+        .with("sql", Value::from_static("SELECT * FROM books WHERE id = ?"))
+        .with("rows", 3_u64)
+        .with("cached", false);
+    let mut inserted = Payload::new();
+    inserted.insert("db", Value::from_static("primary"));
+    inserted.insert("db", Value::from("replica"));
+    let during = notify_core::thread_allocations().unwrap();
+    assert_eq!(
+        borrowed.get("sql").and_then(Value::as_static_str),
+        Some("SELECT * FROM books WHERE id = ?")
+    );
+    assert_eq!(inserted.get("db").and_then(Value::as_static_str), Some("replica"));
+    drop((borrowed, inserted));
+    assert_eq!(during - before, 0);
+
+    let local = String::from("books");
+    let before = notify_core::thread_allocations().unwrap();
+    let copied = Payload::new().with("sql", "SELECT 1").with("table", &local[..]);
+    let after = notify_core::thread_allocations().unwrap();
+    assert_eq!(after - before, 2, "each text copied once");
+    assert_eq!(copied.get("sql").and_then(Value::as_static_str), None);
+    assert_eq!(copied.get("table").and_then(Value::as_str), Some("books"));
 }

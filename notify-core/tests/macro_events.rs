@@ -158,6 +158,19 @@ fn fields_record_values_display_and_debug() {
     assert_eq!(str_of(&events[0], "opt"), "Some(1)");
 }
 
+/// A string literal in `fields` is stored borrowed (`Value::from_static`): no copy per event. Any
+/// other expression goes through `ToValue`, which copies text, even a `&'static str` it returns.
+#[test]
+fn fields_string_literals_are_stored_borrowed() {
+    let (_, events) = capture("fields.formats", || {
+        formats("select 1", std::net::Ipv4Addr::LOCALHOST, &Table("users"), 9)
+    });
+    let payload = events[0].payload();
+    assert_eq!(payload.get("db.kind").and_then(Value::as_static_str), Some("pg"));
+    assert_eq!(payload.get("table_name").and_then(Value::as_static_str), None);
+    assert_eq!(str_of(&events[0], "table_name"), "users");
+}
+
 #[instrument_event("fields.not_moved", fields(name))]
 fn fields_do_not_move_arguments(name: String) -> String {
     name

@@ -156,15 +156,28 @@ fn payload(args: &Args, private: &Private) -> TokenStream {
         let value = &field.value;
         let span = value.span();
         let private = private.at(span);
-        let convert = match field.format {
-            Format::Value => quote_spanned!(span=> #private::value),
-            Format::Display => quote_spanned!(span=> #private::display),
-            Format::Debug => quote_spanned!(span=> #private::debug),
+        let value = match field.format {
+            // A string literal is a `&'static str`: stored borrowed (`ToValue` would copy it).
+            Format::Value if is_str_literal(value) => quote_spanned!(span=> #private::Value::from_static(#value)),
+            Format::Value => quote_spanned!(span=> #private::value(&(#value))),
+            Format::Display => quote_spanned!(span=> #private::display(&(#value))),
+            Format::Debug => quote_spanned!(span=> #private::debug(&(#value))),
         };
-        quote_spanned!(span=> #private::Payload::insert(#payload, #key, #convert(&(#value)));)
+        quote_spanned!(span=> #private::Payload::insert(#payload, #key, #value);)
     });
     let private = private.at(Span::call_site());
     quote!(|#payload: &mut #private::Payload| { #(#entries)* })
+}
+
+/// True for a string literal (`"..."`, `r"..."`), possibly in parentheses.
+fn is_str_literal(value: &syn::Expr) -> bool {
+    match value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(_), ..
+        }) => true,
+        syn::Expr::Paren(inner) => is_str_literal(&inner.expr),
+        _ => false,
+    }
 }
 
 /// Which `record_*` function records the result, or `None`.

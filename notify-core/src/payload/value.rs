@@ -74,6 +74,40 @@ pub enum Value {
 }
 
 impl Value {
+    /// Text of static lifetime, stored without copying (no allocation, nothing to free); `const`.
+    /// The same as `Value::from(text)`, spelled out where the borrow matters, as in a payload
+    /// built per event:
+    ///
+    /// ```
+    /// use notify_core::{Payload, Value};
+    /// let p = Payload::new().with("sql", Value::from_static("SELECT 1"));
+    /// assert_eq!(p.get("sql").and_then(Value::as_static_str), Some("SELECT 1"));
+    /// ```
+    ///
+    /// `.with("sql", "SELECT 1")` copies the text instead (see [`ToValue`](crate::ToValue) for
+    /// why `with` cannot tell a literal from a shorter-lived `&str`); `#[instrument_event]`'s
+    /// `fields(key = "literal")` borrows, as the macro sees the literal.
+    #[inline]
+    pub const fn from_static(text: &'static str) -> Value {
+        Value::Str(Cow::Borrowed(text))
+    }
+
+    /// The text of a [`Value::Str`] that is borrowed `&'static str` (built by
+    /// [`Value::from_static`] or `From<&'static str>`); `None` for copied or owned text and for
+    /// other variants.
+    ///
+    /// ```
+    /// use notify_core::Value;
+    /// assert_eq!(Value::from_static("a").as_static_str(), Some("a"));
+    /// assert_eq!(Value::from(String::from("a")).as_static_str(), None);
+    /// ```
+    pub fn as_static_str(&self) -> Option<&'static str> {
+        match *self {
+            Value::Str(Cow::Borrowed(text)) => Some(text),
+            _ => None,
+        }
+    }
+
     /// Stores `value`'s `Display` text (allocates once).
     ///
     /// ```
