@@ -170,7 +170,8 @@ impl Callsite {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        match self.cache.resolved() {
+        let pinned = self.cache.pinned();
+        match pinned.as_deref() {
             Some(resolved) => dispatch::run(fanout::global(), resolved, None, self.location.as_ref(), payload, body),
             None => dispatch::unlistened(body),
         }

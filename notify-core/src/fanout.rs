@@ -93,6 +93,14 @@ const UNREGISTERED: u8 = 0;
 const NEVER: u8 = 1;
 const SOMETIMES: u8 = 2;
 
+/// What keeps the listener set of [`Fanout::listeners`] alive while an event is delivered: the
+/// snapshot's `arc-swap` guard and, for a name resolved through pattern subscriptions, its set.
+#[derive(Default)]
+pub(crate) struct Pinned {
+    snapshot: Option<arc_swap::Guard<Arc<Snapshot>>>,
+    resolved: Option<Arc<Resolved>>,
+}
+
 /// What a callsite caches of the global fanout: whether anybody listens to its name, and who.
 /// Registered with the fanout on first use and refreshed by every change, under the writer lock
 /// (the protocol is described in `callsite.rs`).
@@ -165,6 +173,13 @@ impl SiteCache {
         self.resolved.load_full()
     }
 
+    /// The listeners cached at the last refresh, pinned by the returned guard (borrowing them
+    /// touches no reference count).
+    #[inline(always)]
+    pub(crate) fn pinned(&self) -> arc_swap::Guard<Option<Arc<Resolved>>> {
+        self.resolved.load()
+    }
+
     fn is_registered(&self) -> bool {
         self.interest.load(Ordering::Relaxed) != UNREGISTERED
     }
@@ -211,6 +226,27 @@ impl Fanout {
         self.snapshot.load().resolve(NameRef::Borrowed(name))
     }
 
+    /// The listeners of `name` now (`None` when nobody at all listens), borrowed from the current
+    /// snapshot, which `pin` keeps alive (callers test [`Fanout::may_listen`] first, so that an
+    /// unlistened name costs no `Pinned`): `instrument`'s path, which touches no reference count
+    /// for a name with an exact subscription. Names known only through pattern subscriptions are
+    /// resolved as [`Fanout::lookup`] does (their set held in `pin` too).
+    #[inline(always)]
+    pub(crate) fn listeners<'p>(&self, name: &str, pin: &'p mut Pinned) -> Option<&'p Resolved> {
+        let Pinned { snapshot, resolved } = pin;
+        let snapshot: &'p Snapshot = snapshot.insert(self.snapshot.load());
+        if !snapshot.exact.is_empty() {
+            if let Some(found) = snapshot.exact.get(name) {
+                return Some(found);
+            }
+        }
+        if snapshot.wide.is_empty() {
+            return None;
+        }
+        *resolved = snapshot.resolve(NameRef::Borrowed(name));
+        resolved.as_deref()
+    }
+
     /// As [`Fanout::lookup`] for an owned name (handles, `publish_event`): a name cached is kept
     /// as it is rather than copied.
     pub(crate) fn lookup_name(&self, name: Name) -> Option<Arc<Resolved>> {
@@ -232,7 +268,7 @@ impl Fanout {
     /// False when nobody listens to `name` (exact); true when someone may (a filter collision, a
     /// pattern subscription, or a listener).
     #[inline(always)]
-    fn may_listen(&self, name: &str) -> bool {
+    pub(crate) fn may_listen(&self, name: &str) -> bool {
         let (word, mask) = name_bit(name);
         self.names[word].load(Ordering::Acquire) & mask != 0
     }

@@ -242,18 +242,38 @@ fn deep_top() -> Frame {
         .unwrap_or(NO_FRAME)
 }
 
+/// This thread's [`Thread`], through one inlined thread-local access.
+///
+/// `LocalKey::with` taking the whole of an event's start as its closure was not inlined into
+/// `instrument`'s callers (an out-of-line call, and the key's accessor called through a pointer):
+/// the closure here only takes the address, so the access inlines to a `%fs`-relative address.
+#[inline(always)]
+fn this_thread<'a>() -> &'a Thread {
+    let thread: *const Thread = THREAD.with(std::ptr::from_ref);
+    // SAFETY: `THREAD` is const-initialised and `Thread` has no destructor (`Cell`s of plain
+    // values: checked by `thread_needs_no_drop` below), so its storage is this thread's static TLS
+    // block, valid from the thread's start to its exit. `&Thread` is neither `Send` nor `Sync`
+    // (`Cell`), so the reference stays on this thread, and every caller uses it only within the
+    // call (tests: `ids_work_in_thread_local_destructors`, the stack tests below).
+    unsafe { &*thread }
+}
+
+const _: () = assert!(!std::mem::needs_drop::<Thread>());
+
 /// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
 /// parent and trace id (from the current context; a random trace id for a root), and the
 /// transaction id. With `enter`, the event becomes the thread's current event until [`leave`]
 /// with its id.
 #[inline]
 pub(crate) fn begin(enter: bool) -> Begun {
-    THREAD.with(|thread| begin_under(thread, thread.current(), enter))
+    let thread = this_thread();
+    begin_under(thread, thread.current(), enter)
 }
 
 /// As [`begin`], with an explicit parent context instead of the thread's current one.
+#[inline]
 pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
-    THREAD.with(|thread| begin_under(thread, parent, enter))
+    begin_under(this_thread(), parent, enter)
 }
 
 /// An event's ids under `parent` (its trace, or a new random one for a root); with `enter`, the
@@ -289,22 +309,21 @@ pub(crate) fn frame(event: u64, trace: u128) -> Frame {
 /// not an attached context); 0 when there is none.
 #[inline]
 pub(crate) fn current_entered_event() -> u64 {
-    THREAD.with(|thread| {
-        let len = thread.len.get();
-        if len == 0 {
-            return 0;
-        }
-        let top = if len <= DEPTH {
-            thread.frames[len - 1].get()
-        } else {
-            deep_top()
-        };
-        if top.key == top.event {
-            top.event
-        } else {
-            0
-        }
-    })
+    let thread = this_thread();
+    let len = thread.len.get();
+    if len == 0 {
+        return 0;
+    }
+    let top = if len <= DEPTH {
+        thread.frames[len - 1].get()
+    } else {
+        deep_top()
+    };
+    if top.key == top.event {
+        top.event
+    } else {
+        0
+    }
 }
 
 /// The current frame of this thread.
@@ -366,8 +385,9 @@ pub(crate) fn random_trace_id() -> TraceId {
 /// let there = std::thread::spawn(notify_core::transaction_id).join().unwrap();
 /// assert_ne!(here, there);
 /// ```
+#[inline]
 pub fn transaction_id() -> TransactionId {
-    TransactionId(THREAD.with(Thread::transaction_id))
+    TransactionId(this_thread().transaction_id())
 }
 
 /// The id of the current event of this thread (the innermost unfinished listened event, or the
@@ -384,8 +404,9 @@ pub fn current_event_id() -> Option<EventId> {
 /// Removes the frame `key` from this thread's stack, wherever it is (events may finish out of
 /// order). When it is not there — it was entered on another thread — it is orphaned for that
 /// thread to drop.
+#[inline]
 pub(crate) fn leave(key: u64) {
-    if !THREAD.with(|thread| thread.remove(key)) {
+    if !this_thread().remove(key) {
         orphan(key);
     }
 }
@@ -479,6 +500,38 @@ mod tests {
         let child = begin(false);
         assert_eq!((child.parent, child.trace), (Some(EventId(D + 7)), trace()));
         leave(D + 7);
+    }
+
+    /// `this_thread` hands out a reference into the thread's TLS block: it must stay valid for
+    /// code that runs while the thread exits (another thread-local's destructor instrumenting).
+    #[test]
+    fn ids_work_in_thread_local_destructors() {
+        type Seen = (EventId, Option<EventId>, u64, TransactionId);
+        struct OnExit(std::sync::mpsc::Sender<Seen>);
+        impl Drop for OnExit {
+            fn drop(&mut self) {
+                let outer = begin(true);
+                let inner = begin(true);
+                let current = current_entered_event();
+                leave(inner.id.0);
+                leave(outer.id.0);
+                let _ = self.0.send((inner.id, inner.parent, current, transaction_id()));
+            }
+        }
+        thread_local! {
+            static ON_EXIT: RefCell<Option<OnExit>> = const { RefCell::new(None) };
+        }
+        let (send, receive) = std::sync::mpsc::channel();
+        let transaction = std::thread::spawn(move || {
+            ON_EXIT.with(|on_exit| *on_exit.borrow_mut() = Some(OnExit(send)));
+            transaction_id()
+        })
+        .join()
+        .unwrap();
+        let (inner, parent, current, transaction_at_exit) = receive.recv().unwrap();
+        assert_eq!(parent, Some(EventId(inner.0 - 1)));
+        assert_eq!(current, inner.0);
+        assert_eq!(transaction_at_exit, transaction);
     }
 
     #[test]

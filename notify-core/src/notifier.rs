@@ -14,7 +14,7 @@ use crate::dispatch;
 use crate::error::NotifyError;
 use crate::event::{monotonic_clock, Event, Name};
 use crate::failure::{FailurePolicy, SubscriberFailure};
-use crate::fanout::{self, Fanout};
+use crate::fanout::{self, Fanout, Pinned};
 use crate::handle::Handle;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
@@ -242,7 +242,11 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        match self.fanout.lookup(name) {
+        if !self.fanout.may_listen(name) {
+            return dispatch::unlistened(body);
+        }
+        let mut pin = Pinned::default();
+        match self.fanout.listeners(name, &mut pin) {
             Some(resolved) => dispatch::run(&self.fanout, resolved, None, None, payload, body),
             None => dispatch::unlistened(body),
         }
@@ -267,10 +271,14 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        let Some(resolved) = self.fanout.lookup(name) else {
+        if !self.fanout.may_listen(name) {
             return dispatch::unlistened(body);
-        };
-        dispatch::run(&self.fanout, resolved, Some(parent.into().frame()), None, payload, body)
+        }
+        let mut pin = Pinned::default();
+        match self.fanout.listeners(name, &mut pin) {
+            Some(resolved) => dispatch::run(&self.fanout, resolved, Some(parent.into().frame()), None, payload, body),
+            None => dispatch::unlistened(body),
+        }
     }
 
     /// As [`Notifier::instrument`] for a body that returns a `Result`: an `Err` is recorded in the
