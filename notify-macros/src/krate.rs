@@ -1,13 +1,17 @@
 //! Where notify-core is, as the instrumented crate names it: the `crate = path` option, else the
 //! name the crate's Cargo.toml gives the `notify-core` dependency (`nc = { package = "notify-core" }`
-//! is `::nc`), found with `proc-macro-crate`.
+//! is `::nc`), read from the crate's Cargo.toml once per compilation (`lookup`).
+
+use std::path::Path;
 
 use proc_macro2::{Ident, Span, TokenStream, TokenTree};
-use proc_macro_crate::{crate_name, Error, FoundCrate};
 use quote::{quote, ToTokens};
 
-/// The package whose `__private` module the expansion calls.
-const PACKAGE: &str = "notify-core";
+use crate::lookup::{Cache, Lookup};
+
+/// The package whose `__private` module the expansion calls, and the answers for the manifests
+/// this compilation has seen.
+static NOTIFY_CORE: Cache = Cache::new("notify-core");
 
 /// The path of notify-core's `__private` module in the instrumented crate.
 pub(crate) struct Private(TokenStream);
@@ -47,15 +51,20 @@ fn notify_core_path(explicit: Option<&syn::Path>, attribute: Span) -> syn::Resul
     if let Some(path) = explicit {
         return Ok(path.to_token_stream());
     }
-    match crate_name(PACKAGE) {
-        Ok(FoundCrate::Name(name)) => {
+    // Cargo sets CARGO_MANIFEST_DIR for every crate it compiles; without it (a build without
+    // Cargo) there is no manifest to read, and the crate's own name for notify-core is the guess.
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        return Ok(quote!(::notify_core));
+    };
+    match NOTIFY_CORE.lookup(&Path::new(&dir).join("Cargo.toml")) {
+        Lookup::Name(name) => {
             let name = Ident::new(&name, Span::call_site());
             Ok(quote!(::#name))
         }
         // notify-core's own doctests, examples and tests: they see it as the extern crate
         // `notify_core` (its library does not instrument itself).
-        Ok(FoundCrate::Itself) => Ok(quote!(::notify_core)),
-        Err(Error::CrateNotFound { path, .. }) => Err(syn::Error::new(
+        Lookup::Itself | Lookup::NoManifest => Ok(quote!(::notify_core)),
+        Lookup::NotFound(path) => Err(syn::Error::new(
             attribute,
             format_args!(
                 "#[instrument_event]: this crate does not depend on `notify-core` (not in `{}`); if it \
@@ -64,7 +73,13 @@ fn notify_core_path(explicit: Option<&syn::Path>, attribute: Span) -> syn::Resul
                 path.display()
             ),
         )),
-        // No Cargo.toml to read (a build without Cargo): the crate's own name for it.
-        Err(_) => Ok(quote!(::notify_core)),
+        Lookup::Unreadable { path, reason } => Err(syn::Error::new(
+            attribute,
+            format_args!(
+                "#[instrument_event]: cannot read `{}` to find the name this crate gives notify-core: \
+                 {reason}; or name it in the attribute: `crate = notify_core`",
+                path.display()
+            ),
+        )),
     }
 }

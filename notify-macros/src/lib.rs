@@ -3,7 +3,7 @@
 //! name the crate's Cargo.toml gives it (or the `crate = path` option), so depending on notify-core
 //! alone is enough, renamed or not.
 //!
-//! `attr` parses the attribute, `krate` finds notify-core, `awaits` tells whether an async body
+//! `attr` parses the attribute, `krate` finds notify-core (reading the crate's Cargo.toml through `lookup` and `manifest`), `awaits` tells whether an async body
 //! suspends, `future` finds the async block of a
 //! function that returns a future (`#[async_trait]` methods), `expand` writes the instrumented function.
 
@@ -12,6 +12,8 @@ mod awaits;
 mod expand;
 mod future;
 mod krate;
+mod lookup;
+mod manifest;
 
 use proc_macro::TokenStream;
 
