@@ -16,7 +16,7 @@
 //! Nothing is derived from thread-local state. The `loom` model at the bottom checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-core --lib loom`.
 
 use crate::dispatch::{self, Active};
-use crate::fanout::{self, SiteCache, SiteInterest};
+use crate::fanout::{self, SiteCache, SiteInterest, SitePin};
 use crate::handle::Handle;
 use crate::location::Location;
 use crate::payload::Payload;
@@ -202,10 +202,12 @@ impl Callsite {
     }
 
     /// The listeners of a listened callsite, asked (silenceable ones) and ready to start; `None`
-    /// when nobody would receive the event.
+    /// when nobody would receive the event. The set stays pinned by the callsite cache's guard
+    /// (no reference count touched): for the macro's synchronous guard, which lives in the
+    /// caller's frame.
     #[inline]
-    pub(crate) fn prepare(&'static self) -> Option<Active> {
-        let resolved = self.cache.resolved()?;
+    pub(crate) fn prepare(&'static self) -> Option<Active<SitePin>> {
+        let resolved = self.cache.site_pin()?;
         let mut active = Active::prepare(fanout::global(), resolved)?;
         active.set_location(self.location.as_ref());
         Some(active)

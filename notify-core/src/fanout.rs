@@ -101,6 +101,30 @@ pub(crate) struct Pinned {
     resolved: Option<Arc<Resolved>>,
 }
 
+/// A callsite's cached listener set pinned by its `arc-swap` guard (never empty): what the
+/// macro's synchronous guard holds while the function runs, instead of a cloned `Arc`.
+pub(crate) struct SitePin(arc_swap::Guard<Option<Arc<Resolved>>>);
+
+impl SitePin {
+    /// `None` when the guard holds no listener set.
+    #[inline]
+    fn new(guard: arc_swap::Guard<Option<Arc<Resolved>>>) -> Option<SitePin> {
+        guard.is_some().then(|| SitePin(guard))
+    }
+}
+
+impl std::ops::Deref for SitePin {
+    type Target = Resolved;
+
+    #[inline(always)]
+    fn deref(&self) -> &Resolved {
+        match &*self.0 {
+            Some(resolved) => resolved,
+            None => unreachable!("SitePin::new checked it"),
+        }
+    }
+}
+
 /// What a callsite caches of the global fanout: whether anybody listens to its name, and who.
 /// Registered with the fanout on first use and refreshed by every change, under the writer lock
 /// (the protocol is described in `callsite.rs`).
@@ -178,6 +202,12 @@ impl SiteCache {
     #[inline(always)]
     pub(crate) fn pinned(&self) -> arc_swap::Guard<Option<Arc<Resolved>>> {
         self.resolved.load()
+    }
+
+    /// As [`SiteCache::pinned`], `None` when nobody listens.
+    #[inline]
+    pub(crate) fn site_pin(&self) -> Option<SitePin> {
+        SitePin::new(self.resolved.load())
     }
 
     fn is_registered(&self) -> bool {

@@ -10,7 +10,7 @@ use crate::callsite::Callsite;
 use crate::context::Context;
 use crate::dispatch::Active;
 use crate::event::Outcome;
-use crate::fanout;
+use crate::fanout::{self, SitePin};
 use crate::future::RecordWith;
 use crate::handle::Handle;
 use crate::payload::{Payload, Value};
@@ -265,7 +265,7 @@ pub struct Guard {
 /// unlistened drop has no drop glue to call, and building one in place drops nothing.
 struct Started {
     /// Started once its id is set (not when the payload expression panicked).
-    active: ManuallyDrop<Active>,
+    active: ManuallyDrop<Active<SitePin>>,
     payload: ManuallyDrop<Payload>,
 }
 
