@@ -41,21 +41,12 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::{instrument_event, Callsite, Notifier, Payload, Subscriber, TransactionId};
+use notify_core::{instrument_event, Callsite, Notifier, Payload, Subscriber};
 
 #[path = "support/fixture.rs"]
 mod fixture;
 
-use fixture::{fixture, payload_3_keys, redacting_notifier, NoopEvented};
-
-/// One subscribe + unsubscribe pair of a timed subscriber on `notifier`.
-fn subscribe_unsubscribe(notifier: &Notifier) {
-    let subscription = notifier.subscribe(
-        black_box("subscribe_unsubscribe.bench"),
-        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
-    );
-    subscription.unsubscribe().expect("just subscribed");
-}
+use fixture::{fixture, many_exact, payload_3_keys, redacting_notifier, subscribe_unsubscribe, NoopEvented};
 
 fn as_notifications(c: &mut Criterion) {
     let fixture = fixture();
@@ -310,13 +301,7 @@ fn registry(c: &mut Criterion) {
         });
     });
 
-    let notifier = Notifier::new();
-    let _many = notifier.subscribe_all((0..100_000).map(|i| {
-        (
-            notify_core::Pattern::exact(format!("{i}.many")),
-            Subscriber::evented(NoopEvented),
-        )
-    }));
+    let notifier = many_exact(100_000);
     group.sample_size(10);
     group.bench_function("subscribe_unsubscribe_100000", |b| {
         b.iter(|| subscribe_unsubscribe(&notifier));

@@ -14,7 +14,9 @@
 //! Cases: timed, timed_1, timed_monotonic,
 //! event_object, evented, silenced, unsubscribed, unsubscribed_dynamic, payload_3_keys, and
 //! payload_3_keys_redacted (the same event with the bench's redaction policy of 10 key patterns, none
-//! matching: the policy's cost is the difference with payload_3_keys).
+//! matching: the policy's cost is the difference with payload_3_keys). The write path:
+//! subscribe_unsubscribe (one exact subscribe + unsubscribe pair on the populated notifier) and
+//! subscribe_unsubscribe_100000 (the pair on a notifier with 100,000 other exact subscriptions).
 
 use std::hint::black_box;
 
@@ -32,17 +34,23 @@ fn main() {
 
     let fixture = fixture::fixture();
     let redacting = fixture::redacting_notifier();
-    let notifier = if case == "payload_3_keys_redacted" {
-        &redacting
-    } else {
-        &fixture.notifier
+    let many = match case.as_str() {
+        "subscribe_unsubscribe_100000" => fixture::many_exact(100_000),
+        _ => notify_core::Notifier::new(),
+    };
+    let notifier = match case.as_str() {
+        "payload_3_keys_redacted" => &redacting,
+        "subscribe_unsubscribe_100000" => &many,
+        _ => &fixture.notifier,
     };
     let name = match case.as_str() {
         "unsubscribed_dynamic" => format!("unsubscribed_dynamic.{}", std::process::id()),
         other => format!("{other}.bench"),
     };
     for _ in 0..iterations {
-        if case.starts_with("payload_3_keys") {
+        if case.starts_with("subscribe_unsubscribe") {
+            fixture::subscribe_unsubscribe(notifier);
+        } else if case.starts_with("payload_3_keys") {
             fixture::payload_3_keys(notifier);
         } else {
             notifier.instrument(black_box(name.as_str()), Payload::new, |_| {});

@@ -112,3 +112,27 @@ pub fn redacting_notifier() -> Notifier {
     );
     notifier
 }
+
+/// One subscribe + unsubscribe pair of a timed subscriber on `notifier`: the `subscribe_unsubscribe`
+/// cases.
+pub fn subscribe_unsubscribe(notifier: &Notifier) {
+    let subscription = notifier.subscribe(
+        black_box("subscribe_unsubscribe.bench"),
+        Subscriber::timed(|_: &str, _, _, _: TransactionId, _: &Payload| {}),
+    );
+    subscription.unsubscribe().expect("just subscribed");
+}
+
+/// A notifier with `n` exact subscriptions (an evented do-nothing subscriber each) on `n` names
+/// (`"{i}.many"`): `registry/subscribe_unsubscribe_100000`'s, with n = 100,000.
+pub fn many_exact(n: usize) -> Notifier {
+    let notifier = Notifier::new();
+    // Dropping a `Subscription` keeps the subscription.
+    let _ = notifier.subscribe_all((0..n).map(|i| {
+        (
+            notify_core::Pattern::exact(format!("{i}.many")),
+            Subscriber::evented(NoopEvented),
+        )
+    }));
+    notifier
+}

@@ -2,26 +2,29 @@
 //!
 //! Readers (`instrument`, `listening`, callsites) load the snapshot through `arc-swap` and never
 //! lock. Writers (`subscribe`, `unsubscribe`) serialise on one mutex, build the next snapshot from
-//! the current one, swap it in, update the name filter, refresh the registered callsites, and only
-//! then drop the old snapshot (after releasing the mutex, so a subscriber's `Drop` may itself
-//! subscribe). The failure policy, the failure hook, the nested-delivery limit and the redaction
+//! the current one (sharing what the change does not touch, see `registry.rs`), swap it in, update
+//! the name filter for the exact names added or removed, refresh the registered callsites whose
+//! names the change touched (all of them after a pattern change), and only then drop the old
+//! snapshot (after releasing the mutex, so a subscriber's `Drop` may itself subscribe). What only
+//! writers need (the subscriptions by id, the name filter's counts, the callsites by name) is kept
+//! under the mutex, out of the snapshot. The failure policy, the failure hook, the nested-delivery limit and the redaction
 //! policy live here too; dispatch applies them.
 //!
 //! This module calls no subscriber callback: that is `dispatch.rs`'s job.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::NotifyError;
 use crate::event::Name;
 use crate::failure::{default_hook, FailurePolicy, Hook};
+use crate::name_map::name_hash;
 use crate::pattern::Pattern;
 use crate::redaction::Redaction;
-use crate::registry::{Change, Entry, Lookup, NameRef, Resolved, Snapshot};
+use crate::registry::{Change, Entry, Group, Lookup, Membership, NameRef, Resolved, Snapshot};
 use crate::subscriber::Subscriber;
 use crate::subscription::SubscriptionId;
 use crate::sync::{AtomicU8, Mutex, RwLock};
@@ -56,29 +59,63 @@ pub(crate) struct Fanout {
 /// Words of [`Fanout::names`]: 4,096 bits, one per name hash.
 const NAME_FILTER_WORDS: usize = 64;
 
-/// The bit of `name` in [`Fanout::names`]: (word, mask).
+/// The bit in [`Fanout::names`] of the name whose [`name_hash`] is `hash`: (word, mask).
 #[inline]
-fn name_bit(name: &str) -> (usize, u64) {
-    let hash = FxBuildHasher.hash_one(name) as usize;
+fn name_bit(hash: u64) -> (usize, u64) {
+    let hash = hash as usize;
     ((hash >> 6) % NAME_FILTER_WORDS, 1 << (hash & 63))
 }
 
-/// The value of [`Fanout::names`] for `snapshot`.
-fn name_filter(snapshot: &Snapshot) -> [u64; NAME_FILTER_WORDS] {
-    if !snapshot.wide.is_empty() {
-        return [u64::MAX; NAME_FILTER_WORDS];
-    }
-    let mut words = [0; NAME_FILTER_WORDS];
-    for name in snapshot.exact.keys() {
-        let (word, mask) = name_bit(name);
-        words[word] |= mask;
-    }
-    words
+/// What only writers use, under [`Fanout::writer`].
+struct Writer {
+    /// Registered callsites (global fanout only), by name.
+    callsites: FxHashMap<&'static str, Vec<&'static SiteCache>>,
+    /// Every subscription, by id: what `unsubscribe` finds a subscription by.
+    subscriptions: FxHashMap<SubscriptionId, Arc<Entry>>,
+    /// How many exact names of the current snapshot set each bit of [`Fanout::names`].
+    name_bits: Box<[u32; NAME_FILTER_WORDS * 64]>,
 }
 
+impl Default for Writer {
+    fn default() -> Writer {
+        Writer {
+            callsites: FxHashMap::default(),
+            subscriptions: FxHashMap::default(),
+            name_bits: Box::new([0; NAME_FILTER_WORDS * 64]),
+        }
+    }
+}
+
+/// A change as a writer plans it (owned), then applies it ([`Planned::as_change`]).
 #[derive(Default)]
-struct Writer {
-    callsites: Vec<&'static SiteCache>,
+struct Planned {
+    added: Group,
+    removed: Group,
+    /// `unsubscribe_name`'s name and exclusion (see [`Change::name`]).
+    name: Option<(Box<str>, Option<SubscriptionId>)>,
+}
+
+impl Planned {
+    fn as_change(&self) -> Change<'_> {
+        Change {
+            added: &self.added,
+            removed: &self.removed,
+            name: self.name.as_ref().map(|(name, first_after)| (&**name, *first_after)),
+        }
+    }
+
+    /// True when pattern or catch-all subscriptions change: any name may be concerned.
+    fn touches_patterns(&self) -> bool {
+        self.added.iter().chain(&self.removed).any(|e| !e.is_exact())
+    }
+
+    /// The names whose listeners change when no pattern subscription changes (an exclusion
+    /// concerns its name only).
+    fn exact_names(&self) -> impl Iterator<Item = &str> {
+        let entries = self.added.iter().chain(&self.removed);
+        let names = entries.filter_map(|e| e.pattern.exact_name().map(|n| &**n));
+        names.chain(self.name.as_ref().map(|(name, _)| &**name))
+    }
 }
 
 static GLOBAL: LazyLock<Arc<Fanout>> = LazyLock::new(|| Fanout::new(true));
@@ -216,7 +253,7 @@ impl SiteCache {
 
     /// Recomputes the state from `snapshot`; called under the writer lock.
     fn refresh(&self, snapshot: &Snapshot) {
-        let resolved = snapshot.resolve(NameRef::Owned(Name::Static(self.name)));
+        let resolved = snapshot.resolve(NameRef::Owned(Name::Static(self.name)), name_hash(self.name));
         let interest = if resolved.is_some() { SOMETIMES } else { NEVER };
         self.resolved.store(resolved);
         self.interest.store(interest, Ordering::Release);
@@ -250,124 +287,196 @@ impl Fanout {
     /// then the snapshot's [`Snapshot::resolve`]).
     #[inline(always)]
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<Resolved>> {
-        if !self.may_listen(name) {
+        let hash = name_hash(name);
+        if !self.may_listen(hash) {
             return None;
         }
-        self.snapshot.load().resolve(NameRef::Borrowed(name))
+        // The hash is reused by the lookup (one hashing per event, as before the name map).
+        self.snapshot.load().resolve(NameRef::Borrowed(name), hash)
     }
 
-    /// The listeners of `name` now (`None` when nobody at all listens), borrowed from the current
-    /// snapshot, which `pin` keeps alive (callers test [`Fanout::may_listen`] first, so that an
-    /// unlistened name costs no `Pinned`): `instrument`'s path, which touches no reference count
+    /// The listeners of `name` (whose [`name_hash`] is `hash`) now (`None` when nobody at all
+    /// listens), borrowed from the current snapshot, which `pin` keeps alive (callers test
+    /// [`Fanout::may_listen`] first, with the same hash, so that an unlistened name costs no
+    /// `Pinned`): `instrument`'s path, which touches no reference count
     /// for a name with an exact subscription. Names known only through pattern subscriptions are
     /// resolved as [`Fanout::lookup`] does (their set held in `pin` too).
     #[inline(always)]
-    pub(crate) fn listeners<'p>(&self, name: &str, pin: &'p mut Pinned) -> Option<&'p Resolved> {
+    pub(crate) fn listeners<'p>(&self, name: &str, hash: u64, pin: &'p mut Pinned) -> Option<&'p Resolved> {
         let Pinned { snapshot, resolved } = pin;
         let snapshot: &'p Snapshot = snapshot.insert(self.snapshot.load());
         if !snapshot.exact.is_empty() {
-            if let Some(found) = snapshot.exact.get(name) {
+            if let Some(found) = snapshot.exact.get_hashed(name, hash) {
                 return Some(found);
             }
         }
         if snapshot.wide.is_empty() {
             return None;
         }
-        *resolved = snapshot.resolve(NameRef::Borrowed(name));
+        *resolved = snapshot.resolve(NameRef::Borrowed(name), hash);
         resolved.as_deref()
     }
 
     /// As [`Fanout::lookup`] for an owned name (handles, `publish_event`): a name cached is kept
     /// as it is rather than copied.
     pub(crate) fn lookup_name(&self, name: Name) -> Option<Arc<Resolved>> {
-        if !self.may_listen(name.as_str()) {
+        let hash = name_hash(name.as_str());
+        if !self.may_listen(hash) {
             return None;
         }
-        self.snapshot.load().resolve(NameRef::Owned(name))
+        self.snapshot.load().resolve(NameRef::Owned(name), hash)
     }
 
     /// Runs `answer` on what [`Snapshot::lookup`] finds for `name`, without resolving or caching
     /// anything (`listening`: never allocates).
     pub(crate) fn probe<R>(&self, name: &str, answer: impl FnOnce(Lookup<'_>) -> R) -> R {
-        if !self.may_listen(name) {
+        let hash = name_hash(name);
+        if !self.may_listen(hash) {
             return answer(Lookup::Nobody);
         }
-        answer(self.snapshot.load().lookup(name))
+        answer(self.snapshot.load().lookup(name, hash))
     }
 
-    /// False when nobody listens to `name` (exact); true when someone may (a filter collision, a
-    /// pattern subscription, or a listener).
+    /// False when nobody listens to the name whose [`name_hash`] is `hash` (exact); true when
+    /// someone may (a filter collision, a pattern subscription, or a listener).
     #[inline(always)]
-    pub(crate) fn may_listen(&self, name: &str) -> bool {
-        let (word, mask) = name_bit(name);
+    pub(crate) fn may_listen(&self, hash: u64) -> bool {
+        let (word, mask) = name_bit(hash);
         self.names[word].load(Ordering::Acquire) & mask != 0
     }
 
     /// How many subscriptions there are.
     pub(crate) fn subscription_count(&self) -> usize {
-        self.snapshot.load().entries.len()
+        self.snapshot.load().subscriptions
     }
 
-    /// Applies one change under the writer lock; `build` returns `None` for "nothing changed".
-    fn write(&self, build: impl FnOnce(&Snapshot) -> Option<Snapshot>) -> bool {
-        let writer = self.writer.lock();
+    /// Applies one change under the writer lock: `plan` reads the current snapshot and the
+    /// subscriptions by id and returns the change (`None`: nothing to change), which is applied
+    /// to both. Then the new snapshot is swapped in, the name filter follows the exact names it
+    /// added or removed, and the callsites whose names the change touched are refreshed.
+    fn write(
+        &self,
+        plan: impl FnOnce(&Snapshot, &FxHashMap<SubscriptionId, Arc<Entry>>) -> Option<Planned>,
+    ) -> Option<Planned> {
+        let mut guard = self.writer.lock();
+        let writer = &mut *guard;
         let current = self.snapshot.load_full();
-        let Some(next) = build(&current) else { return false };
-        let filter = name_filter(&next);
-        let old = self.snapshot.swap(Arc::new(next));
-        for (word, bits) in self.names.iter().zip(filter) {
-            word.store(bits, Ordering::Release);
+        let change = plan(&current, &writer.subscriptions)?;
+        let (next, membership) = current.next(change.as_change());
+        for entry in &change.added {
+            writer.subscriptions.insert(entry.id, entry.clone());
         }
-        if self.is_global {
+        for entry in &change.removed {
+            writer.subscriptions.remove(&entry.id);
+        }
+        let wide = !next.wide.is_empty();
+        let was_wide = !current.wide.is_empty();
+        let old = self.snapshot.swap(Arc::new(next));
+        self.update_names(&mut writer.name_bits, &membership, wide, was_wide);
+        if self.is_global && !writer.callsites.is_empty() {
             let snapshot = self.snapshot.load();
-            for callsite in &writer.callsites {
-                callsite.refresh(&snapshot);
+            let refresh = |sites: &Vec<&'static SiteCache>| sites.iter().for_each(|site| site.refresh(&snapshot));
+            match change.touches_patterns() {
+                // A pattern change may concern any name.
+                true => writer.callsites.values().for_each(refresh),
+                false => change.exact_names().for_each(|name| {
+                    if let Some(sites) = writer.callsites.get(name) {
+                        refresh(sites);
+                    }
+                }),
             }
         }
-        drop(writer);
+        drop(guard);
         // `current` and `old` may hold the last references to removed subscribers: drop them
         // outside the lock, so a subscriber's Drop may subscribe.
         drop((current, old));
-        true
+        Some(change)
+    }
+
+    /// Updates [`Fanout::names`] after a swap: every bit while pattern subscriptions exist, else
+    /// the bits of the exact names, counted in `bits` so that removing a name clears its bit only
+    /// when no other name sets it.
+    fn update_names(
+        &self,
+        bits: &mut [u32; NAME_FILTER_WORDS * 64],
+        membership: &[Membership],
+        wide: bool,
+        was_wide: bool,
+    ) {
+        for change in membership {
+            let (word, mask) = name_bit(name_hash(&change.name));
+            let count = &mut bits[word * 64 + mask.trailing_zeros() as usize];
+            match change.added {
+                true => *count += 1,
+                false => *count -= 1,
+            }
+            if !wide {
+                match *count {
+                    0 => self.names[word].fetch_and(!mask, Ordering::Release),
+                    _ => self.names[word].fetch_or(mask, Ordering::Release),
+                };
+            }
+        }
+        if wide != was_wide {
+            for (word, counts) in self.names.iter().zip(bits.chunks_exact(64)) {
+                let value = match wide {
+                    true => u64::MAX,
+                    false => counts
+                        .iter()
+                        .enumerate()
+                        .fold(0, |w, (b, n)| w | u64::from(*n > 0) << b),
+                };
+                word.store(value, Ordering::Release);
+            }
+        }
     }
 
     /// Adds every `(pattern, subscriber)` pair in one change; returns their ids in order.
-    pub(crate) fn subscribe_all(&self, pairs: Vec<(Pattern, Subscriber)>) -> Vec<SubscriptionId> {
-        let mut added = Vec::with_capacity(pairs.len());
-        self.write(|snapshot| {
-            for (pattern, subscriber) in pairs {
+    pub(crate) fn subscribe_all(
+        &self,
+        pairs: impl IntoIterator<Item = (Pattern, Subscriber)>,
+    ) -> Group<SubscriptionId> {
+        // Collected before the writer lock is taken: the caller's iterator may subscribe. Ids are
+        // given under it, so that they follow the order in which changes apply.
+        let pairs: Group<(Pattern, Subscriber)> = pairs.into_iter().collect();
+        let added = self.write(|_, _| {
+            let added = pairs.into_iter().map(|(pattern, subscriber)| {
                 let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
-                added.push(Arc::new(Entry {
+                Arc::new(Entry {
                     id,
                     pattern,
                     subscriber,
-                }));
-            }
-            let mut entries = Vec::with_capacity(snapshot.entries.len() + added.len());
-            entries.extend(snapshot.entries.iter().cloned());
-            entries.extend(added.iter().cloned());
-            Some(snapshot.next(entries, snapshot.excluded.clone(), Change::Entries(&added)))
+                })
+            });
+            let added: Group = added.collect();
+            (!added.is_empty()).then(|| Planned {
+                added,
+                ..Planned::default()
+            })
         });
-        added.iter().map(|e| e.id).collect()
+        added.map_or_else(Group::new, |change| change.added.iter().map(|e| e.id).collect())
     }
 
     /// Removes the subscriptions of `ids` that still exist, in one change; returns how many.
     pub(crate) fn unsubscribe_all(&self, ids: &FxHashSet<SubscriptionId>) -> usize {
-        let mut removed = Vec::new();
-        self.write(|snapshot| {
-            let (gone, kept): (Vec<_>, Vec<_>) = snapshot.entries.iter().cloned().partition(|e| ids.contains(&e.id));
-            removed = gone;
-            (!removed.is_empty()).then(|| snapshot.next(kept, snapshot.excluded.clone(), Change::Entries(&removed)))
+        let change = self.write(|_, subscriptions| {
+            let mut removed: Group = ids.iter().filter_map(|id| subscriptions.get(id).cloned()).collect();
+            removed.sort_unstable_by_key(|e| e.id);
+            (!removed.is_empty()).then(|| Planned {
+                removed,
+                ..Planned::default()
+            })
         });
-        self.release(&removed);
-        removed.len()
+        let Some(change) = change else { return 0 };
+        self.release(change.removed)
     }
 
     /// After removing `removed`: empties the cache slots still holding a removed pattern
     /// subscription, so its subscriber is dropped when the last event using it finishes, as an
     /// exact one is. Skipped (the usual case: the removed patterns matched no cached name, or the
-    /// cache holds no name) when nothing but `removed` holds them any more.
-    fn release(&self, removed: &[Arc<Entry>]) {
+    /// cache holds no name) when nothing but `removed` holds them any more. Returns how many
+    /// subscriptions were removed.
+    fn release(&self, removed: Group) -> usize {
         let held: Vec<&Arc<Entry>> = removed
             .iter()
             .filter(|e| !e.is_exact() && Arc::strong_count(e) > 1)
@@ -375,6 +484,7 @@ impl Fanout {
         if !held.is_empty() {
             self.snapshot.load().forget(&held);
         }
+        removed.len()
     }
 
     /// Removes one subscription.
@@ -382,22 +492,16 @@ impl Fanout {
     /// # Errors
     /// [`NotifyError::NotFound`] when it does not exist (any more).
     pub(crate) fn unsubscribe_id(&self, id: SubscriptionId) -> Result<(), NotifyError> {
-        let mut removed = None;
-        self.write(|snapshot| {
-            let at = snapshot.entries.iter().position(|e| e.id == id)?;
-            let mut entries = snapshot.entries.clone();
-            let entry = entries.remove(at);
-            let next = snapshot.next(
-                entries,
-                snapshot.excluded.clone(),
-                Change::Entries(std::slice::from_ref(&entry)),
-            );
-            removed = Some(entry);
-            Some(next)
+        let change = self.write(|_, subscriptions| {
+            let entry = subscriptions.get(&id)?;
+            Some(Planned {
+                removed: smallvec::smallvec![entry.clone()],
+                ..Planned::default()
+            })
         });
-        match removed {
-            Some(entry) => {
-                self.release(std::slice::from_ref(&entry));
+        match change {
+            Some(change) => {
+                self.release(change.removed);
                 Ok(())
             }
             None => Err(NotifyError::NotFound),
@@ -411,34 +515,21 @@ impl Fanout {
     /// the next subscription will get: every pattern subscription made before no longer receives
     /// the name), so a call costs the same however many names were excluded before.
     pub(crate) fn unsubscribe_name(&self, name: &str) -> usize {
-        let mut removed = 0;
-        self.write(|snapshot| {
-            let entries: Vec<Arc<Entry>> = match snapshot.exact.contains_key(name) {
-                true => {
-                    let kept: Vec<_> = snapshot
-                        .entries
-                        .iter()
-                        .filter(|e| e.pattern.exact_name().is_none_or(|exact| **exact != *name))
-                        .cloned()
-                        .collect();
-                    removed = snapshot.entries.len() - kept.len();
-                    kept
-                }
-                false => snapshot.entries.clone(),
-            };
+        let change = self.write(|snapshot, _| {
+            let removed = snapshot.exact_entries(name);
             // A pattern subscription (not a catch-all) that still receives the name: exclude it.
             let exclude = snapshot.wide().matching(name).any(|e| !e.pattern.is_all());
-            if removed == 0 && !exclude {
+            if removed.is_empty() && !exclude {
                 return None;
             }
-            let mut excluded = snapshot.excluded.clone();
-            if exclude {
-                let first_after = SubscriptionId(self.next_subscription.load(Ordering::Relaxed));
-                excluded.insert_mut(name.into(), first_after);
-            }
-            Some(snapshot.next(entries, excluded, Change::Name(name)))
+            let first_after = exclude.then(|| SubscriptionId(self.next_subscription.load(Ordering::Relaxed)));
+            Some(Planned {
+                removed,
+                name: Some((name.into(), first_after)),
+                ..Planned::default()
+            })
         });
-        removed
+        change.map_or(0, |change| self.release(change.removed))
     }
 
     /// How many event names the snapshot holds resolved (for tests).
@@ -454,7 +545,7 @@ impl Fanout {
             return;
         }
         callsite.refresh(&self.snapshot.load());
-        writer.callsites.push(callsite);
+        writer.callsites.entry(callsite.name).or_default().push(callsite);
     }
 
     pub(crate) fn policy(&self) -> FailurePolicy {
@@ -827,6 +918,155 @@ mod tests {
                 }
             }
             stop.store(true, Ordering::Relaxed);
+        });
+    }
+
+    /// Issue 15's write path: a change shares every part of the snapshot it does not touch. With
+    /// 10,000 exact names, subscribing to one more leaves every other name's resolved listeners
+    /// (the same `Arc`) and the pattern subscriptions in place, and resolves only the new name.
+    #[test]
+    fn an_exact_change_shares_the_names_it_does_not_touch() {
+        let fanout = Fanout::new(false);
+        fanout.subscribe_all((0..10_000).map(|i| (Pattern::exact(format!("{i}.many")), noop())));
+        let _glob = fanout.subscribe_all(vec![(Pattern::glob("*.other").unwrap(), noop())]);
+        let before = fanout.snapshot.load_full();
+        let id = fanout.subscribe_all(vec![("new.many".into(), noop())])[0];
+        let after = fanout.snapshot.load_full();
+        assert!(Arc::ptr_eq(&before.wide[0], &after.wide[0]));
+        assert!(
+            std::ptr::eq(before.wide.as_ptr(), after.wide.as_ptr()),
+            "the pattern list is shared"
+        );
+        for i in (0..10_000).step_by(97) {
+            let name = format!("{i}.many");
+            let (a, b) = (
+                before.exact.get(name.as_str()).unwrap(),
+                after.exact.get(name.as_str()).unwrap(),
+            );
+            assert!(Arc::ptr_eq(a, b), "{name} was resolved again");
+        }
+        assert_eq!(after.exact.len(), 10_001);
+        assert_eq!(after.subscriptions, 10_002);
+        assert_eq!(ids(&fanout, "new.many"), [id.0]);
+        fanout.unsubscribe_id(id).unwrap();
+        assert_eq!(fanout.snapshot.load().exact.len(), 10_000);
+        assert_eq!(ids(&fanout, "new.many"), Vec::<u64>::new());
+        assert_eq!(ids(&fanout, "77.many").len(), 1);
+    }
+
+    /// The name filter counts the exact names behind each bit: removing one of two names that
+    /// share a bit keeps the other listened; removing both clears the bit.
+    #[test]
+    fn the_name_filter_keeps_a_bit_while_another_name_sets_it() {
+        let fanout = Fanout::new(false);
+        let first = "shared.0".to_owned();
+        let second = (1..)
+            .map(|i| format!("shared.{i}"))
+            .find(|n| name_bit(name_hash(n)) == name_bit(name_hash(&first)))
+            .unwrap();
+        let a = fanout.subscribe_all(vec![(first.as_str().into(), noop())])[0];
+        let b = fanout.subscribe_all(vec![(second.as_str().into(), noop())])[0];
+        fanout.unsubscribe_id(a).unwrap();
+        assert!(fanout.may_listen(name_hash(&second)));
+        assert_eq!(ids(&fanout, &second), [b.0]);
+        assert_eq!(ids(&fanout, &first), Vec::<u64>::new());
+        fanout.unsubscribe_id(b).unwrap();
+        assert!(!fanout.may_listen(name_hash(&second)));
+        // A pattern subscription sets every bit; without it the exact names' bits come back.
+        let c = fanout.subscribe_all(vec![(first.as_str().into(), noop())])[0];
+        let glob = fanout.subscribe_all(vec![(Pattern::glob("*.none").unwrap(), noop())])[0];
+        assert!(fanout.may_listen(name_hash("anything")));
+        fanout.unsubscribe_id(glob).unwrap();
+        assert!(fanout.may_listen(name_hash(&first)));
+        let anything = name_hash("anything");
+        assert!(!fanout.may_listen(anything) || name_bit(anything) == name_bit(name_hash(&first)));
+        assert_eq!(ids(&fanout, &first), [c.0]);
+    }
+
+    /// The write path under concurrency, with exact expectations: two writers, each owning its
+    /// names, add and remove exact subscriptions, a glob over their names and `unsubscribe_name`
+    /// exclusions, while readers instrument every name (and check that listeners come in
+    /// subscription order). After each of its changes a writer finds on each of its names exactly
+    /// the subscriptions its own record says, in subscription order.
+    #[test]
+    fn stress_exact_and_pattern_churn_stays_exact() {
+        let fanout = Fanout::new(false);
+        let stop = AtomicBool::new(false);
+        let all: Vec<String> = (0..2)
+            .flat_map(|w| (0..12).map(move |i| format!("w{w}.n{i}")))
+            .collect();
+        std::thread::scope(|scope| {
+            for t in 0..2 {
+                let (fanout, all, stop) = (&fanout, &all, &stop);
+                scope.spawn(move || {
+                    let mut i = t;
+                    while !stop.load(Ordering::Relaxed) {
+                        let name = &all[i % all.len()];
+                        if let Some(resolved) = fanout.lookup(name) {
+                            let ids: Vec<u64> = resolved.listeners.entries().map(|e| e.id.0).collect();
+                            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{name}: {ids:?}");
+                        }
+                        instrument(fanout, name);
+                        i += 5;
+                    }
+                });
+            }
+            let writers: Vec<_> = (0..2)
+                .map(|w| {
+                    let fanout = &fanout;
+                    scope.spawn(move || {
+                        let names: Vec<String> = (0..12).map(|i| format!("w{w}.n{i}")).collect();
+                        // (id, Some(name index)) for an exact subscription, (id, None) for a glob.
+                        let mut live: Vec<(u64, Option<usize>)> = Vec::new();
+                        let mut excluded: FxHashSet<(u64, usize)> = FxHashSet::default();
+                        for round in 0..600_usize {
+                            match round % 7 {
+                                0..=3 => {
+                                    let at = (round * 5) % names.len();
+                                    let id = fanout.subscribe_all(vec![(names[at].as_str().into(), noop())])[0];
+                                    live.push((id.0, Some(at)));
+                                }
+                                4 => {
+                                    let glob = Pattern::glob(&format!("w{w}.*")).unwrap();
+                                    let id = fanout.subscribe_all(vec![(glob, noop())])[0];
+                                    live.push((id.0, None));
+                                }
+                                5 if round % 3 == 0 => {
+                                    let at = round % names.len();
+                                    let exact = live.iter().filter(|(_, n)| *n == Some(at)).count();
+                                    assert_eq!(fanout.unsubscribe_name(&names[at]), exact);
+                                    live.retain(|(_, n)| *n != Some(at));
+                                    excluded.extend(live.iter().filter(|(_, n)| n.is_none()).map(|(id, _)| (*id, at)));
+                                }
+                                _ if !live.is_empty() => {
+                                    let (id, _) = live.remove((round * 3) % live.len());
+                                    fanout.unsubscribe_id(SubscriptionId(id)).unwrap();
+                                }
+                                _ => {}
+                            }
+                            for (at, name) in names.iter().enumerate() {
+                                let want: Vec<u64> = live
+                                    .iter()
+                                    .filter(|(id, n)| match n {
+                                        Some(n) => *n == at,
+                                        None => !excluded.contains(&(*id, at)),
+                                    })
+                                    .map(|(id, _)| *id)
+                                    .collect();
+                                let got: Vec<u64> = fanout
+                                    .lookup(name)
+                                    .map(|r| r.listeners.entries().map(|e| e.id.0).collect())
+                                    .unwrap_or_default();
+                                assert_eq!(got, want, "writer {w}, round {round}, {name}");
+                            }
+                        }
+                        live.len()
+                    })
+                })
+                .collect();
+            let left: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(fanout.subscription_count(), left);
         });
     }
 }

@@ -101,6 +101,7 @@ mod event;
 mod event_id;
 mod failure;
 mod ids;
+mod name_map;
 mod pattern;
 mod payload;
 mod record;

@@ -16,6 +16,7 @@ use crate::event::{monotonic_clock, Event, Name};
 use crate::failure::{FailurePolicy, SubscriberFailure};
 use crate::fanout::{self, Fanout, Pinned};
 use crate::handle::Handle;
+use crate::name_map::name_hash;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 #[cfg(feature = "redaction")]
@@ -116,8 +117,11 @@ impl Notifier {
     /// # Ok::<(), notify_core::PatternError>(())
     /// ```
     pub fn subscribe(&self, pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>) -> Subscription {
-        let mut subscriptions = self.subscribe_all([(pattern.into(), subscriber.into())]);
-        subscriptions.pop().expect("one subscription per pair")
+        let ids = self.fanout.subscribe_all([(pattern.into(), subscriber.into())]);
+        Subscription {
+            id: ids[0],
+            notifier: Arc::downgrade(&self.fanout),
+        }
     }
 
     /// Subscribes every `(pattern, subscriber)` pair in one registry change: one snapshot is built
@@ -136,7 +140,7 @@ impl Notifier {
     /// assert_eq!(notifier.subscriber_count(), 0);
     /// ```
     pub fn subscribe_all(&self, pairs: impl IntoIterator<Item = (Pattern, Subscriber)>) -> Vec<Subscription> {
-        let ids = self.fanout.subscribe_all(pairs.into_iter().collect());
+        let ids = self.fanout.subscribe_all(pairs);
         let notifier = Arc::downgrade(&self.fanout);
         ids.into_iter()
             .map(|id| Subscription {
@@ -242,11 +246,12 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        if !self.fanout.may_listen(name) {
+        let hash = name_hash(name);
+        if !self.fanout.may_listen(hash) {
             return dispatch::unlistened(body);
         }
         let mut pin = Pinned::default();
-        match self.fanout.listeners(name, &mut pin) {
+        match self.fanout.listeners(name, hash, &mut pin) {
             Some(resolved) => dispatch::run(&self.fanout, resolved, None, None, payload, body),
             None => dispatch::unlistened(body),
         }
@@ -271,11 +276,12 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        if !self.fanout.may_listen(name) {
+        let hash = name_hash(name);
+        if !self.fanout.may_listen(hash) {
             return dispatch::unlistened(body);
         }
         let mut pin = Pinned::default();
-        match self.fanout.listeners(name, &mut pin) {
+        match self.fanout.listeners(name, hash, &mut pin) {
             Some(resolved) => dispatch::run(&self.fanout, resolved, Some(parent.into().frame()), None, payload, body),
             None => dispatch::unlistened(body),
         }

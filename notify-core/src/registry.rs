@@ -2,7 +2,9 @@
 //! kind. A snapshot is immutable once published; writers build the next one from the previous
 //! one and swap it in (see `fanout.rs`).
 //!
-//! Names with an exact subscription are resolved when the snapshot is built (`exact`). Other names
+//! Names with an exact subscription are resolved when the snapshot is built (`exact`, a persistent
+//! hash trie the next snapshot shares: a change resolves again only the names it touches and copies
+//! O(log n) of the map, never the list of subscriptions, which only the writer keeps). Other names
 //! matter only when a pattern or catch-all subscription exists (`wide`); they are resolved on first
 //! use into a bounded set-associative cache that every snapshot of a notifier shares. A change of
 //! the pattern subscriptions (or of the exclusions) is logged in the next snapshot, not applied to
@@ -11,15 +13,16 @@
 //! same however many names are cached. Removed pattern subscriptions are emptied from the cache
 //! when still held there (`Snapshot::forget`), so their subscribers are dropped at once.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 use rpds::HashTrieMapSync;
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+use rustc_hash::FxBuildHasher;
+use smallvec::SmallVec;
 
 use crate::event::Name;
+use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
 use crate::subscriber::{
     EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber, SilenceKey,
@@ -42,6 +45,9 @@ pub(crate) const CACHE_SLOTS: usize = CACHE_SETS * CACHE_WAYS;
 /// shares it, and adding or finding a name is O(log n) (at most a few levels of 32-way nodes), so
 /// neither `unsubscribe_name` nor matching costs more as exclusions accumulate.
 pub(crate) type Exclusions = HashTrieMapSync<Arc<str>, SubscriptionId, FxBuildHasher>;
+
+/// Subscriptions of one name or one change (a few, usually), in subscription order.
+pub(crate) type Group<T = Arc<Entry>> = SmallVec<[T; 4]>;
 
 /// One subscription as the registry keeps it.
 pub(crate) struct Entry {
@@ -203,17 +209,27 @@ impl Resolved {
     }
 }
 
+/// The names with at least one exact subscription, each resolved against every subscription (its
+/// exact ones and the pattern and catch-all ones that match it). A persistent hash trie
+/// ([`NameMap`]): the next snapshot shares every node a change does not touch, so adding or
+/// removing a name costs O(log n) whatever else is subscribed, and a lookup follows one slot per
+/// level of 32-way branches.
+pub(crate) type ExactNames = NameMap<Arc<Resolved>>;
+
 /// One immutable state of the registry.
+///
+/// Nothing in it is copied whole by a change: `exact` and `excluded` are persistent maps that the
+/// next snapshot shares, `wide` and `log` are shared until a pattern change, and the name cache is
+/// one per notifier. The writer keeps what only writers need (the subscriptions by id, the name
+/// filter's counts) outside the snapshot (`fanout.rs`).
 #[derive(Default)]
 pub(crate) struct Snapshot {
-    /// Every subscription in subscription order.
-    pub(crate) entries: Vec<Arc<Entry>>,
+    /// Names with at least one exact subscription, resolved against all subscriptions.
+    pub(crate) exact: ExactNames,
     /// Pattern and catch-all subscriptions, in subscription order.
-    pub(crate) wide: Vec<Arc<Entry>>,
+    pub(crate) wide: Arc<[Arc<Entry>]>,
     /// Names removed from pattern subscriptions by `unsubscribe_name` (empty when `wide` is).
     pub(crate) excluded: Exclusions,
-    /// Names with at least one exact subscription, resolved against all subscriptions.
-    pub(crate) exact: FxHashMap<Arc<str>, Arc<Resolved>>,
     /// Names resolved through `wide`, filled on first use; absent until a name needs it. One
     /// cache serves every snapshot of a notifier: entries hold only what `wide` contributes (exact
     /// names are looked up before the cache), and an entry is used only while it is current (see
@@ -222,7 +238,9 @@ pub(crate) struct Snapshot {
     /// How many changes of `wide` or `excluded` led to this snapshot (0 for a new notifier).
     pub(crate) version: u64,
     /// The last (at most [`LOG_LEN`]) of those changes, oldest first; the last one is `version`'s.
-    log: Vec<Arc<Touched>>,
+    log: Arc<[Arc<Touched>]>,
+    /// How many subscriptions there are.
+    pub(crate) subscriptions: usize,
 }
 
 /// Changes of the pattern subscriptions a snapshot remembers, to tell whether a cached name is
@@ -263,12 +281,26 @@ impl Cache {
     }
 }
 
-/// What a registry change touched, to keep the rest of the cache.
-pub(crate) enum Change<'a> {
-    /// These subscriptions were added or removed: every name they match may change.
-    Entries(&'a [Arc<Entry>]),
-    /// Only this name's listeners change (`unsubscribe_name`).
-    Name(&'a str),
+/// One change of the registry, as [`Snapshot::next`] applies it.
+#[derive(Default)]
+pub(crate) struct Change<'a> {
+    /// New subscriptions, with ids greater than every existing one, in id order.
+    pub(crate) added: &'a [Arc<Entry>],
+    /// Existing subscriptions to remove.
+    pub(crate) removed: &'a [Arc<Entry>],
+    /// `unsubscribe_name`: the name and, when pattern subscriptions still received it, the id
+    /// before which they no longer do (see [`Exclusions`]).
+    pub(crate) name: Option<(&'a str, Option<SubscriptionId>)>,
+}
+
+/// An exact subscription of a change: its name, itself, and whether it is added (or removed).
+type Edit<'a> = (&'a Arc<str>, &'a Arc<Entry>, bool);
+
+/// An exact name that [`Snapshot::next`] added to or removed from [`Snapshot::exact`] (the name
+/// filter of `fanout.rs` follows these).
+pub(crate) struct Membership {
+    pub(crate) name: Arc<str>,
+    pub(crate) added: bool,
 }
 
 /// What [`Snapshot::lookup`] found.
@@ -330,7 +362,7 @@ pub(crate) fn set_of(name: &str) -> usize {
 
 /// The hash of `name` that [`set_of`] takes its low bits from.
 pub(crate) fn cache_hash(name: &str) -> u64 {
-    FxBuildHasher.hash_one(name)
+    name_hash(name)
 }
 
 /// The slots of `name`'s set.
@@ -352,10 +384,13 @@ impl Snapshot {
     /// then [`Lookup::Nobody`]; else the name's slot in the cache. Never allocates: a name only
     /// patterns can match and not cached yet is [`Lookup::Uncached`], for the caller to resolve and
     /// cache ([`Snapshot::resolve`]) or to answer from the pattern subscriptions (`listening`).
+    ///
+    /// `hash` is the name's [`name_hash`](crate::name_map::name_hash) (the caller's name filter
+    /// computed it already).
     #[inline(always)]
-    pub(crate) fn lookup(&self, name: &str) -> Lookup<'_> {
+    pub(crate) fn lookup(&self, name: &str, hash: u64) -> Lookup<'_> {
         if !self.exact.is_empty() {
-            if let Some(found) = self.exact.get(name) {
+            if let Some(found) = self.exact.get_hashed(name, hash) {
                 return Lookup::Found(found.clone());
             }
         }
@@ -423,7 +458,7 @@ impl Snapshot {
     /// The pattern and catch-all subscriptions with the exclusions.
     pub(crate) fn wide(&self) -> Wide<'_> {
         Wide {
-            entries: &self.wide,
+            entries: &self.wide[..],
             excluded: &self.excluded,
         }
     }
@@ -432,8 +467,8 @@ impl Snapshot {
     /// and an uncached name resolved against the pattern subscriptions and cached (unlistened
     /// names too, so a miss is paid once).
     #[inline(always)]
-    pub(crate) fn resolve(&self, name: NameRef<'_>) -> Option<Arc<Resolved>> {
-        match self.lookup(name.as_str()) {
+    pub(crate) fn resolve(&self, name: NameRef<'_>, hash: u64) -> Option<Arc<Resolved>> {
+        match self.lookup(name.as_str(), hash) {
             Lookup::Nobody => None,
             Lookup::Found(resolved) => Some(resolved),
             Lookup::Uncached(_) => self.resolve_into_cache(name),
@@ -485,95 +520,149 @@ impl Snapshot {
         self.exact.len() + cached
     }
 
-    /// The snapshot after `change`, given the full new list of subscriptions (in subscription
-    /// order, which is also id order). Names the change does not touch keep their resolved
-    /// listeners; the others are resolved again. Linear in the number of subscriptions and names.
-    /// `excluded` is the new exclusions (`self.excluded` unless the change is an `unsubscribe_name`).
-    pub(crate) fn next(&self, entries: Vec<Arc<Entry>>, excluded: Exclusions, change: Change<'_>) -> Snapshot {
-        let wide: Vec<Arc<Entry>> = entries.iter().filter(|e| !e.is_exact()).cloned().collect();
-        // Exclusions only ever concern glob and regex subscriptions: none left, none kept.
-        let excluded = match wide.iter().all(|e| e.pattern.is_all()) {
-            true => Exclusions::default(),
-            false => excluded,
+    /// The exact subscriptions to `name`, in subscription order.
+    pub(crate) fn exact_entries(&self, name: &str) -> Group {
+        let mut entries: Group = match self.exact.get(name) {
+            Some(resolved) => resolved.listeners.entries().filter(|e| e.is_exact()).cloned().collect(),
+            None => Group::new(),
         };
-        let mut changed_names: FxHashSet<&str> = FxHashSet::default();
-        let mut changed_wide: Vec<&Entry> = Vec::new();
-        match change {
-            Change::Entries(changed) => {
-                for entry in changed {
-                    match entry.pattern.exact_name() {
-                        Some(name) => {
-                            changed_names.insert(name);
-                        }
-                        None => changed_wide.push(entry),
-                    }
-                }
+        entries.sort_unstable_by_key(|e| e.id);
+        entries
+    }
+
+    /// The snapshot after `change`, and the names it added to or removed from `exact`.
+    ///
+    /// Costs O(log n) in the number of exact names plus the work on the names the change touches:
+    /// an exact subscription re-resolves its name only (its exact subscriptions and the pattern
+    /// subscriptions that match it); a pattern subscription added or removed re-resolves the exact
+    /// names it matches (each tested once) and is logged for the cached names (see
+    /// [`Snapshot::is_current`]); `unsubscribe_name` re-resolves its name.
+    pub(crate) fn next(&self, change: Change<'_>) -> (Snapshot, SmallVec<[Membership; 1]>) {
+        let changed_wide: SmallVec<[&Arc<Entry>; 1]> = change
+            .added
+            .iter()
+            .chain(change.removed)
+            .filter(|e| !e.is_exact())
+            .collect();
+        let wide: Arc<[Arc<Entry>]> = match changed_wide.is_empty() {
+            true => self.wide.clone(),
+            false => {
+                let removed = |e: &Arc<Entry>| change.removed.iter().any(|r| Arc::ptr_eq(r, e));
+                let kept = self.wide.iter().filter(|e| !removed(e));
+                kept.chain(change.added.iter().filter(|e| !e.is_exact()))
+                    .cloned()
+                    .collect()
             }
-            Change::Name(name) => {
-                changed_names.insert(name);
+        };
+        let mut excluded = self.excluded.clone();
+        if let Some((name, Some(first_after))) = change.name {
+            excluded.insert_mut(name.into(), first_after);
+        }
+        // Exclusions only ever concern glob and regex subscriptions: none left, none kept.
+        if !excluded.is_empty() && wide.iter().all(|e| e.pattern.is_all()) {
+            excluded = Exclusions::default();
+        }
+        // The exact subscriptions added (true) or removed (false), by name, then id.
+        let mut edits: SmallVec<[Edit<'_>; 1]> = change
+            .added
+            .iter()
+            .map(|e| (e, true))
+            .chain(change.removed.iter().map(|e| (e, false)))
+            .filter_map(|(e, added)| e.pattern.exact_name().map(|name| (name, e, added)))
+            .collect();
+        edits.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.1.id.cmp(&b.1.id)));
+        let edited = |name: &str| edits.binary_search_by(|(n, _, _)| (***n).cmp(name)).is_ok();
+        // Other names to resolve again: the `unsubscribe_name` one, the exact names a changed
+        // pattern matches.
+        let mut others: SmallVec<[Arc<str>; 1]> = SmallVec::new();
+        if let Some((name, _)) = change.name {
+            if !edited(name) && self.exact.contains_key(name) {
+                others.push(name.into());
             }
         }
-        let touches = |name: &str| changed_names.contains(name) || changed_wide.iter().any(|e| e.pattern.matches(name));
+        if !changed_wide.is_empty() {
+            self.exact.for_each(|name, _| {
+                if !edited(name) && changed_wide.iter().any(|e| e.pattern.matches(name)) {
+                    others.push(name.clone());
+                }
+            });
+        }
         let mut exact = self.exact.clone();
-        if changed_wide.is_empty() {
-            for name in &changed_names {
-                exact.remove(*name);
+        let mut membership = SmallVec::new();
+        let mut resolve = |name: &Arc<str>, edits: &[Edit<'_>]| {
+            let mut group = self.exact_entries(name);
+            let before = !group.is_empty();
+            if change.name.is_some_and(|(unsubscribed, _)| *unsubscribed == **name) {
+                group.clear();
             }
-        } else {
-            exact.retain(|name, _| !touches(name));
-        }
-        // Exact names left unresolved: group their subscriptions, add the wide ones that match.
-        // When no pattern subscription changed, those are exactly the changed names (every other
-        // exact name was kept above): compare the few of them directly instead of hashing the
-        // name of every subscription.
-        let few: Option<Vec<&str>> =
-            (changed_wide.is_empty() && changed_names.len() <= 8).then(|| changed_names.iter().copied().collect());
-        let mut missing: FxHashMap<Arc<str>, Vec<&Arc<Entry>>> = FxHashMap::default();
-        for entry in &entries {
-            if let Some(name) = entry.pattern.exact_name() {
-                let unresolved = match &few {
-                    Some(few) => few.iter().any(|changed| **name == **changed),
-                    None => !exact.contains_key(name),
-                };
-                if unresolved {
-                    missing.entry(name.clone()).or_default().push(entry);
+            let removed = |e: &Arc<Entry>| edits.iter().any(|(_, r, added)| !added && r.id == e.id);
+            match edits.len() {
+                0 => (),
+                // Many subscriptions of one name removed at once: ids in order, searched.
+                1..=8 => group.retain(|e| !removed(e)),
+                _ => {
+                    let gone: Vec<SubscriptionId> = edits.iter().filter(|(_, _, a)| !a).map(|(_, e, _)| e.id).collect();
+                    group.retain(|e| gone.binary_search(&e.id).is_err());
                 }
             }
-        }
-        for (name, mut group) in missing {
-            group.extend(wide.iter().filter(|w| w.matches(&name, &excluded)));
-            group.sort_by_key(|e| e.id);
-            if let Some(resolved) = Resolved::new(Name::Shared(name.clone()), group) {
-                exact.insert(name, resolved);
+            group.extend(
+                edits
+                    .iter()
+                    .filter(|(_, _, added)| *added)
+                    .map(|(_, e, _)| Arc::clone(e)),
+            );
+            let after = !group.is_empty();
+            if after {
+                group.extend(wide.iter().filter(|w| w.matches(name, &excluded)).cloned());
+                group.sort_unstable_by_key(|e| e.id);
+                let resolved =
+                    Resolved::new(Name::Shared(name.clone()), &group).expect("an exact subscription listens");
+                exact.insert(name.clone(), resolved);
+            } else if before {
+                exact.remove(name);
             }
+            if before != after {
+                membership.push(Membership {
+                    name: name.clone(),
+                    added: after,
+                });
+            }
+        };
+        for same_name in edits.chunk_by(|a, b| a.0 == b.0) {
+            resolve(same_name[0].0, same_name);
+        }
+        for name in &others {
+            resolve(name, &[]);
         }
         // The cache is shared; a change of the pattern subscriptions or exclusions is logged, and
         // cached names it touches stop being current (`is_current`).
-        let (version, log) = match change {
-            Change::Entries(_) if changed_wide.is_empty() => (self.version, self.log.clone()),
-            _ => {
+        let exclusion = change.name.filter(|(_, first_after)| first_after.is_some());
+        let (version, log) = match changed_wide.is_empty() && exclusion.is_none() {
+            true => (self.version, self.log.clone()),
+            false => {
                 let touched = Touched {
                     patterns: changed_wide.iter().map(|e| e.pattern.clone()).collect(),
-                    names: match change {
-                        Change::Name(name) => vec![name.into()],
-                        Change::Entries(_) => Vec::new(),
-                    },
+                    names: exclusion.map(|(name, _)| name.into()).into_iter().collect(),
                 };
                 let keep = self.log.len().min(LOG_LEN - 1);
-                let mut log = Vec::with_capacity(keep + 1);
-                log.extend(self.log[self.log.len() - keep..].iter().cloned());
-                log.push(Arc::new(touched));
+                let log = self.log[self.log.len() - keep..]
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(Arc::new(touched)))
+                    .collect();
                 (self.version + 1, log)
             }
         };
-        Snapshot {
-            entries,
+        let subscriptions = self.subscriptions + change.added.len() - change.removed.len();
+        let next = Snapshot {
+            exact,
             wide,
             excluded,
-            exact,
             cache: self.cache.clone(),
             version,
             log,
-        }
+            subscriptions,
+        };
+        (next, membership)
     }
 }
