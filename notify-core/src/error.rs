@@ -8,9 +8,14 @@ use crate::escape::Escaped;
 /// problem. Subscribing never happened.
 ///
 /// ```
+/// let err = notify_core::Pattern::glob("query.sql").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid glob pattern `query.sql`: it has no `*`; use Pattern::exact for one name");
+/// # #[cfg(feature = "regex")] {
+/// // With the feature `regex`:
 /// let err = notify_core::Pattern::regex("a[").unwrap_err();
 /// assert_eq!(err.pattern(), "a[");
 /// assert_eq!(err.position(), Some(1));
+/// # }
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PatternError {
@@ -33,15 +38,18 @@ impl PatternError {
     /// The pattern as given.
     ///
     /// ```
-    /// assert_eq!(notify_core::Pattern::regex("(").unwrap_err().pattern(), "(");
+    /// assert_eq!(notify_core::Pattern::glob("query.sql").unwrap_err().pattern(), "query.sql");
     /// ```
     pub fn pattern(&self) -> &str {
         &self.pattern
     }
 
-    /// Byte offset in the pattern where the problem starts, when known.
+    /// Byte offset in the pattern where the problem starts, when known (regular expressions; a
+    /// glob's error has none).
     ///
     /// ```
+    /// assert_eq!(notify_core::Pattern::glob("query.sql").unwrap_err().position(), None);
+    /// # #[cfg(feature = "regex")]
     /// assert_eq!(notify_core::Pattern::regex("ab)").unwrap_err().position(), Some(2));
     /// ```
     pub fn position(&self) -> Option<usize> {
@@ -51,6 +59,8 @@ impl PatternError {
     /// What is wrong, without the pattern.
     ///
     /// ```
+    /// assert_eq!(notify_core::Pattern::glob("").unwrap_err().message(), "the pattern is empty");
+    /// # #[cfg(feature = "regex")]
     /// assert_eq!(notify_core::Pattern::regex("(").unwrap_err().message(), "unclosed group");
     /// ```
     pub fn message(&self) -> &str {
@@ -68,9 +78,14 @@ pub(crate) const QUOTED_MESSAGE_CHARS: usize = 200;
 /// keeps the whole pattern.
 ///
 /// ```
+/// let err = notify_core::Pattern::glob(&"a".repeat(1 << 20)).unwrap_err();
+/// assert_eq!(err.to_string(), format!("invalid glob pattern `{}…[1048576 bytes]`: it has no `*`; use Pattern::exact for one name", "a".repeat(80)));
+/// assert_eq!(err.pattern().len(), 1048576);
+/// # #[cfg(feature = "regex")] {
+/// // With the feature `regex`:
 /// let err = notify_core::Pattern::regex(&format!("{}(", "a".repeat(1 << 20))).unwrap_err();
 /// assert_eq!(err.to_string(), format!("invalid regex pattern `{}…[1048577 bytes]` at byte 1048576: unclosed group", "a".repeat(80)));
-/// assert_eq!(err.pattern().len(), 1048577);
+/// # }
 /// ```
 impl fmt::Display for PatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -694,6 +694,7 @@ mod tests {
     /// pattern subscriptions made before the call; catch-alls, other names and later pattern
     /// subscriptions still get it; a second call excludes the later ones too.
     #[test]
+    #[cfg(feature = "regex")]
     fn unsubscribe_name_excludes_the_name_from_earlier_pattern_subscriptions_only() {
         let fanout = Fanout::new(false);
         let glob = Pattern::glob("*.sql").unwrap();
@@ -792,6 +793,7 @@ mod tests {
     /// it does not touch (before: a new 1,024-slot cache per change); the names it touches are
     /// resolved again, exactly those.
     #[test]
+    #[cfg(feature = "regex")]
     fn a_pattern_change_keeps_the_cache_and_the_names_it_does_not_touch() {
         use crate::registry::RESOLUTIONS;
         let fanout = Fanout::new(false);

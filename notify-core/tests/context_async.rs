@@ -6,9 +6,10 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Waker};
 
+#[cfg(feature = "macros")]
+use notify_core::{instrument_event, Context, Pattern};
 use notify_core::{
-    instrument_event, Context, Event, EventContext, EventId, EventedSubscriber, Instrument, Notifier, Outcome, Pattern,
-    Payload, Subscriber,
+    Event, EventContext, EventId, EventedSubscriber, Instrument, Notifier, Outcome, Payload, Subscriber,
 };
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -304,12 +305,14 @@ fn evented_subscribers_get_an_enter_and_exit_per_poll_on_the_polling_thread() {
     }
 }
 
+#[cfg(feature = "macros")]
 #[instrument_event("outer.ctx_async")]
 async fn outer_fn(n: u64) -> u64 {
     yield_now().await;
     inner_fn(n).await + 1
 }
 
+#[cfg(feature = "macros")]
 #[instrument_event("inner.ctx_async")]
 async fn inner_fn(n: u64) -> u64 {
     yield_now().await;
@@ -317,11 +320,13 @@ async fn inner_fn(n: u64) -> u64 {
     n
 }
 
+#[cfg(feature = "macros")]
 #[instrument_event("queued.ctx_async", parent = parent)]
 async fn queued(parent: Context) {
     yield_now().await;
 }
 
+#[cfg(feature = "macros")]
 #[test]
 fn async_fns_under_the_macro_nest_record_and_take_an_explicit_parent() {
     let (notifier, events) = (Notifier::global(), Arc::new(Mutex::new(Vec::new())));

@@ -1,17 +1,16 @@
 //! Lines notify-core writes itself cannot be forged (issue 16, item 6): the default failure report
 //! through the `log` facade, with a hostile event name and a hostile panic message.
 
-use std::sync::Mutex;
-
-use notify_core::escape::needs_escape;
 use notify_core::{Notifier, Payload, Subscriber};
 
 /// Newline (a forged line), CR, ESC (clear screen), OSC (window title), a right-to-left override.
 const HOSTILE: &str = "\n[INFO  auth] admin logged in\r\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}exe.txt";
 const ESCAPED: &str = r"\n[INFO  auth] admin logged in\r\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202e}exe.txt";
 
-struct Capture(Mutex<Vec<(String, String)>>);
+#[cfg(feature = "log")]
+struct Capture(std::sync::Mutex<Vec<(String, String)>>);
 
+#[cfg(feature = "log")]
 impl log::Log for Capture {
     fn enabled(&self, _: &log::Metadata<'_>) -> bool {
         true
@@ -25,9 +24,11 @@ impl log::Log for Capture {
     fn flush(&self) {}
 }
 
-static LOGGER: Capture = Capture(Mutex::new(Vec::new()));
+#[cfg(feature = "log")]
+static LOGGER: Capture = Capture(std::sync::Mutex::new(Vec::new()));
 
 #[test]
+#[cfg(feature = "log")]
 fn default_failure_report_escapes_the_event_name_and_the_panic_message() {
     log::set_logger(&LOGGER).unwrap();
     log::set_max_level(log::LevelFilter::Trace);
@@ -50,10 +51,11 @@ fn default_failure_report_escapes_the_event_name_and_the_panic_message() {
         *line,
         format!("subscriber `audit` (event, subscription #1) panicked on `login.auth{ESCAPED}`: boom{ESCAPED}")
     );
-    assert!(!line.chars().any(needs_escape), "{line:?}");
+    assert!(!line.chars().any(notify_core::escape::needs_escape), "{line:?}");
 }
 
 #[test]
+#[cfg(feature = "testing")]
 fn testing_assertions_quote_the_pattern_escaped() {
     let notifier = Notifier::new();
     let pattern = format!("x{HOSTILE}");
@@ -90,6 +92,7 @@ fn strict_mode_report_escapes_every_failure() {
 /// is quoted escaped, and a 1 MB pattern is cut (the regex crate's own message quoted it twice,
 /// caret diagram included: 2,097,235 bytes for `(` + 1 MB).
 #[test]
+#[cfg(feature = "redaction")]
 fn redaction_errors_quote_the_pattern_escaped_and_truncated() {
     let hostile = format!("({HOSTILE}");
     let err = notify_core::Redaction::builder()
