@@ -716,12 +716,26 @@ impl Round {
     }
 }
 
-/// The W3C traceparent of `event`: until notify-core carries trace ids, the transaction id and
-/// event id stand in for the trace id (`0..0<transaction id>`) and the span id.
+/// The W3C `traceparent` of `event`: version 00, the event's trace id (32 hex digits), its event id
+/// as the parent span id (16 hex digits, never 0: W3C forbids the all-zero span id) and the
+/// sampled flag, as notify-opentelemetry names the same event's span.
 fn traceparent(event: &Event) -> String {
-    format!(
-        "00-{:032x}-{:016x}-01",
-        event.transaction_id().get().max(1),
-        event.id().get().max(1)
-    )
+    format!("00-{}-{:016x}-01", event.trace_id(), event.id().get().max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::traceparent;
+    use notify_core::{Event, Payload};
+
+    #[test]
+    fn traceparent_carries_the_events_trace_id_and_event_id() {
+        let now = std::time::Instant::now();
+        let event = Event::new("query.sql", now, now, Payload::new());
+        let header = traceparent(&event);
+        assert_eq!(header, format!("00-{}-{:016x}-01", event.trace_id(), event.id().get()));
+        let parts: Vec<&str> = header.split('-').collect();
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [2, 32, 16, 2]);
+        assert_eq!(parts[1], event.trace_id().to_string());
+    }
 }
