@@ -9,7 +9,9 @@ use crate::error::PatternError;
 ///
 /// * A `&str` or `String` converts to [`Pattern::exact`], as a string does in AS::N's `subscribe`.
 /// * [`Pattern::glob`]: `*` stands for any run of characters, dots included (`"*.sql"`, `"query.*"`).
-/// * [`Pattern::regex`] (feature `regex`): a [`regex`](https://docs.rs/regex) regular expression,
+#[cfg_attr(feature = "regex", doc = "* [`Pattern::regex`] (feature `regex`): a")]
+#[cfg_attr(not(feature = "regex"), doc = "* `Pattern::regex` (feature `regex`): a")]
+///  [`regex`](https://docs.rs/regex) regular expression,
 ///   unanchored like Ruby's `=~` (`"^sql\\."` to anchor). Without the feature the function does not
 ///   exist: a program that needs a regex fails to compile rather than at run time.
 /// * [`Pattern::all`]: every event, like AS::N's `subscribe(nil)`.
