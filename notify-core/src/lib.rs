@@ -100,6 +100,7 @@ pub mod escape;
 mod event;
 mod event_id;
 mod failure;
+mod id_type;
 mod ids;
 mod name_map;
 mod pattern;

@@ -1,0 +1,173 @@
+//! `id_type!`: the one definition of the crate's id newtypes ([`EventId`](crate::EventId),
+//! [`TransactionId`](crate::TransactionId), [`SubscriptionId`](crate::SubscriptionId)).
+//!
+//! Each is a `#[repr(transparent)]` `u64` that is `Copy`, ordered and hashed by its number,
+//! converts into `u64`, and serializes as the bare number (feature `serde`). Two display forms:
+//!
+//! * `decimal`: displays as the number (`17`), parses it back ([`FromStr`](std::str::FromStr)),
+//!   and is made from any `u64` (`new`, `From<u64>`): ids that other processes send (importers,
+//!   bridges, `publish`).
+//! * `hash`: displays as `#17`, as failure reports write it, and is made only by this crate.
+
+/// Defines an id newtype. The caller gives the docs and derives-free struct line; the macro adds
+/// everything else. See the module docs for the two forms.
+macro_rules! id_type {
+    // The shared part: the struct, `get`, `From<Id> for u64`, serde.
+    (@common $(#[$meta:meta])* $name:ident, $get_doc:literal) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(transparent)]
+        pub struct $name(pub(crate) u64);
+
+        impl $name {
+            #[doc = $get_doc]
+            pub const fn get(self) -> u64 {
+                self.0
+            }
+        }
+
+        impl From<$name> for u64 {
+            fn from(id: $name) -> u64 {
+                id.0
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_u64(self.0)
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                <u64 as serde::Deserialize>::deserialize(deserializer).map($name)
+            }
+        }
+    };
+
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident: decimal;
+        new: $new_doc:literal;
+        get: $get_doc:literal;
+    ) => {
+        id_type!(@common $(#[$meta])* $name, $get_doc);
+
+        impl $name {
+            #[doc = $new_doc]
+            pub const fn new(id: u64) -> $name {
+                $name(id)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        #[doc = "Parses the [`Display`](std::fmt::Display) form, a decimal number (`\"17\"`), e.g. from a URL or a log line."]
+        #[doc = ""]
+        #[doc = "```"]
+        #[doc = concat!("let id: notify_core::", stringify!($name), " = \"17\".parse()?;")]
+        #[doc = concat!("assert_eq!(id, notify_core::", stringify!($name), "::new(17));")]
+        #[doc = concat!("assert!(\"#17\".parse::<notify_core::", stringify!($name), ">().is_err());")]
+        #[doc = "# Ok::<(), std::num::ParseIntError>(())"]
+        #[doc = "```"]
+        impl std::str::FromStr for $name {
+            type Err = std::num::ParseIntError;
+
+            fn from_str(text: &str) -> Result<$name, std::num::ParseIntError> {
+                text.parse().map($name)
+            }
+        }
+
+        impl From<u64> for $name {
+            fn from(id: u64) -> $name {
+                $name(id)
+            }
+        }
+    };
+
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident: hash;
+        get: $get_doc:literal;
+    ) => {
+        id_type!(@common $(#[$meta])* $name, $get_doc);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "#{}", self.0)
+            }
+        }
+    };
+}
+
+pub(crate) use id_type;
+
+#[cfg(test)]
+mod tests {
+    use crate::{EventId, SubscriptionId, TransactionId};
+
+    /// What every decimal id does, for one type.
+    fn decimal_id_behaves<T>(make: fn(u64) -> T)
+    where
+        T: Copy + Ord + std::fmt::Debug + std::fmt::Display + std::str::FromStr + Into<u64> + From<u64>,
+        <T as std::str::FromStr>::Err: std::fmt::Debug,
+    {
+        assert_eq!(make(17).to_string(), "17");
+        assert_eq!(format!("{:>4}|{:<3}|", make(7), make(3)), "   7|3  |");
+        assert!(make(2) < make(10), "ordered by the number, not the text");
+        assert_eq!(T::from(u64::MAX).into(), u64::MAX);
+        for n in [0, 1, 17, u64::MAX] {
+            assert_eq!(make(n).to_string().parse::<T>().unwrap(), make(n));
+        }
+        for bad in ["", "-1", "#17", " 17", "18446744073709551616"] {
+            assert!(bad.parse::<T>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn decimal_ids_display_parse_and_order_by_the_number() {
+        decimal_id_behaves(EventId::new);
+        decimal_id_behaves(TransactionId::new);
+        assert_eq!(format!("{:?}", EventId::new(17)), "EventId(17)");
+        assert_eq!(format!("{:?}", TransactionId::new(3)), "TransactionId(3)");
+    }
+
+    #[test]
+    fn hash_ids_display_with_a_hash_sign() {
+        assert_eq!(SubscriptionId(7).to_string(), "#7");
+        assert_eq!(format!("{:?}", SubscriptionId(7)), "SubscriptionId(7)");
+        assert!(SubscriptionId(9) < SubscriptionId(10));
+        assert_eq!(u64::from(SubscriptionId(u64::MAX)), u64::MAX);
+    }
+
+    #[test]
+    fn ids_are_the_size_of_a_u64() {
+        assert_eq!(std::mem::size_of::<EventId>(), 8);
+        assert_eq!(std::mem::size_of::<Option<TransactionId>>(), 16);
+        assert_eq!(std::mem::size_of::<SubscriptionId>(), 8);
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn ids_serialize_as_the_bare_number() {
+        assert_eq!(serde_json::to_string(&EventId::new(17)).unwrap(), "17");
+        assert_eq!(serde_json::to_string(&Some(TransactionId::new(3))).unwrap(), "3");
+        assert_eq!(serde_json::to_string(&SubscriptionId(5)).unwrap(), "5");
+        assert_eq!(serde_json::from_str::<EventId>("17").unwrap(), EventId::new(17));
+        let max = TransactionId::new(u64::MAX);
+        assert_eq!(
+            serde_json::from_str::<TransactionId>(&serde_json::to_string(&max).unwrap()).unwrap(),
+            max
+        );
+        assert_eq!(serde_json::from_str::<SubscriptionId>("5").unwrap(), SubscriptionId(5));
+        for bad in ["\"17\"", "-1", "null"] {
+            assert!(serde_json::from_str::<EventId>(bad).is_err(), "{bad} read");
+        }
+    }
+}
