@@ -92,8 +92,9 @@ impl WebOptions {
         self
     }
 
-    /// Requires `token` on every request: the query parameter `token=...` or the header
-    /// `Authorization: Bearer ...`, compared in constant time. Without it anyone who can reach
+    /// Requires `token` on every request: the query parameter `token=...` (URL-encoded: any
+    /// bytes work, e.g. `s3cr%2Bt` for `s3cr+t`) or the header `Authorization: Bearer ...`,
+    /// compared in constant time. Without it anyone who can reach
     /// the address can read the page (it binds 127.0.0.1 unless told otherwise).
     pub fn token(mut self, token: impl Into<String>) -> WebOptions {
         self.token = Some(token.into());

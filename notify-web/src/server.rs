@@ -5,6 +5,7 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 use subtle::ConstantTimeEq;
 use tiny_http::{Header, Method, Request, Response, Server};
 
@@ -16,6 +17,10 @@ use crate::recorder::TraceRecorder;
 
 /// The cookie that carries the token once a request gave it as `?token=`.
 const TOKEN_COOKIE: &str = "notify_web_token";
+
+/// What the token cookie's value percent-encodes: the bytes RFC 6265 keeps out of a cookie value
+/// (controls, space, `"`, `,`, `;`, `\\`), `%` itself, and every non-ASCII byte.
+const COOKIE_ESCAPED: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b',').add(b';').add(b'\\').add(b'%');
 
 /// Scripts are refused outright: the pages use none, so an injected one could not run even if
 /// escaping failed.
@@ -31,9 +36,10 @@ const CSP: &str =
 /// Content-Security-Policy that allows no script.
 ///
 /// With [`WebOptions::token`](crate::WebOptions::token) every request must carry the token: as
-/// `?token=...` (the response then sets an HttpOnly, SameSite=Strict cookie so the page's links
-/// work), as that cookie, or as `Authorization: Bearer ...`; otherwise it gets 401. The comparison
-/// takes the same time whatever the bytes (only the length can show).
+/// `?token=...` (URL-encoded as a form field is: `%2B` for `+`, `+` or `%20` for a space; the
+/// response then sets an HttpOnly, SameSite=Strict cookie, percent-encoded, so the page's links
+/// work), as that cookie, or as `Authorization: Bearer ...` (the token as it is); otherwise it
+/// gets 401. The comparison takes the same time whatever the bytes (only the length can show).
 ///
 /// ```
 /// use notify_web::{TraceRecorder, WebOptions, WebServer};
@@ -135,7 +141,8 @@ fn handle(recorder: &TraceRecorder, request: Request) {
         ),
         auth => {
             if let Auth::ByQuery(token) = auth {
-                set_cookie = Some(format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"));
+                let value = utf8_percent_encode(&token, COOKIE_ESCAPED);
+                set_cookie = Some(format!("{TOKEN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/"));
             }
             match request.method() {
                 Method::Get | Method::Head => route(recorder, &path, &query),
@@ -153,8 +160,6 @@ fn handle(recorder: &TraceRecorder, request: Request) {
     if reply.status == 405 {
         response.add_header(header("Allow", "GET, HEAD"));
     }
-    // A token that cannot be a header value (a line break in it, say) is still accepted as
-    // `?token=` or bearer token; it just cannot be kept in a cookie.
     if let Some(cookie) = set_cookie.and_then(|c| Header::from_bytes(b"Set-Cookie".as_slice(), c.as_bytes()).ok()) {
         response.add_header(cookie);
     }
@@ -186,10 +191,7 @@ fn route(recorder: &TraceRecorder, path: &str, query: &str) -> Reply {
             match recorder.trace(trace_id) {
                 Some(trace) if json => Reply::json(trace_json(&trace)),
                 Some(trace) => {
-                    let open = query
-                        .split('&')
-                        .find_map(|pair| pair.strip_prefix("open="))
-                        .and_then(|id| id.parse().ok());
+                    let open = query_values(query, "open").find_map(|id| id.parse().ok());
                     Reply::html(render_trace(&trace, open))
                 }
                 None => Reply::text(404, format!("404 Not Found: no trace {trace_id} is kept\n")),
@@ -210,11 +212,9 @@ fn authorize(recorder: &TraceRecorder, request: &Request, query: &str) -> Auth {
         return Auth::Open;
     };
     let matches = |given: &str| bool::from(given.as_bytes().ct_eq(expected.as_bytes()));
-    for pair in query.split('&') {
-        if let Some(given) = pair.strip_prefix("token=") {
-            if matches(given) {
-                return Auth::ByQuery(given.to_owned());
-            }
+    for given in query_values(query, "token") {
+        if matches(&given) {
+            return Auth::ByQuery(given.into_owned());
         }
     }
     for h in request.headers() {
@@ -232,7 +232,9 @@ fn authorize(recorder: &TraceRecorder, request: &Request, query: &str) -> Auth {
                     .strip_prefix(TOKEN_COOKIE)
                     .and_then(|c| c.strip_prefix('='))
                 {
-                    if matches(given) {
+                    // Written percent-encoded (see `handle`); a cookie set by hand may be plain.
+                    let decoded = percent_decode_str(given).decode_utf8_lossy();
+                    if matches(&decoded) {
                         return Auth::Granted;
                     }
                 }
@@ -240,4 +242,10 @@ fn authorize(recorder: &TraceRecorder, request: &Request, query: &str) -> Auth {
         }
     }
     Auth::Denied
+}
+
+/// The values of the query parameter `key`, decoded as an HTML form's fields are
+/// (`application/x-www-form-urlencoded`: `%XX` escapes, `+` for a space).
+fn query_values<'q>(query: &'q str, key: &'q str) -> impl Iterator<Item = std::borrow::Cow<'q, str>> + 'q {
+    form_urlencoded::parse(query.as_bytes()).filter_map(move |(k, v)| (k == key).then_some(v))
 }

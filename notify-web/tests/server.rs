@@ -197,3 +197,40 @@ fn a_token_is_required_when_configured() {
         401
     );
 }
+
+/// A token with bytes a URL or a cookie cannot carry as they are: given URL-encoded in the query,
+/// kept percent-encoded in the cookie, given as it is in the bearer header (HTTP header values are
+/// ASCII, so the token is; a non-ASCII one works in the query and the cookie).
+#[test]
+fn a_token_with_reserved_characters_works_url_encoded() {
+    let token = "s3cr+t &=;,%\"";
+    let recorder = TraceRecorder::new(WebOptions::new().token(token));
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    let encoded = "s3cr%2Bt%20%26%3D%3B%2C%25%22";
+    let (status, head, _) = get(addr, "GET", &format!("/?token={encoded}"), &[]);
+    assert_eq!(status, 200, "{head}");
+    let cookie = "notify_web_token=s3cr+t%20&=%3B%2C%25%22";
+    assert!(
+        head.contains(&format!("Set-Cookie: {cookie}; HttpOnly; SameSite=Strict; Path=/")),
+        "{head}"
+    );
+    assert_eq!(get(addr, "GET", "/api/stats", &[&format!("Cookie: {cookie}")]).0, 200);
+    // Form encoding: `+` is a space, so the raw `+` of the token must be sent as %2B.
+    assert_eq!(get(addr, "GET", "/?token=s3cr+t%20%26%3D%3B%2C%25%22", &[]).0, 401);
+    assert_eq!(
+        get(addr, "GET", "/api/stats", &[&format!("Authorization: Bearer {token}")]).0,
+        200,
+        "the bearer token is compared as it is"
+    );
+    // Undecodable escapes are not an error page: the token just does not match.
+    assert_eq!(get(addr, "GET", "/?token=%ZZ%C3", &[]).0, 401);
+
+    let recorder = TraceRecorder::new(WebOptions::new().token("é-token"));
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    let (status, head, _) = get(addr, "GET", "/?token=%C3%A9-token", &[]);
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("Set-Cookie: notify_web_token=%C3%A9-token;"), "{head}");
+    assert_eq!(get(addr, "GET", "/", &["Cookie: notify_web_token=%C3%A9-token"]).0, 200);
+}
