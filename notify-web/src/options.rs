@@ -29,6 +29,7 @@ pub struct WebOptions {
     pub(crate) window: Duration,
     pub(crate) slots: usize,
     pub(crate) token: Option<String>,
+    pub(crate) refresh: Option<Duration>,
 }
 
 impl Default for WebOptions {
@@ -41,13 +42,15 @@ impl Default for WebOptions {
             window: Duration::from_secs(60),
             slots: 30,
             token: None,
+            refresh: Some(Duration::from_secs(5)),
         }
     }
 }
 
 impl WebOptions {
     /// The defaults: 100 finished traces, 1,024 unfinished ones, 10,000 events per trace, 1,024
-    /// bytes of payload text per event, statistics over the last 60 s in 30 slots of 2 s, no token.
+    /// bytes of payload text per event, statistics over the last 60 s in 30 slots of 2 s, no token, the index page reloading itself every
+    /// 5 s.
     pub fn new() -> WebOptions {
         WebOptions::default()
     }
@@ -89,6 +92,23 @@ impl WebOptions {
     /// it saw events in (2 significant digits, about 3 to 9 KiB for latencies up to seconds).
     pub fn slots(mut self, slots: usize) -> WebOptions {
         self.slots = slots.clamp(1, 600);
+        self
+    }
+
+    /// The index page (`/`) reloads itself every `every` (whole seconds, at least 1; `None`: never),
+    /// so a page left open stays live. It is an HTML `<meta http-equiv="refresh">`: the pages
+    /// run no script. Trace pages do not reload (a finished trace does not change).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let html = |options| notify_web::render_index(&notify_web::TraceRecorder::new(options));
+    /// let options = notify_web::WebOptions::new();
+    /// assert!(html(options.clone()).contains(r#"<meta http-equiv="refresh" content="5">"#));
+    /// assert!(html(options.clone().refresh(Duration::from_millis(1500))).contains(r#"content="2">"#));
+    /// assert!(!html(options.refresh(None)).contains("http-equiv"));
+    /// ```
+    pub fn refresh(mut self, every: impl Into<Option<Duration>>) -> WebOptions {
+        self.refresh = every.into();
         self
     }
 

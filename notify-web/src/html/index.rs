@@ -20,7 +20,7 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
     let counts = recorder.counts();
     let window = recorder.window();
     let mut out = String::with_capacity(16 * 1024);
-    begin_page(&mut out, "recent traces");
+    begin_page(&mut out, "recent traces", recorder.options().refresh);
     let _ = write!(
         out,
         "<p class=\"muted\" id=\"counts\">{} events seen · {} held in {} finished and {} unfinished traces ({} KiB) · {} left out</p>",

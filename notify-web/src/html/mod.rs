@@ -38,8 +38,14 @@ pub(crate) fn push_escaped(out: &mut String, text: &str) {
 }
 
 /// Starts a page titled `title` (escaped); close it with [`end_page`].
-pub(crate) fn begin_page(out: &mut String, title: &str) {
+/// The page's head and header; `refresh`: reload the page after that long (rounded up to whole
+/// seconds, at least 1).
+pub(crate) fn begin_page(out: &mut String, title: &str, refresh: Option<Duration>) {
     out.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    if let Some(every) = refresh {
+        let seconds = every.as_secs() + u64::from(every.subsec_nanos() > 0);
+        let _ = write!(out, "<meta http-equiv=\"refresh\" content=\"{}\">", seconds.max(1));
+    }
     out.push_str("<meta name=\"viewport\" content=\"width=device-width\"><title>");
     push_escaped(out, title);
     out.push_str(" · notify</title><style>");

@@ -34,7 +34,7 @@ pub fn render_trace(trace: &Trace, open_event: Option<EventId>) -> String {
         Some(root) => format!("trace {} · {}", trace.trace_id(), root.name()),
         None => format!("trace {}", trace.trace_id()),
     };
-    begin_page(&mut out, &title);
+    begin_page(&mut out, &title, None);
     out.push_str("<h1 id=\"trace-title\">");
     push_escaped(&mut out, trace.root().map_or("(root not finished)", |e| e.name()));
     let _ = write!(
