@@ -165,74 +165,47 @@ impl Serialize for ValueOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStructVariant;
         const NAME: &str = "WireValue";
+        // `WireValue::<variant>(value)`, the form of every variant that holds one value.
+        macro_rules! newtype {
+            ($variant:expr, $value:expr) => {{
+                let (i, n) = $variant;
+                s.serialize_newtype_variant(NAME, i, n, $value)
+            }};
+        }
+        // `WireValue::<variant> { a, b }`, the form of the two-field variants.
+        macro_rules! pair {
+            ($variant:expr, $a:literal: $va:expr, $b:literal: $vb:expr) => {{
+                let (i, n) = $variant;
+                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
+                st.serialize_field($a, $va)?;
+                st.serialize_field($b, $vb)?;
+                st.end()
+            }};
+        }
         match self.0 {
             Value::Null => {
                 let (i, n) = variant::NULL;
                 s.serialize_unit_variant(NAME, i, n)
             }
-            Value::Bool(v) => {
-                let (i, n) = variant::BOOL;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::I64(v) => {
-                let (i, n) = variant::I64;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::U64(v) => {
-                let (i, n) = variant::U64;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::I128(v) => {
-                let (i, n) = variant::I128;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::U128(v) => {
-                let (i, n) = variant::U128;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::F64(v) => {
-                let (i, n) = variant::F64;
-                s.serialize_newtype_variant(NAME, i, n, v)
-            }
-            Value::Str(v) => {
-                let (i, n) = variant::STR;
-                s.serialize_newtype_variant(NAME, i, n, &**v)
-            }
-            Value::Duration(d) => {
-                let (i, n) = variant::DURATION;
-                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
-                st.serialize_field("secs", &d.as_secs())?;
-                st.serialize_field("nanos", &d.subsec_nanos())?;
-                st.end()
-            }
+            Value::Bool(v) => newtype!(variant::BOOL, v),
+            Value::I64(v) => newtype!(variant::I64, v),
+            Value::U64(v) => newtype!(variant::U64, v),
+            Value::I128(v) => newtype!(variant::I128, v),
+            Value::U128(v) => newtype!(variant::U128, v),
+            Value::F64(v) => newtype!(variant::F64, v),
+            Value::Str(v) => newtype!(variant::STR, &**v),
+            Value::Duration(d) => pair!(variant::DURATION, "secs": &d.as_secs(), "nanos": &d.subsec_nanos()),
             Value::Time(t) => {
                 let (secs, nanos) = time_parts(*t);
-                let (i, n) = variant::TIME;
-                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
-                st.serialize_field("secs", &secs)?;
-                st.serialize_field("nanos", &nanos)?;
-                st.end()
+                pair!(variant::TIME, "secs": &secs, "nanos": &nanos)
             }
-            Value::List(items) => {
-                let (i, n) = variant::LIST;
-                s.serialize_newtype_variant(NAME, i, n, &ListOut(items))
-            }
-            Value::Map(map) => {
-                let (i, n) = variant::MAP;
-                s.serialize_newtype_variant(NAME, i, n, &PayloadOut(map))
-            }
+            Value::List(items) => newtype!(variant::LIST, &ListOut(items)),
+            Value::Map(map) => newtype!(variant::MAP, &PayloadOut(map)),
             Value::Exception { type_name, message } => {
-                let (i, n) = variant::EXCEPTION;
-                let mut st = s.serialize_struct_variant(NAME, i, n, 2)?;
-                st.serialize_field("type_name", &**type_name)?;
-                st.serialize_field("message", message)?;
-                st.end()
+                pair!(variant::EXCEPTION, "type_name": &**type_name, "message": message)
             }
             // A variant added to notify-core after this wire version: its Display text.
-            other => {
-                let (i, n) = variant::STR;
-                s.serialize_newtype_variant(NAME, i, n, &other.to_string())
-            }
+            other => newtype!(variant::STR, &other.to_string()),
         }
     }
 }
