@@ -92,6 +92,48 @@ fn silenced_reporting(
     }
 }
 
+/// The silence groups of `listeners` from the one at `at`, whose first member was heard (`panic`
+/// `None`) or panicked in `silenced` (`panic`), the groups before it all silenced: the indices of
+/// the silenceable listeners that hear the event, in subscription order, and the failures (a
+/// `silenced` that panics is reported once and counts as silenced; the other members of its group
+/// are then asked one by one).
+#[inline(never)]
+fn ask_from(
+    listeners: &Listeners,
+    name: &str,
+    at: usize,
+    panic: Option<Box<dyn Any + Send>>,
+) -> (SmallVec<[u32; 4]>, Vec<SubscriberFailure>) {
+    let mut heard = SmallVec::new();
+    let mut failures = Vec::new();
+    let mut groups_heard = 0;
+    let mut panic = panic;
+    for (i, group) in listeners.silence_groups.iter().enumerate().skip(at) {
+        let answer = if i == at {
+            panic.take().map_or(Ok(false), Err)
+        } else {
+            catch_unwind(AssertUnwindSafe(|| group.ask.silenced(name)))
+        };
+        match answer {
+            Ok(true) => {}
+            Ok(false) => {
+                heard.extend_from_slice(&group.members);
+                groups_heard += 1;
+            }
+            Err(payload) => {
+                let before = heard.len();
+                ask_one_by_one(&mut failures, &mut heard, listeners, &group.members, name, payload);
+                groups_heard += usize::from(heard.len() > before);
+            }
+        }
+    }
+    if groups_heard > 1 {
+        // Deliver in subscription order, whatever the groups.
+        heard.sort_unstable();
+    }
+    (heard, failures)
+}
+
 /// The first of a silence group panicked in `silenced` (`payload`): that is its failure, and the
 /// other `members` are asked one by one (the unsilenced ones pushed onto `heard`).
 #[cold]
@@ -241,39 +283,28 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             return None;
         }
         let listeners = &resolved.listeners;
-        let mut silenceable = SmallVec::new();
-        let mut failures = Vec::new();
-        if !listeners.silence_groups.is_empty() {
-            let _nesting = Nesting::enter();
+        let groups = &listeners.silence_groups;
+        let (silenceable, failures) = if groups.is_empty() {
+            (SmallVec::new(), Vec::new())
+        } else {
             let name = resolved.name.as_str();
-            let mut groups_heard = 0;
-            for group in &listeners.silence_groups {
-                let first = &listeners.silenceable[group.members[0] as usize];
-                match catch_unwind(AssertUnwindSafe(|| first.subscriber.silenced(name))) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        silenceable.extend_from_slice(&group.members);
-                        groups_heard += 1;
-                    }
-                    Err(payload) => {
-                        let before = silenceable.len();
-                        ask_one_by_one(
-                            &mut failures,
-                            &mut silenceable,
-                            listeners,
-                            &group.members,
-                            name,
-                            payload,
-                        );
-                        groups_heard += usize::from(silenceable.len() > before);
-                    }
+            let _nesting = Nesting::enter();
+            // The groups in order under one unwinding guard, until one is heard or panics: when
+            // every group is silenced (the common case) that is all, with nothing built.
+            let mut at = 0;
+            let asked = catch_unwind(AssertUnwindSafe(|| {
+                while at < groups.len() && groups[at].ask.silenced(name) {
+                    at += 1;
                 }
+            }));
+            if at < groups.len() {
+                ask_from(listeners, name, at, asked.err())
+            } else if listeners.has_unconditional() {
+                (SmallVec::new(), Vec::new())
+            } else {
+                return None;
             }
-            if groups_heard > 1 {
-                // Deliver in subscription order, whatever the groups.
-                silenceable.sort_unstable();
-            }
-        }
+        };
         if silenceable.is_empty() && !listeners.has_unconditional() {
             if !failures.is_empty() {
                 handle_failures(fanout, failures);

@@ -134,6 +134,7 @@ impl Listeners {
                 match group {
                     Some(group) => group.members.push(index),
                     None => self.silence_groups.push(SilenceGroup {
+                        ask: s.clone(),
                         key: key.clone(),
                         members: vec![index],
                     }),
@@ -174,6 +175,9 @@ impl Listeners {
 /// Silenceable listeners that share a [`SilenceKey`] (or one listener without a key): whether
 /// one is silenced decides for all, so the first is asked for the group.
 pub(crate) struct SilenceGroup {
+    /// The first member's subscriber (`silenceable[members[0]]`), held here so that asking the
+    /// group is one load and a call, not a walk through `members` and `silenceable`.
+    pub(crate) ask: Arc<dyn SilenceableSubscriber>,
     pub(crate) key: Option<SilenceKey>,
     /// Indices into [`Listeners::silenceable`], ascending; never empty.
     pub(crate) members: Vec<u32>,

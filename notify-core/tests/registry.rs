@@ -1141,3 +1141,84 @@ fn silence_groups_are_asked_once_per_event_exactly_and_deliver_in_subscription_o
         ("c1", "silenced failed")
     );
 }
+
+#[test]
+fn silence_groups_after_a_silenced_and_a_panicking_group_are_still_asked_in_order() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (p_quiet, q_quiet, r_quiet) = (
+        Arc::new(AtomicBool::new(true)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    // Groups in the order they are asked: "p" (silenced), "q" (its first panics), "r" (heard);
+    // members interleaved: p1 q1 r1 p2 q2 r2.
+    for (label, key, quiet, panics) in [
+        ("p1", "test p", &p_quiet, false),
+        ("q1", "test q", &q_quiet, true),
+        ("r1", "test r", &r_quiet, false),
+        ("p2", "test p", &p_quiet, false),
+        ("q2", "test q", &q_quiet, false),
+        ("r2", "test r", &r_quiet, false),
+    ] {
+        let s = Grouped {
+            label,
+            key,
+            quiet: quiet.clone(),
+            asked: asked.clone(),
+            seen: seen.clone(),
+            panics,
+        };
+        let _ = notifier.subscribe("z", Subscriber::silenceable(s).named(label));
+    }
+    notifier.instrument("z", Payload::new, |_| ());
+    // p1 for "p"; q1 (panics), then q2 for "q"; r1 for "r".
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 4);
+    assert_eq!(*seen.lock().unwrap(), ["r1", "q2", "r2"], "subscription order");
+    {
+        let failures = failures.lock().unwrap();
+        assert_eq!(failures.len(), 1, "the panicking silenced is reported once");
+        assert_eq!(
+            (failures[0].subscriber(), failures[0].message()),
+            ("q1", "silenced failed")
+        );
+    }
+
+    // Every group silenced (q2 too): nothing delivered, the panic reported again, no payload.
+    q_quiet.store(true, Ordering::SeqCst);
+    r_quiet.store(true, Ordering::SeqCst);
+    seen.lock().unwrap().clear();
+    let built = AtomicUsize::new(0);
+    notifier.instrument(
+        "z",
+        || {
+            built.fetch_add(1, Ordering::SeqCst);
+            Payload::new()
+        },
+        |_| (),
+    );
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 4);
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(built.load(Ordering::SeqCst), 0);
+    assert_eq!(failures.lock().unwrap().len(), 2);
+
+    // With an unconditional listener too, every group silenced: the listener alone gets the
+    // event, each group asked once (the panicking one as above).
+    let heard = Arc::new(AtomicUsize::new(0));
+    let counter = heard.clone();
+    let _ = notifier.subscribe(
+        "z",
+        Subscriber::timed(
+            move |_: &str, _: SystemTime, _: SystemTime, _: TransactionId, _: &Payload| {
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        ),
+    );
+    notifier.instrument("z", Payload::new, |_| ());
+    assert_eq!(heard.load(Ordering::SeqCst), 1);
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 4);
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(failures.lock().unwrap().len(), 3);
+}

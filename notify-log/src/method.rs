@@ -55,6 +55,9 @@ pub(super) struct Shared<T> {
 pub struct LogMethod<T> {
     shared: Arc<Shared<T>>,
     index: usize,
+    /// `shared.methods[index].level`, kept here: [`LogMethod::silenced`] runs on every event and
+    /// then reads the level without following the shared state to the method's spec.
+    level: Level,
 }
 
 impl<T> Clone for LogMethod<T> {
@@ -62,6 +65,7 @@ impl<T> Clone for LogMethod<T> {
         LogMethod {
             shared: self.shared.clone(),
             index: self.index,
+            level: self.level,
         }
     }
 }
@@ -112,6 +116,7 @@ impl<T: LogSubscriber> LogMethod<T> {
                 let method = LogMethod {
                     shared: shared.clone(),
                     index,
+                    level: shared.methods[index].level,
                 };
                 let label = format!("log subscriber {} ({})", method.target(), method.event_name());
                 // The core reads the monotonic clock at start and finish for it: the duration comes
@@ -130,6 +135,7 @@ impl<T: LogSubscriber> LogMethod<T> {
             .map(|index| LogMethod {
                 shared: shared.clone(),
                 index,
+                level: shared.methods[index].level,
             })
             .collect()
     }
@@ -167,7 +173,7 @@ impl<T> LogMethod<T> {
     /// # Ok::<(), notify_log::LogSubscriberError>(())
     /// ```
     pub fn level(&self) -> Level {
-        self.spec().level
+        self.level
     }
 
     /// The `log` target of this method's lines.
@@ -221,7 +227,9 @@ fn emit(level: Level, target: &str, location: Option<&'static Location>, args: s
 }
 
 /// True when the `log` facade would keep a record of `level` for `target` right now: the same
-/// check as `log::log_enabled!(target: target, level)`, made on every call.
+/// check as `log::log_enabled!(target: target, level)`, made on every call. The max level (one
+/// relaxed atomic load) comes first: the logger's `enabled` is called only when the level passes.
+#[inline]
 fn log_enabled(level: Level, target: &str) -> bool {
     level <= log::STATIC_MAX_LEVEL
         && level <= log::max_level()
@@ -280,7 +288,7 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
 impl<T: Send + Sync + 'static> SilenceableSubscriber for LogMethod<T> {
     /// True exactly when the `log` facade would drop this method's record now (see [`LogMethod`]).
     fn silenced(&self, _name: &str) -> bool {
-        !log_enabled(self.spec().level, &self.shared.target)
+        !log_enabled(self.level, &self.shared.target)
     }
 
     /// `notify-log <level> <target>`: the `log` facade decides by level and target alone, so the
