@@ -166,7 +166,7 @@ impl<V: Clone> NameMap<V> {
                     shift += BITS;
                 }
                 Slot::Leaf(leaf) if leaf.hash == hash => {
-                    if *leaf.name == *name {
+                    if same_name(&leaf.name, name) {
                         return Some(&leaf.value);
                     }
                     return leaf.find(name).map(|at| &leaf.more[at].1);
@@ -300,10 +300,52 @@ fn remove_from<V: Clone>(branch: &mut Branch<V>, shift: u32, hash: u64, name: &s
     }
 }
 
+/// `a == b` for the name of a lookup, inline for names of 4 to 32 bytes (most event names: two
+/// overlapping word loads per side, no call into libc's `memcmp` through the PLT, which the
+/// silenced and listened paths paid on every event); other lengths compare as `==` does.
+#[inline(always)]
+fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        4..=7 => {
+            let w = |s: &[u8], at: usize| u32::from_ne_bytes([s[at], s[at + 1], s[at + 2], s[at + 3]]);
+            w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4)
+        }
+        8..=16 => {
+            let w = |s: &[u8], at: usize| u64::from_ne_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+            w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8)
+        }
+        17..=32 => {
+            let w = |s: &[u8], at: usize| u128::from_ne_bytes(s[at..at + 16].try_into().expect("16 bytes"));
+            w(a, 0) == w(b, 0) && w(a, n - 16) == w(b, n - 16)
+        }
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rustc_hash::FxHashMap;
+
+    #[test]
+    fn same_name_is_equality_at_every_length_and_every_differing_byte() {
+        for n in 0..=40usize {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(same_name(&a, &a.clone()), "len {n}");
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'.';
+                let b = String::from_utf8(b).unwrap();
+                assert!(!same_name(&a, &b), "len {n}, byte {at}");
+            }
+            assert!(!same_name(&a, &format!("{a}x")), "len {n} vs {}", n + 1);
+        }
+    }
 
     type Contents = Vec<(String, u32)>;
 
