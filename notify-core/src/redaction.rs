@@ -377,7 +377,7 @@ impl Redaction {
             return 0;
         }
         if self.matches(key) {
-            *value = Value::Str(self.replacement(&value_text(value)));
+            *value = Value::Str(self.replacement(&value_text(value)).into());
             return 1;
         }
         if self.values.is_none() && !matches!(value, Value::Map(_) | Value::List(_)) {
@@ -413,7 +413,7 @@ impl Redaction {
         };
         match value {
             Value::Str(s) if values.is_match(s) => {
-                *value = Value::Str(self.replacement(s));
+                *value = Value::Str(self.replacement(s).into());
                 return 1;
             }
             Value::Exception { message, .. } if values.is_match(message) => {
@@ -433,7 +433,7 @@ impl Redaction {
                     &long
                 };
                 if values.is_match(text) {
-                    *value = Value::Str(self.replacement(text));
+                    *value = Value::Str(self.replacement(text).into());
                     return 1;
                 }
             }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber, Value};
+use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber, Text, Value};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator<std::alloc::System> = CountingAllocator::new(std::alloc::System);
@@ -89,8 +89,9 @@ fn listening_never_allocates_even_through_patterns() {
 
 /// Issue 15: `Value::from_static` stores text borrowed, so a payload of static keys, static text
 /// and scalars (up to four entries, inline) is built and dropped without allocating; the same
-/// literal through `ToValue` (`with("sql", "...")`) is copied (one allocation), as is a
-/// shorter-lived `&str`, which `with` still takes.
+/// literal through `ToValue` (`with("sql", "...")`) is copied, as is a shorter-lived `&str`,
+/// which `with` still takes: inline (no allocation) up to `Text::INLINE_CAPACITY` (38) bytes,
+/// one allocation each beyond.
 #[test]
 fn static_text_values_are_borrowed_and_allocate_nothing() {
     let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
@@ -112,9 +113,27 @@ fn static_text_values_are_borrowed_and_allocate_nothing() {
 
     let local = String::from("books");
     let before = notify_core::thread_allocations().unwrap();
-    let copied = Payload::new().with("sql", "SELECT 1").with("table", &local[..]);
+    let copied = Payload::new()
+        .with("sql", "SELECT * FROM books WHERE id = ?")
+        .with("table", &local[..])
+        .with("char", 'é');
     let after = notify_core::thread_allocations().unwrap();
-    assert_eq!(after - before, 2, "each text copied once");
+    assert_eq!(after - before, 0, "short text copied inline");
     assert_eq!(copied.get("sql").and_then(Value::as_static_str), None);
+    assert_eq!(
+        copied.get("sql").and_then(Value::as_str),
+        Some("SELECT * FROM books WHERE id = ?")
+    );
     assert_eq!(copied.get("table").and_then(Value::as_str), Some("books"));
+    assert_eq!(copied.get("char").and_then(Value::as_str), Some("é"));
+    drop(copied);
+
+    let exact = "x".repeat(Text::INLINE_CAPACITY);
+    let longer = "x".repeat(Text::INLINE_CAPACITY + 1);
+    let before = notify_core::thread_allocations().unwrap();
+    let copied = Payload::new().with("exact", &exact[..]).with("longer", &longer[..]);
+    let after = notify_core::thread_allocations().unwrap();
+    assert_eq!(after - before, 1, "only the 39-byte text is allocated");
+    assert_eq!(copied.get("exact").and_then(Value::as_str), Some(&exact[..]));
+    assert_eq!(copied.get("longer").and_then(Value::as_str), Some(&longer[..]));
 }

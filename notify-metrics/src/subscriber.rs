@@ -218,8 +218,10 @@ fn outcome_label(event: &Event) -> &'static str {
 /// The text of a payload value as a label value.
 fn label_value(value: &Value) -> SharedString {
     match value {
-        Value::Str(std::borrow::Cow::Borrowed(text)) => SharedString::const_str(text),
-        Value::Str(text) => SharedString::from(text.to_string()),
+        Value::Str(text) => match text.as_static() {
+            Some(text) => SharedString::const_str(text),
+            None => SharedString::from(text.to_string()),
+        },
         other => SharedString::from(other.to_string()),
     }
 }

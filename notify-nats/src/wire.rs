@@ -265,7 +265,7 @@ impl WireValue {
             WireValue::I128(v) => Value::I128(v),
             WireValue::U128(v) => Value::U128(v),
             WireValue::F64(v) => Value::F64(v),
-            WireValue::Str(v) => Value::Str(Cow::Owned(v)),
+            WireValue::Str(v) => Value::Str(v.into()),
             WireValue::Duration { secs, nanos } => {
                 if nanos >= 1_000_000_000 {
                     return Err(format!("duration with {nanos} nanoseconds (at most 999999999)"));

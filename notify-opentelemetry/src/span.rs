@@ -128,8 +128,10 @@ fn attribute(value: &Value) -> OtelValue {
         Value::I64(v) => OtelValue::I64(*v),
         Value::U64(v) => i64::try_from(*v).map_or_else(|_| OtelValue::from(v.to_string()), OtelValue::I64),
         Value::F64(v) => OtelValue::F64(*v),
-        Value::Str(Cow::Borrowed(v)) => OtelValue::from(*v),
-        Value::Str(Cow::Owned(v)) => OtelValue::from(v.clone()),
+        Value::Str(v) => match v.as_static() {
+            Some(v) => OtelValue::from(v),
+            None => OtelValue::from(v.to_string()),
+        },
         Value::Duration(d) => OtelValue::I64(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
         other => OtelValue::from(other.to_string()),
     }

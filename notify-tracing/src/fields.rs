@@ -1,9 +1,8 @@
 //! tracing field values into notify payload values.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use notify_core::{Payload, Value};
+use notify_core::{Payload, Text, Value};
 use tracing_core::field::{Field, Visit};
 
 /// Collects the fields of a span, a `record` call or an event into a [`Payload`]: integers,
@@ -60,7 +59,7 @@ impl Visit for PayloadVisitor<'_> {
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.put(field, Value::Str(Cow::Owned(value.to_owned())));
+        self.put(field, Value::Str(Text::new(value)));
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{Payload, Value};
+use super::{Payload, Text, Value};
 
 /// A type that can be stored in a payload as it is (not through its `Display`/`Debug` text).
 ///
@@ -17,7 +17,7 @@ use super::{Payload, Value};
 /// | `u8` … `u64`, `usize` | `U64` |
 /// | `i128`, `u128` | `I64`/`U64` when they fit, else `I128`/`U128` |
 /// | `f32`, `f64` | `F64` |
-/// | `char`, `str`, `String`, `Cow<str>`, `Box<str>`, `Arc<str>`, `Rc<str>` | `Str` |
+/// | `char`, `str`, `String`, `Cow<str>`, `Box<str>`, `Arc<str>`, `Rc<str>`, [`Text`] | `Str` |
 /// | `Duration` | `Duration` |
 /// | `SystemTime` | `Time` |
 /// | `Option<T>` | `Null` for `None`, else `T`'s value |
@@ -27,13 +27,14 @@ use super::{Payload, Value};
 /// | `&T`, `&mut T`, `Box<T>`, `Arc<T>`, `Rc<T>` | `T`'s value |
 ///
 /// Borrowed text is copied (the payload owns its values: events outlive the call that published
-/// them); owned text (`String`, an owned `Cow`) is moved by [`ToValue::into_value`].
+/// them): inline, without allocating, up to [`Text::INLINE_CAPACITY`] (38) bytes, else into a
+/// `String`; owned text (`String`, an owned `Cow`) is moved by [`ToValue::into_value`].
 ///
 /// # Static text: `Value::from_static`, not a `&'static str` impl
 ///
-/// A [`Value::Str`] is a `Cow<'static, str>`, so a `&'static str` can be stored borrowed, with no
-/// allocation and nothing to free at the end of the event (about 200 instructions per string
-/// value, malloc and free). `ToValue` cannot do that for a plain `"literal"` argument: one impl,
+/// A [`Value::Str`]'s [`Text`] can hold a `&'static str` borrowed: no copy at all, nothing to
+/// free (text over 38 bytes would otherwise cost a malloc, a copy and a free: about 200
+/// instructions per value). `ToValue` cannot do that for a plain `"literal"` argument: one impl,
 /// `&T` for every lifetime, serves `&'static str` and a `&str` borrowed from a local alike, and
 /// nothing in a generic function tells the two apart (no specialization on lifetimes). An impl
 /// for `&'static str` alone would replace that one, and `with("key", &local_string[..])` would
@@ -123,35 +124,51 @@ copy_to_value!(
     u128 => |v| u64::try_from(v).map_or(Value::U128(v), Value::U64),
     f32 => |v| Value::F64(v.into()),
     f64 => |v| Value::F64(v),
-    char => |v| Value::Str(Cow::Owned(v.to_string())),
+    char => |v| Value::Str(Text::from(v)),
     Duration => |v| Value::Duration(v),
     SystemTime => |v| Value::Time(v),
 );
 
 impl ToValue for str {
+    #[inline]
     fn to_value(&self) -> Value {
-        Value::Str(Cow::Owned(self.to_owned()))
+        Value::Str(Text::new(self))
     }
 }
 
 impl ToValue for String {
+    #[inline]
     fn to_value(&self) -> Value {
-        Value::Str(Cow::Owned(self.clone()))
+        Value::Str(Text::new(self))
     }
 
     #[inline]
     fn into_value(self) -> Value {
-        Value::Str(Cow::Owned(self))
+        Value::Str(Text::from(self))
     }
 }
 
 impl ToValue for Cow<'_, str> {
     fn to_value(&self) -> Value {
-        Value::Str(Cow::Owned(String::from(&**self)))
+        Value::Str(Text::new(self))
     }
 
     fn into_value(self) -> Value {
-        Value::Str(Cow::Owned(self.into_owned()))
+        match self {
+            Cow::Borrowed(text) => Value::Str(Text::new(text)),
+            Cow::Owned(text) => Value::Str(Text::from(text)),
+        }
+    }
+}
+
+impl ToValue for Text {
+    fn to_value(&self) -> Value {
+        Value::Str(self.clone())
+    }
+
+    #[inline]
+    fn into_value(self) -> Value {
+        Value::Str(self)
     }
 }
 
@@ -246,21 +263,28 @@ impl<T: ToValue + ?Sized> ToValue for &mut T {
 impl From<&'static str> for Value {
     #[inline]
     fn from(v: &'static str) -> Value {
-        Value::Str(Cow::Borrowed(v))
+        Value::Str(Text::from_static(v))
     }
 }
 
 impl From<Cow<'static, str>> for Value {
     #[inline]
     fn from(v: Cow<'static, str>) -> Value {
-        Value::Str(v)
+        Value::Str(Text::from(v))
     }
 }
 
 impl From<String> for Value {
     #[inline]
     fn from(v: String) -> Value {
-        Value::Str(Cow::Owned(v))
+        Value::Str(Text::from(v))
+    }
+}
+
+impl From<Text> for Value {
+    #[inline]
+    fn from(v: Text) -> Value {
+        Value::Str(v)
     }
 }
 

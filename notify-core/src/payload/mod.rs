@@ -4,6 +4,7 @@ mod convert;
 mod index;
 mod key;
 mod rfc3339;
+mod text;
 mod value;
 
 use std::borrow::Cow;
@@ -15,6 +16,7 @@ pub use self::convert::ToValue;
 use self::index::{Index, INDEX_FROM};
 pub use self::key::Key;
 pub(crate) use self::rfc3339::Rfc3339;
+pub use self::text::Text;
 pub use self::value::Value;
 
 /// The payload of an event: an ordered map from [`Key`]s (static or owned text) to [`Value`]s.

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use super::Payload;
+use super::{Payload, Text};
 
 /// One payload value.
 ///
@@ -53,8 +53,9 @@ pub enum Value {
     U128(u128),
     /// A floating-point number.
     F64(f64),
-    /// Text; a `&'static str` given through `From` is stored without allocating.
-    Str(Cow<'static, str>),
+    /// Text: a `&'static str` given through `From` or [`Value::from_static`] is borrowed, short
+    /// text is copied inline, longer text is owned (see [`Text`]).
+    Str(Text),
     /// A duration (serialized as whole nanoseconds).
     Duration(Duration),
     /// A wall-clock time (serialized as an RFC 3339 UTC string with nanoseconds).
@@ -85,11 +86,12 @@ impl Value {
     /// ```
     ///
     /// `.with("sql", "SELECT 1")` copies the text instead (see [`ToValue`](crate::ToValue) for
-    /// why `with` cannot tell a literal from a shorter-lived `&str`); `#[instrument_event]`'s
-    /// `fields(key = "literal")` borrows, as the macro sees the literal.
+    /// why `with` cannot tell a literal from a shorter-lived `&str`): inline, without allocating,
+    /// up to [`Text::INLINE_CAPACITY`] bytes; `#[instrument_event]`'s `fields(key = "literal")`
+    /// borrows, as the macro sees the literal.
     #[inline]
     pub const fn from_static(text: &'static str) -> Value {
-        Value::Str(Cow::Borrowed(text))
+        Value::Str(Text::from_static(text))
     }
 
     /// The text of a [`Value::Str`] that is borrowed `&'static str` (built by
@@ -103,7 +105,7 @@ impl Value {
     /// ```
     pub fn as_static_str(&self) -> Option<&'static str> {
         match *self {
-            Value::Str(Cow::Borrowed(text)) => Some(text),
+            Value::Str(ref text) => text.as_static(),
             _ => None,
         }
     }
@@ -115,7 +117,7 @@ impl Value {
     /// assert_eq!(Value::display(&std::net::Ipv4Addr::LOCALHOST), Value::Str("127.0.0.1".into()));
     /// ```
     pub fn display(value: &dyn fmt::Display) -> Value {
-        Value::Str(Cow::Owned(value.to_string()))
+        Value::Str(Text::from(value.to_string()))
     }
 
     /// Stores `value`'s `Debug` text (allocates once).
@@ -125,7 +127,7 @@ impl Value {
     /// assert_eq!(Value::debug(&[1, 2]), Value::Str("[1, 2]".into()));
     /// ```
     pub fn debug(value: &dyn fmt::Debug) -> Value {
-        Value::Str(Cow::Owned(format!("{value:?}")))
+        Value::Str(Text::from(format!("{value:?}")))
     }
 
     /// True for [`Value::Null`].

@@ -15,7 +15,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::payload::{Key, Payload, Value, EXCEPTION_KEY};
+use crate::payload::{Key, Payload, Text, Value, EXCEPTION_KEY};
 
 impl Serialize for Key {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -131,11 +131,11 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::Str(Cow::Owned(v.to_owned())))
+        Ok(Value::Str(Text::new(v)))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::Str(Cow::Owned(v)))
+        Ok(Value::Str(Text::from(v)))
     }
 
     fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Value, E> {
