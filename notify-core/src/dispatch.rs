@@ -41,8 +41,11 @@ const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
 };
 
 /// Runs one subscriber callback; a panic becomes a failure pushed onto `failures`.
+///
+/// `entry` is the listener's `Arc` itself, not the `Entry` behind it: only the (cold) failure path
+/// dereferences it, so the delivery loops do not compute it for every callback.
 #[inline]
-pub(crate) fn guarded(failures: &mut Vec<SubscriberFailure>, entry: &Entry, event: &str, call: impl FnOnce()) {
+pub(crate) fn guarded(failures: &mut Vec<SubscriberFailure>, entry: &Arc<Entry>, event: &str, call: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(call)) {
         failures.push(failure_of(entry, event, payload));
     }
@@ -484,7 +487,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         }
         if let (Some(start), Some(end)) = (context.start, end) {
             if !listeners.event.is_empty() || !listeners.owned.is_empty() {
-                let event = Event {
+                let mut event = Event {
                     name: resolved.name.clone(),
                     start,
                     end,
@@ -492,7 +495,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                     id: context.id,
                     parent_id: context.parent_id,
                     trace_id: context.trace_id,
-                    payload: mem::take(payload),
+                    payload: Payload::default(),
                     cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
                     allocations: self
                         .allocations_start
@@ -501,6 +504,11 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                     outcome,
                     location: context.location,
                 };
+                // Swapped in where the event is built: one pass over the payload, no temporary;
+                // none at all for an empty payload (the event's is already one).
+                if !payload.is_trivially_droppable() {
+                    mem::swap(&mut event.payload, payload);
+                }
                 deliver_event(failures, resolved, event);
             }
         }
@@ -617,7 +625,11 @@ pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>)
     }
 }
 
-/// Delivers a built event to the event-object and owned groups of `resolved`.
+/// Delivers a built event to the event-object and owned groups of `resolved`. Inlined where the
+/// event is built: the event-object subscribers borrow it there (no move of the ~500-byte event
+/// into a callee), it moves into an `Arc` only for owned listeners, and an event whose payload
+/// holds nothing is dropped inline (its name only).
+#[inline(always)]
 pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, event: Event) {
     let listeners = &resolved.listeners;
     let name = resolved.name.as_str();
@@ -625,10 +637,22 @@ pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Re
         guarded(failures, &l.entry, name, || l.subscriber.call(&event));
     }
     if !listeners.owned.is_empty() {
-        let shared = Arc::new(event);
-        for l in &listeners.owned {
-            guarded(failures, &l.entry, name, || l.subscriber.deliver(&shared));
-        }
+        deliver_owned(failures, resolved, &Arc::new(event));
+    } else if event.payload.is_trivially_droppable() {
+        let Event { name, payload, .. } = event;
+        mem::forget(payload);
+        drop(name);
+    } else {
+        drop(event);
+    }
+}
+
+/// Delivers a shared event to the owned group of `resolved`.
+#[inline(never)]
+fn deliver_owned(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, shared: &Arc<Event>) {
+    let name = resolved.name.as_str();
+    for l in &resolved.listeners.owned {
+        guarded(failures, &l.entry, name, || l.subscriber.deliver(shared));
     }
 }
 
