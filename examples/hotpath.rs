@@ -16,7 +16,10 @@
 //! payload_3_keys_redacted (the same event with the bench's redaction policy of 10 key patterns, none
 //! matching: the policy's cost is the difference with payload_3_keys). The write path:
 //! subscribe_unsubscribe (one exact subscribe + unsubscribe pair on the populated notifier) and
-//! subscribe_unsubscribe_100000 (the pair on a notifier with 100,000 other exact subscriptions).
+//! subscribe_unsubscribe_100000 (the pair on a notifier with 100,000 other exact subscriptions);
+//! unsubscribe_name_100000 (one `unsubscribe_name` of a new name, formatted in the loop, after
+//! 100,000 names were excluded from a glob subscription: the bench's
+//! `registry/unsubscribe_name_100000_exclusions`).
 
 use std::hint::black_box;
 
@@ -36,19 +39,22 @@ fn main() {
     let redacting = fixture::redacting_notifier();
     let many = match case.as_str() {
         "subscribe_unsubscribe_100000" => fixture::many_exact(100_000),
+        "unsubscribe_name_100000" => fixture::many_exclusions(100_000),
         _ => notify_core::Notifier::new(),
     };
     let notifier = match case.as_str() {
         "payload_3_keys_redacted" => &redacting,
-        "subscribe_unsubscribe_100000" => &many,
+        "subscribe_unsubscribe_100000" | "unsubscribe_name_100000" => &many,
         _ => &fixture.notifier,
     };
     let name = match case.as_str() {
         "unsubscribed_dynamic" => format!("unsubscribed_dynamic.{}", std::process::id()),
         other => format!("{other}.bench"),
     };
-    for _ in 0..iterations {
-        if case.starts_with("subscribe_unsubscribe") {
+    for i in 0..iterations {
+        if case == "unsubscribe_name_100000" {
+            notifier.unsubscribe_name(black_box(&format!("{}.excluded", 100_000 + i)));
+        } else if case.starts_with("subscribe_unsubscribe") {
             fixture::subscribe_unsubscribe(notifier);
         } else if case.starts_with("payload_3_keys") {
             fixture::payload_3_keys(notifier);

@@ -123,6 +123,22 @@ pub fn subscribe_unsubscribe(notifier: &Notifier) {
     subscription.unsubscribe().expect("just subscribed");
 }
 
+/// A notifier with one glob subscription (`*.excluded`, a do-nothing evented subscriber) from
+/// which `unsubscribe_name` excluded `n` names (`0.excluded`, `1.excluded`, ...):
+/// `registry/unsubscribe_name_100000_exclusions`' with n = 100,000. The glob's `Subscription` is
+/// dropped, which keeps the subscription.
+pub fn many_exclusions(n: usize) -> Notifier {
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(
+        notify_core::Pattern::glob("*.excluded").expect("valid glob"),
+        Subscriber::evented(NoopEvented),
+    );
+    for i in 0..n {
+        notifier.unsubscribe_name(&format!("{i}.excluded"));
+    }
+    notifier
+}
+
 /// A notifier with `n` exact subscriptions (an evented do-nothing subscriber each) on `n` names
 /// (`"{i}.many"`): `registry/subscribe_unsubscribe_100000`'s, with n = 100,000.
 pub fn many_exact(n: usize) -> Notifier {

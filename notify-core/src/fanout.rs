@@ -727,7 +727,7 @@ mod tests {
         fanout.unsubscribe_id(g).unwrap();
         fanout.unsubscribe_id(r).unwrap();
         fanout.unsubscribe_id(later).unwrap();
-        assert_eq!(fanout.snapshot.load().excluded.size(), 0);
+        assert_eq!(fanout.snapshot.load().excluded.len(), 0);
     }
 
     /// Issue 16.7: a call adds one entry to the shared exclusions and copies no subscription, so
@@ -746,7 +746,7 @@ mod tests {
             Arc::ptr_eq(&before, &snapshot.wide[0]),
             "the subscription was not copied"
         );
-        assert_eq!(snapshot.excluded.size(), 10_000);
+        assert_eq!(snapshot.excluded.len(), 10_000);
         drop(snapshot);
         assert_eq!(ids(&fanout, "5000.x"), Vec::<u64>::new());
         assert_eq!(ids(&fanout, "10000.x"), [glob.0]);

@@ -60,10 +60,14 @@ impl<V> Clone for NameMap<V> {
 }
 
 impl<V: Clone> Clone for Branch<V> {
+    /// A copy with room for one more slot: a branch is copied (`Arc::make_mut`) to be changed,
+    /// and an insert adds a slot without growing the copy again.
     fn clone(&self) -> Self {
+        let mut slots = Vec::with_capacity(self.slots.len() + 1);
+        slots.extend(self.slots.iter().cloned());
         Branch {
             bitmap: self.bitmap,
-            slots: self.slots.clone(),
+            slots,
         }
     }
 }

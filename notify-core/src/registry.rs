@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
-use rpds::HashTrieMapSync;
-use rustc_hash::FxBuildHasher;
 use smallvec::SmallVec;
 
 use crate::event::Name;
@@ -41,10 +39,11 @@ pub(crate) const CACHE_SLOTS: usize = CACHE_SETS * CACHE_WAYS;
 /// AS::N's exclusions (`unsubscribe_name`), for every pattern subscription at once: an event name
 /// mapped to the id of the first subscription made after its last `unsubscribe_name`. A glob or
 /// regex subscription with a smaller id no longer receives that name; catch-alls, exact
-/// subscriptions and later subscriptions are untouched. A persistent hash trie: the next snapshot
-/// shares it, and adding or finding a name is O(log n) (at most a few levels of 32-way nodes), so
-/// neither `unsubscribe_name` nor matching costs more as exclusions accumulate.
-pub(crate) type Exclusions = HashTrieMapSync<Arc<str>, SubscriptionId, FxBuildHasher>;
+/// subscriptions and later subscriptions are untouched. The registry's own persistent hash trie
+/// ([`NameMap`], as for the exact names): the next snapshot shares it, and adding or finding a name
+/// is O(log n) (at most a few levels of 32-way branches), so neither `unsubscribe_name` nor
+/// matching costs more as exclusions accumulate.
+pub(crate) type Exclusions = NameMap<SubscriptionId>;
 
 /// Subscriptions of one name or one change (a few, usually), in subscription order.
 pub(crate) type Group<T = Arc<Entry>> = SmallVec<[T; 4]>;
@@ -560,7 +559,7 @@ impl Snapshot {
         };
         let mut excluded = self.excluded.clone();
         if let Some((name, Some(first_after))) = change.name {
-            excluded.insert_mut(name.into(), first_after);
+            excluded.insert(name.into(), first_after);
         }
         // Exclusions only ever concern glob and regex subscriptions: none left, none kept.
         if !excluded.is_empty() && wide.iter().all(|e| e.pattern.is_all()) {
