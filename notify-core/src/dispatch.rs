@@ -56,7 +56,11 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
     let kind = entry.subscriber.kind();
     let failure = SubscriberFailure {
         subscription: entry.id,
-        subscriber: entry.subscriber.label.clone().unwrap_or(Cow::Borrowed(kind.as_str())),
+        subscriber: entry
+            .subscriber
+            .label_cow()
+            .cloned()
+            .unwrap_or(Cow::Borrowed(kind.as_str())),
         kind,
         event: event.to_owned(),
         message: panic_message(&*payload),

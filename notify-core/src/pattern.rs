@@ -31,12 +31,14 @@ pub struct Pattern {
     pub(crate) repr: Repr,
 }
 
+/// What a [`Pattern`] holds: 24 bytes whatever the kind (a registry entry holds one per
+/// subscription), the rarer glob and regex out of line.
 #[derive(Clone)]
 pub(crate) enum Repr {
     Exact(Arc<str>),
-    Glob(Glob),
+    Glob(Arc<Glob>),
     #[cfg(feature = "regex")]
-    Regex(regex::Regex),
+    Regex(Box<regex::Regex>),
     All,
 }
 
@@ -78,7 +80,7 @@ impl Pattern {
             ));
         }
         Ok(Pattern {
-            repr: Repr::Glob(Glob::new(glob)),
+            repr: Repr::Glob(Arc::new(Glob::new(glob))),
         })
     }
 
@@ -100,7 +102,9 @@ impl Pattern {
             return Err(error);
         }
         match regex::Regex::new(regex) {
-            Ok(re) => Ok(Pattern { repr: Repr::Regex(re) }),
+            Ok(re) => Ok(Pattern {
+                repr: Repr::Regex(Box::new(re)),
+            }),
             Err(e) => Err(compile_error(regex, &e)),
         }
     }
@@ -213,7 +217,9 @@ impl From<String> for Pattern {
 #[cfg(feature = "regex")]
 impl From<regex::Regex> for Pattern {
     fn from(re: regex::Regex) -> Pattern {
-        Pattern { repr: Repr::Regex(re) }
+        Pattern {
+            repr: Repr::Regex(Box::new(re)),
+        }
     }
 }
 

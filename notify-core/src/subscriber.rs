@@ -385,8 +385,8 @@ pub(crate) enum Kind {
     Monotonic(Arc<dyn MonotonicSubscriber>),
     Event(Arc<dyn EventSubscriber>, EventOptions),
     Evented(Arc<dyn EventedSubscriber>, EventedOptions),
-    /// The subscriber, its options and its silence key (asked once, here).
-    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions, Option<SilenceKey>),
+    /// The subscriber and its options; its silence key (asked once) is in [`Extra`].
+    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions),
     Owned(Arc<dyn OwnedEventSubscriber>),
 }
 
@@ -402,12 +402,35 @@ pub(crate) enum Kind {
 #[derive(Clone)]
 pub struct Subscriber {
     pub(crate) kind: Kind,
-    pub(crate) label: Option<Cow<'static, str>>,
+    /// The rarely given parts, out of line so that a registry entry stays small (32 bytes for a
+    /// subscriber; `None` for most).
+    extra: Option<Box<Extra>>,
+}
+
+/// What few subscribers have: a label, a silence key.
+#[derive(Clone, Default)]
+struct Extra {
+    label: Option<Cow<'static, str>>,
+    silence_key: Option<SilenceKey>,
 }
 
 impl Subscriber {
     fn of(kind: Kind) -> Subscriber {
-        Subscriber { kind, label: None }
+        Subscriber { kind, extra: None }
+    }
+
+    fn extra_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// The label as given (for failure reports, which keep it).
+    pub(crate) fn label_cow(&self) -> Option<&Cow<'static, str>> {
+        self.extra.as_ref()?.label.as_ref()
+    }
+
+    /// A silenceable subscriber's [`SilenceKey`], asked once when it was wrapped.
+    pub(crate) fn silence_key(&self) -> Option<&SilenceKey> {
+        self.extra.as_ref()?.silence_key.as_ref()
     }
 
     /// A [`TimedSubscriber`].
@@ -514,7 +537,11 @@ impl Subscriber {
     /// ```
     pub fn silenceable_with(options: EventedOptions, subscriber: impl SilenceableSubscriber) -> Subscriber {
         let key = subscriber.silence_key();
-        Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options, key))
+        let mut wrapped = Subscriber::of(Kind::Silenceable(Arc::new(subscriber), options));
+        if key.is_some() {
+            wrapped.extra_mut().silence_key = key;
+        }
+        wrapped
     }
 
     /// An [`OwnedEventSubscriber`].
@@ -560,7 +587,7 @@ impl Subscriber {
     /// ```
     #[must_use]
     pub fn named(mut self, label: impl Into<Cow<'static, str>>) -> Subscriber {
-        self.label = Some(label.into());
+        self.extra_mut().label = Some(label.into());
         self
     }
 
@@ -570,7 +597,7 @@ impl Subscriber {
     /// assert_eq!(notify_core::Subscriber::event(|_: &notify_core::Event| {}).label(), None);
     /// ```
     pub fn label(&self) -> Option<&str> {
-        self.label.as_deref()
+        self.label_cow().map(|label| &**label)
     }
 
     /// The kind.
@@ -606,7 +633,7 @@ impl Subscriber {
     /// ```
     pub fn evented_options(&self) -> Option<EventedOptions> {
         match self.kind {
-            Kind::Evented(_, options) | Kind::Silenceable(_, options, _) => Some(options),
+            Kind::Evented(_, options) | Kind::Silenceable(_, options) => Some(options),
             _ => None,
         }
     }
@@ -616,7 +643,7 @@ impl fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Subscriber")
             .field("kind", &self.kind())
-            .field("label", &self.label)
+            .field("label", &self.label())
             .finish()
     }
 }
