@@ -183,6 +183,124 @@ fn fields_borrow_their_arguments() {
     assert_eq!(str_of(&events[0], "name"), "ada");
 }
 
+/// Issue 14 item 4's list, as arguments of every type the conversion covers.
+#[allow(clippy::too_many_arguments)]
+#[instrument_event(
+    "fields.conversions",
+    fields(
+        small, wide, uwide, ratio, flag, letter, text, owned, shared, cow, some, none, slice, list, elapsed, at, map
+    )
+)]
+fn conversions(
+    small: i8,
+    wide: i128,
+    uwide: u128,
+    ratio: f32,
+    flag: bool,
+    letter: char,
+    text: &str,
+    owned: &String,
+    shared: std::sync::Arc<str>,
+    cow: std::borrow::Cow<'_, str>,
+    some: Option<u64>,
+    none: Option<u64>,
+    slice: &[u16],
+    list: Vec<i32>,
+    elapsed: std::time::Duration,
+    at: std::time::SystemTime,
+    map: notify_core::Payload,
+) {
+    let _ = (
+        small, wide, uwide, ratio, flag, letter, text, owned, shared, cow, some, none, slice, list, elapsed, at, map,
+    );
+}
+
+/// `fields(...)`, `Payload::with` and `Payload::insert` share one conversion (`ToValue`): each type
+/// of issue 14's list gives the same value through all three.
+#[test]
+fn fields_with_and_insert_convert_alike() {
+    use notify_core::Payload;
+    use std::borrow::Cow;
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    let owned = String::from("owned");
+    let at = SystemTime::UNIX_EPOCH + Duration::from_nanos(1_764_547_200_123_456_789);
+    let map = Payload::new().with("k", "v");
+    let (_, events) = capture("fields.conversions", || {
+        conversions(
+            -1,
+            i128::MIN,
+            u128::MAX,
+            1.5,
+            true,
+            'x',
+            "text",
+            &owned,
+            Arc::from("shared"),
+            Cow::Borrowed("cow"),
+            Some(7),
+            None,
+            &[1, 2],
+            vec![-3],
+            Duration::from_micros(3),
+            at,
+            map.clone(),
+        )
+    });
+    let by_with = Payload::new()
+        .with("small", -1_i8)
+        .with("wide", i128::MIN)
+        .with("uwide", u128::MAX)
+        .with("ratio", 1.5_f32)
+        .with("flag", true)
+        .with("letter", 'x')
+        .with("text", "text")
+        .with("owned", &owned)
+        .with("shared", Arc::<str>::from("shared"))
+        .with("cow", Cow::Borrowed("cow"))
+        .with("some", Some(7_u64))
+        .with("none", None::<u64>)
+        .with("slice", &[1_u16, 2][..])
+        .with("list", vec![-3_i32])
+        .with("elapsed", Duration::from_micros(3))
+        .with("at", at)
+        .with("map", map.clone());
+    let mut by_insert = Payload::new();
+    for (key, value) in by_with.iter() {
+        by_insert.insert(key.to_owned(), value);
+    }
+    assert_eq!(events[0].payload(), &by_with);
+    assert_eq!(events[0].payload(), &by_insert);
+    let expected = [
+        ("small", Value::I64(-1)),
+        ("wide", Value::I128(i128::MIN)),
+        ("uwide", Value::U128(u128::MAX)),
+        ("ratio", Value::F64(1.5)),
+        ("flag", Value::Bool(true)),
+        ("letter", Value::from("x")),
+        ("text", Value::from("text")),
+        ("owned", Value::from("owned")),
+        ("shared", Value::from("shared")),
+        ("cow", Value::from("cow")),
+        ("some", Value::U64(7)),
+        ("none", Value::Null),
+        ("slice", Value::List(vec![Value::U64(1), Value::U64(2)])),
+        ("list", Value::List(vec![Value::I64(-3)])),
+        ("elapsed", Value::Duration(Duration::from_micros(3))),
+        ("at", Value::Time(at)),
+        ("map", Value::Map(Box::new(map))),
+    ];
+    assert_eq!(
+        events[0]
+            .payload()
+            .iter()
+            .map(|(k, v)| (k, v.clone()))
+            .collect::<Vec<_>>(),
+        expected
+    );
+}
+
 #[instrument_event("payload.untouched")]
 fn no_fields(secret: &str) -> usize {
     secret.len()
