@@ -24,6 +24,7 @@ use crate::event::{Event, Outcome};
 use crate::event_id::EventId;
 use crate::failure::{panic_message, report, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 use crate::fanout::Fanout;
+use crate::fanout_end::FanoutScope;
 use crate::ids;
 use crate::location::Location;
 use crate::payload::Payload;
@@ -655,6 +656,8 @@ pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Re
 #[inline(never)]
 fn deliver_owned(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, shared: &Arc<Event>) {
     let name = resolved.name.as_str();
+    // Owned subscribers may defer work to the end of this loop (`defer_to_fanout_end`).
+    let _scope = FanoutScope::enter();
     for l in &resolved.listeners.owned {
         guarded(failures, &l.entry, name, || l.subscriber.deliver(shared));
     }

@@ -4,7 +4,11 @@
 //! never a thread per subscription. Each async subscriber has a **mailbox**: a bounded FIFO of
 //! shared events (`Arc<Event>`, built once per event by the notifier however many subscribers
 //! listen) and a scheduling flag. Publishing pushes into the mailbox on the instrumenting thread;
-//! the first push into an idle mailbox hands it to the pool's run queue. A worker takes a bounded
+//! the first push into an idle mailbox hands it to the pool's run queue. When one event reaches
+//! many mailboxes of a pool (one fan-out), the publisher passes the pool's door once, counts
+//! events as pending 128 at a time, and pushes the mailboxes it made ready 64 at a time under one
+//! lock, the rest when the fan-out ends (notify-core's
+//! [`defer_to_fanout_end`](notify_core::defer_to_fanout_end)). A worker takes a bounded
 //! batch (64 events by default) per turn, runs the callbacks, and only then marks the mailbox idle
 //! or re-queues it, so each subscriber sees its events one at a time, in publish order per
 //! producing thread, and 100,000s of subscriptions cost a mailbox each, not a thread. Measured
@@ -76,6 +80,7 @@ mod options;
 mod padded;
 mod pending;
 mod pool;
+mod publish;
 mod run_queue;
 mod shutdown;
 mod slot;

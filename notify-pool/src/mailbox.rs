@@ -12,9 +12,10 @@ use crate::config::Config;
 use crate::mailbox_core::{Admit, MailboxCore};
 use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, AsyncFailurePolicy, Overflow};
+use crate::publish;
 use crate::slot::Slot;
 use crate::unwind::drop_payload;
-use crate::worker::{on_any_worker, Batches, Flavor, PoolInner, WorkerSlot, RUNNING, STOPPED};
+use crate::worker::{on_any_worker, Batches, Flavor, PoolInner, Task, WorkerSlot, RUNNING, STOPPED};
 use crate::AsyncSubscriber;
 
 /// What the mailboxes of one subscription share: the pool that runs them and their settings.
@@ -103,6 +104,14 @@ impl<S: AsyncSubscriber> Mailbox<S> {
                 }
             }
         }
+    }
+
+    /// This mailbox as a run-queue task (it became scheduled).
+    fn task(&self) -> Task {
+        // The registry reached `self` through a strong reference it holds for the whole call, so
+        // the upgrade cannot fail.
+        let me = self.me.upgrade().expect("a mailbox receiving an event is alive");
+        Task { target: me, part: 0 }
     }
 
     /// The slow-subscriber report, at most once per interval; the clock is read only here.
@@ -269,17 +278,34 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
 impl<S: AsyncSubscriber> OwnedEventSubscriber for Mailbox<S> {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        let pool = &*self.home.pool;
+        let home = &self.home.pool;
+        if !home.dedicated && self.home.config.overflow != Overflow::Block {
+            // During a fan-out: the batch's door and credits, and the batch pushes the mailbox
+            // (see the `publish` module). Not for a mailbox that may block its publisher: it
+            // must be on the run queue, not in this thread's batch, while the publisher waits.
+            match publish::admit(home) {
+                publish::Admit::Batched(gen) => {
+                    if self.offer(event.clone(), gen) {
+                        publish::ready(home, self.task());
+                    }
+                    return;
+                }
+                publish::Admit::Refused => {
+                    home.shared.reject(1);
+                    return;
+                }
+                publish::Admit::Unbatched => {}
+            }
+        }
+        let pool = &**home;
         let Some(_publishing) = pool.enter() else {
             pool.shared.reject(1);
             return;
         };
         let gen = pool.accept(1);
         if self.offer(event.clone(), gen) {
-            // The registry reached `self` through a strong reference it holds for the whole call,
-            // so the upgrade cannot fail.
-            let me = self.me.upgrade().expect("a mailbox receiving an event is alive");
-            pool.schedule(me, 0);
+            let task = self.task();
+            pool.schedule(task.target, task.part);
         }
     }
 }

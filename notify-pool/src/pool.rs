@@ -362,6 +362,9 @@ impl WorkerPool {
                 self.owner.inner.shared.name
             );
         }
+        // A subscriber flushing from inside a fan-out: this thread's batch ends first (its
+        // credits are pending).
+        crate::publish::end();
         if self.is_shut_down() {
             return true;
         }

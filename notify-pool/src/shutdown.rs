@@ -130,6 +130,8 @@ impl Owner {
     }
 
     pub(crate) fn shutdown(&self, deadline: Option<Instant>) -> ShutdownReport {
+        // This thread's publishing batch holds the door shutdown waits for: it ends first.
+        crate::publish::end();
         let mut report = self.report.lock();
         if let Some(done) = &*report {
             return done.clone();

@@ -1,7 +1,8 @@
 //! The pool's shared state, its run queue of scheduled mailboxes, and the worker loop.
 //!
 //! Scheduling: a mailbox that becomes scheduled is pushed onto one FIFO run queue (a short critical
-//! section under one lock); a worker pops one mailbox, runs one bounded batch of it, and re-queues it
+//! section under one lock; a publisher's batch pushes the mailboxes one fan-out made ready
+//! under one lock, see [`crate::publish`]); a worker pops one mailbox, runs one bounded batch of it, and re-queues it
 //! at the tail if events remain — or, when the run queue is empty, runs its next batch right away.
 //!
 //! Parking, waking and retiring: see [`RunQueue`], where the protocol is argued and model-checked.
@@ -289,6 +290,29 @@ impl PoolInner {
         (self.state() == RUNNING).then_some(publishing)
     }
 
+    /// The door for a publisher's batch ([`crate::publish`]): the same entry as [`PoolInner::enter`],
+    /// held until [`PoolInner::leave`]; false (nothing held) once shutdown began.
+    #[inline]
+    pub(crate) fn enter_held(&self) -> bool {
+        self.publishing.0.fetch_add(1, Ordering::AcqRel);
+        if self.state() == RUNNING {
+            true
+        } else {
+            self.leave();
+            false
+        }
+    }
+
+    /// Leaves the door entered with [`PoolInner::enter_held`] (or by a [`Publishing`] guard).
+    #[inline]
+    pub(crate) fn leave(&self) {
+        // `AcqRel`: what the publisher did (its counts) is visible to the shutdown that reads the
+        // count; then wake it if it waits (see `Pending::notify`).
+        if self.publishing.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.pending.notify();
+        }
+    }
+
     /// Waits until no publisher is inside the door, or `until`; true when none is.
     pub(crate) fn wait_publishers(&self, until: Option<Instant>) -> bool {
         self.pending
@@ -318,6 +342,20 @@ impl PoolInner {
     pub(crate) fn schedule(&self, target: Arc<dyn Flavor>, part: usize) {
         let task = std::iter::once(Task { target, part });
         if let Err(refused) = self.run.push(task, 1, || self.state() == STOPPED) {
+            for task in refused {
+                task.target.refuse_stopped(self, task.part);
+            }
+        }
+    }
+
+    /// Hands the mailboxes a publisher's batch made ready ([`crate::publish`]) to the workers under
+    /// one lock, waking as many idle workers as there are tasks (at most 4). Leaves `tasks` empty.
+    pub(crate) fn schedule_all(&self, tasks: &mut Vec<Task>) {
+        let n = tasks.len();
+        if n == 0 {
+            return;
+        }
+        if let Err(refused) = self.run.push(tasks.drain(..), n, || self.state() == STOPPED) {
             for task in refused {
                 task.target.refuse_stopped(self, task.part);
             }
@@ -472,11 +510,7 @@ pub(crate) struct Publishing<'a> {
 impl Drop for Publishing<'_> {
     #[inline]
     fn drop(&mut self) {
-        // `AcqRel`: what the publisher did (its counts) is visible to the shutdown that reads the
-        // count; then wake it if it waits (see `Pending::notify`).
-        if self.pool.publishing.0.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.pool.pending.notify();
-        }
+        self.pool.leave();
     }
 }
 
