@@ -597,7 +597,9 @@ impl Fanout {
     }
 
     pub(crate) fn set_hook(&self, hook: Hook) {
-        *self.hook.write() = hook;
+        // The old hook is dropped after the lock is released: its Drop is user code.
+        let old = std::mem::replace(&mut *self.hook.write(), hook);
+        drop(old);
     }
 
     /// Nested deliveries allowed on one thread before events are dropped (at least 1).

@@ -20,7 +20,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
+use crate::sync::StaticMutex;
 
 use crate::event_id::EventId;
 use crate::trace_id::{Rng, TraceId};
@@ -352,7 +352,7 @@ pub(crate) fn attach(frame: Frame) -> u64 {
 }
 
 /// Events entered on one thread and finished on another, not yet dropped from their stack.
-static ORPHANS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+static ORPHANS: StaticMutex<Vec<u64>> = StaticMutex::new(Vec::new());
 /// Bumped on every orphan: a thread looks at the list only when this moved since its last look,
 /// so orphans of exited threads cost the others nothing.
 static ORPHANED: AtomicUsize = AtomicUsize::new(0);

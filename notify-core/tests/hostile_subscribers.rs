@@ -201,3 +201,57 @@ fn the_depth_limit_is_configurable_and_covers_evented_starts_and_publish() {
     notifier.set_max_delivery_depth(0);
     assert_eq!(notifier.max_delivery_depth(), 1, "at least one level");
 }
+
+/// A subscriber whose `Drop` panics.
+struct BoomOnDrop;
+
+impl Drop for BoomOnDrop {
+    fn drop(&mut self) {
+        panic!("boom: a subscriber's Drop panicked");
+    }
+}
+
+/// The registry's locks are never held while user code runs: a subscriber whose `Drop` panics
+/// (when it is unsubscribed) and a failure hook whose `Drop` panics (when it is replaced) panic in
+/// the caller, and the notifier goes on working afterwards (no poisoned lock).
+#[test]
+fn a_panicking_drop_of_a_subscriber_or_hook_leaves_the_notifier_working() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let boom = BoomOnDrop;
+    let subscription = notifier.subscribe(
+        "query.sql",
+        Subscriber::event(move |_: &Event| {
+            let _ = &boom;
+        }),
+    );
+    let unsubscribed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| subscription.unsubscribe()));
+    assert!(unsubscribed.is_err(), "the subscriber's Drop panic reaches the caller");
+
+    let boom = BoomOnDrop;
+    notifier.set_failure_hook(move |_: &SubscriberFailure| {
+        let _ = &boom;
+    });
+    let replaced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.set_failure_hook(|_: &SubscriberFailure| {});
+    }));
+    assert!(replaced.is_err(), "the old hook's Drop panic reaches the caller");
+
+    let failures = capture_failures(&notifier);
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let again = notifier.subscribe(
+        "query.sql",
+        Subscriber::event(move |_: &Event| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }),
+    );
+    let _ = notifier.subscribe("query.sql", Subscriber::event(|_: &Event| panic!("boom")).named("boom"));
+    notifier.instrument("query.sql", Payload::new, |_| {});
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+    assert_eq!(failures.lock().unwrap().len(), 1);
+    assert_eq!(again.unsubscribe(), Ok(()));
+    assert_eq!(notifier.unsubscribe_name("query.sql"), 1);
+    notifier.instrument("query.sql", Payload::new, |_| {});
+    assert_eq!(seen.load(Ordering::SeqCst), 1);
+}
