@@ -31,7 +31,7 @@ mod std_locks {
 
     /// `std::sync::Mutex` whose `lock()` returns the guard, poisoned or not (module docs).
     #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+    pub(crate) struct Mutex<T>(pub(super) std::sync::Mutex<T>);
 
     impl<T> Mutex<T> {
         pub(crate) const fn new(value: T) -> Mutex<T> {
@@ -46,7 +46,7 @@ mod std_locks {
 
     /// `std::sync::RwLock` whose `read()` and `write()` return the guards, poisoned or not.
     #[derive(Debug, Default)]
-    pub(crate) struct RwLock<T>(std::sync::RwLock<T>);
+    pub(crate) struct RwLock<T>(pub(super) std::sync::RwLock<T>);
 
     impl<T> RwLock<T> {
         pub(crate) const fn new(value: T) -> RwLock<T> {
