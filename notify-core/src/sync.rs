@@ -120,6 +120,8 @@ mod tests {
             assert!(panicked.join().is_err());
         });
         assert!(mutex.0.is_poisoned() && rwlock.0.is_poisoned());
-        assert_eq!((*mutex.lock(), *rwlock.read(), *rwlock.write()), (10, 20, 20));
+        assert_eq!(*mutex.lock(), 10);
+        assert_eq!(*rwlock.read(), 20);
+        assert_eq!(*rwlock.write(), 20);
     }
 }
