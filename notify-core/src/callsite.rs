@@ -32,6 +32,7 @@ use crate::registry::Lookup;
 /// assert_eq!(SITE.interest(), Interest::Never);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Interest {
     /// Not used yet: the first use registers it.
     Unknown,

@@ -113,6 +113,7 @@ impl std::error::Error for PatternError {}
 /// assert_eq!(handle.finish(), Err(NotifyError::NotStarted));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotifyError {
     /// `start` was called on a handle that was already started.
     AlreadyStarted,

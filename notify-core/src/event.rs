@@ -19,6 +19,7 @@ use crate::transaction_id::TransactionId;
 /// assert_eq!(notify_core::Outcome::default(), notify_core::Outcome::Completed);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// The block returned (an `Err` it returned is in the payload's `exception`, not here).
     #[default]
@@ -27,6 +28,23 @@ pub enum Outcome {
     Panicked,
     /// The instrumented future was dropped before it completed.
     Cancelled,
+}
+
+impl Outcome {
+    /// The outcome in lower case, as bridges and exporters label it: `"completed"`, `"panicked"`,
+    /// `"cancelled"`. Outcomes added later (the enum is `#[non_exhaustive]`) get their own word,
+    /// so code that labels events by this needs no wildcard arm.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Outcome::Panicked.as_str(), "panicked");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Panicked => "panicked",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// The name of an event: a `&'static str` (callsites) or a shared string; cloning never copies text.

@@ -20,6 +20,7 @@ use crate::subscription::SubscriptionId;
 /// notifier.set_failure_policy(FailurePolicy::Strict);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FailurePolicy {
     /// Report each failure through the failure hook (default: `log::error!`, or stderr without
     /// the `log` feature) and go on.

@@ -929,6 +929,7 @@ fn a_panicking_silenced_is_a_reported_failure_under_every_policy() {
                 let errors = result.unwrap_err().downcast::<SubscriberErrors>().unwrap();
                 assert_eq!(errors.failures().len(), 1);
             }
+            other => unreachable!("policy {other:?} is not in this test's list"),
         }
     }
 }

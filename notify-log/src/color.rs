@@ -95,6 +95,7 @@ impl ColorChoice {
 ///
 /// [`LogEvent::color`]: super::LogEvent::color
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Color {
     /// Black.
     Black,

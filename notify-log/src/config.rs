@@ -214,6 +214,7 @@ impl<T> fmt::Debug for LogConfig<T> {
 /// assert_eq!(err.to_string(), "invalid log subscriber method `query.slow` in namespace `db`: a method name is non-empty and has no dot");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogSubscriberError {
     /// The namespace is empty, starts or ends with a dot, has an empty part (`"a..b"`) or a
     /// control character.

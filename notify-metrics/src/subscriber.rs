@@ -209,9 +209,7 @@ impl std::fmt::Debug for MetricsSubscriber {
 fn outcome_label(event: &Event) -> &'static str {
     match event.outcome() {
         Outcome::Completed if event.payload().get(EXCEPTION_KEY).is_some() => "error",
-        Outcome::Completed => "completed",
-        Outcome::Panicked => "panicked",
-        Outcome::Cancelled => "cancelled",
+        other => other.as_str(),
     }
 }
 

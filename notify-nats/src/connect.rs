@@ -173,6 +173,7 @@ impl fmt::Debug for NatsOptions {
 
 /// What kind of failure a [`ConnectError`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ConnectErrorKind {
     /// The server refused the credentials (wrong or missing token, user or password).
     Authorization,

@@ -31,6 +31,7 @@ pub const WIRE_VERSION: u16 = 2;
 /// assert_eq!(notify_nats::Encoding::Json.header_value(), "json");
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Encoding {
     /// postcard: compact binary (varints), about 40 bytes for an event with a small payload (default).
     #[default]
@@ -75,6 +76,7 @@ impl Encoding {
 
 /// Why a message could not be turned into events. Nothing is republished from such a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The message was written by a newer version of the wire format than this importer reads.
     UnsupportedVersion {
@@ -363,6 +365,9 @@ impl<'a> EventOut<'a> {
                 Outcome::Completed => WireOutcome::Completed,
                 Outcome::Panicked => WireOutcome::Panicked,
                 Outcome::Cancelled => WireOutcome::Cancelled,
+                // An outcome added to notify-core after this wire version (Outcome is
+                // non_exhaustive): the event did not simply complete, and did not panic here.
+                _ => WireOutcome::Cancelled,
             },
             payload: PayloadOut(event.payload()),
             cpu_time_ns: event.cpu_time().map(saturating_ns),

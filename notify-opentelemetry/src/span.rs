@@ -101,8 +101,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
     }
     match event.outcome() {
         Outcome::Completed => {}
-        Outcome::Panicked => attributes.push(KeyValue::new("notify.outcome", "panicked")),
-        Outcome::Cancelled => attributes.push(KeyValue::new("notify.outcome", "cancelled")),
+        other => attributes.push(KeyValue::new("notify.outcome", other.as_str())),
     }
     SpanData {
         span_context,

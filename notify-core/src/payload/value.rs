@@ -35,7 +35,11 @@ use super::{Payload, Text};
 /// sequence, `Map` → a map in order, `Exception` → `{"type_name": …, "message": …}`. Reading
 /// back gives the same null, booleans, numbers, text, lists, maps and (under the key
 /// `"exception"`) errors; a duration comes back as `U64` and a time as `Str`, since the plain
-/// form does not say what they were.
+/// form does not say what they were. Integers beyond the 64-bit range come back as `I128` /
+/// `U128` only from a format that reads 128-bit numbers untyped; serde_json does not (without its
+/// `arbitrary_precision` feature it reads them as `F64`, losing digits), and JavaScript reads any
+/// JSON number above 2^53 approximately, so put such numbers in a payload as text when they must
+/// survive JSON exactly.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Value {
