@@ -117,6 +117,12 @@ impl Queue {
                         return;
                     }
                 }
+                // A policy added to notify-pool later (Overflow is non_exhaustive) acts as the
+                // default, DropNewest, until this queue learns it.
+                _ => {
+                    state.dropped_overflow += 1;
+                    return;
+                }
             }
         }
         state.events.push_back(event.clone());

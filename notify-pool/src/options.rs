@@ -14,6 +14,7 @@ use crate::mailbox_id::MailboxId;
 /// assert_eq!(notify_pool::Overflow::default(), notify_pool::Overflow::DropNewest);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Overflow {
     /// Refuse the new event and count it as dropped: the publisher never blocks (default).
     #[default]
@@ -43,6 +44,7 @@ pub enum Overflow {
 /// assert_eq!(notify_pool::AsyncFailurePolicy::default(), notify_pool::AsyncFailurePolicy::Report);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AsyncFailurePolicy {
     /// Report the panic and keep delivering the subscriber's next events (default).
     #[default]
