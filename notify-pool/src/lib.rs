@@ -16,8 +16,8 @@
 //! which the registry holds directly as its subscriber (plus what the callback captures; the
 //! callback is stored inline); the options and pool it runs with are shared by all the
 //! subscriptions of one [`WorkerPool::subscribe_all`] call with equal options (64 bytes once,
-//! or per [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 240 bytes with its
-//! registry entry before any event (176 of them notify-core's entry and listener; 280 with the
+//! or per [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 180 bytes with its
+//! registry entry before any event (116 of them notify-core's entry and listener; 220 with the
 //! returned [`AsyncSubscription`]), and up to 176 bytes more after traffic (the queue, allocated
 //! at the first event with the drop counters, keeps a buffer of up to 8 events once drained); a
 //! [`WorkerPool::subscribe_fanout`] member 48 bytes, plus what its callback captures.
