@@ -2,8 +2,9 @@
 //!
 //! One event in flight is an [`Active`]: what it captured at start (its listener set, clocks, ids)
 //! and how it is delivered at finish. `instrument`, handles, callsites and the macro all go through
-//! it; `publish` delivers through [`publish`]. Every callback runs inside [`guarded`]: a panic is
-//! caught, its payload dropped under a guard too, and the failure handed to [`handle_failures`],
+//! it; `publish` delivers through [`publish`]. Every callback runs under an unwinding guard (one
+//! per delivery loop, [`each`]): a panic is caught, its payload dropped under a guard too, and the
+//! failure handed to [`handle_failures`],
 //! which applies the fanout's failure policy. Deliveries nested on one thread (a subscriber that
 //! instruments) are counted by [`Nesting`]; past the fanout's limit an event is not delivered.
 
@@ -41,14 +42,53 @@ const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
     None => unreachable!(),
 };
 
-/// Runs one subscriber callback; a panic becomes a failure pushed onto `failures`.
-///
-/// `entry` is the listener's `Arc` itself, not the `Entry` behind it: only the (cold) failure path
-/// dereferences it, so the delivery loops do not compute it for every callback.
-#[inline]
-pub(crate) fn guarded(failures: &mut Vec<SubscriberFailure>, entry: &Arc<Entry>, event: &str, call: impl FnOnce()) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(call)) {
-        failures.push(failure_of(entry, event, payload));
+/// Calls `call` with the subscriber of each listener of `list`, in order, under one unwinding
+/// guard for the whole loop: a subscriber that panics becomes a failure pushed onto `failures`, and
+/// the loop resumes with the listener after it. One guard per loop, not per callback, keeps the
+/// loop a load, a call and an increment per subscriber.
+#[inline(always)]
+pub(crate) fn each<T: ?Sized>(
+    failures: &mut Vec<SubscriberFailure>,
+    list: &[Listener<T>],
+    event: &str,
+    mut call: impl FnMut(&T),
+) {
+    let mut next = 0;
+    while next < list.len() {
+        let rest = catch_unwind(AssertUnwindSafe(|| {
+            while let Some(l) = list.get(next) {
+                next += 1;
+                call(&l.subscriber);
+            }
+        }));
+        match rest {
+            Ok(()) => return,
+            Err(payload) => failures.push(failure_of(&list[next - 1].entry, event, payload)),
+        }
+    }
+}
+
+/// As [`each`], for the listeners of `list` at `indices` (the unsilenced silenceable ones).
+#[inline(always)]
+fn each_at<T: ?Sized>(
+    failures: &mut Vec<SubscriberFailure>,
+    list: &[Listener<T>],
+    indices: &[u32],
+    event: &str,
+    mut call: impl FnMut(&T),
+) {
+    let mut next = 0;
+    while next < indices.len() {
+        let rest = catch_unwind(AssertUnwindSafe(|| {
+            while let Some(&i) = indices.get(next) {
+                next += 1;
+                call(&list[i as usize].subscriber);
+            }
+        }));
+        match rest {
+            Ok(()) => return,
+            Err(payload) => failures.push(failure_of(&list[indices[next - 1] as usize].entry, event, payload)),
+        }
     }
 }
 
@@ -276,6 +316,13 @@ pub(crate) struct Active<R: Deref<Target = Resolved> = Arc<Resolved>> {
     panicking_at_start: bool,
 }
 
+/// What [`Active::measure`] read at finish.
+#[derive(Default)]
+struct Measured {
+    cpu_time: Option<Duration>,
+    allocations: Option<u64>,
+}
+
 fn thread_cpu_time() -> Option<Duration> {
     cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
 }
@@ -380,17 +427,16 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let payload = &*payload;
         let _nesting = delivers_start.then(Nesting::enter);
         let context = &self.context;
-        for l in &listeners.evented {
-            guarded(&mut self.failures, &l.entry, name, || {
-                l.subscriber.start(name, context, payload)
-            });
-        }
-        for &i in &self.silenceable {
-            let l = &listeners.silenceable[i as usize];
-            guarded(&mut self.failures, &l.entry, name, || {
-                l.subscriber.start(name, context, payload)
-            });
-        }
+        each(&mut self.failures, &listeners.evented, name, |s| {
+            s.start(name, context, payload)
+        });
+        each_at(
+            &mut self.failures,
+            &listeners.silenceable,
+            &self.silenceable,
+            name,
+            |s| s.start(name, context, payload),
+        );
         let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
         if needs_event && listeners.options.cpu_time {
             self.cpu_start = thread_cpu_time();
@@ -429,17 +475,12 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let name = resolved.name.as_str();
         let mut failures = Vec::new();
         let _nesting = Nesting::enter();
-        for l in &listeners.evented {
-            guarded(&mut failures, &l.entry, name, || {
-                call(&*l.subscriber, name, &self.context)
-            });
-        }
-        for &i in &self.silenceable {
-            let l = &listeners.silenceable[i as usize];
-            guarded(&mut failures, &l.entry, name, || {
-                call(&*l.subscriber, name, &self.context)
-            });
-        }
+        each(&mut failures, &listeners.evented, name, |s| {
+            call(s, name, &self.context)
+        });
+        each_at(&mut failures, &listeners.silenceable, &self.silenceable, name, |s| {
+            call(s, name, &self.context)
+        });
         if !failures.is_empty() {
             handle_failures(fanout, failures);
         }
@@ -453,15 +494,11 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let end = self.context.start.map(|_| Instant::now());
         self.context.end = end;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
-        // CPU time and allocations are per-thread counters: an event finished on another thread
-        // than it started on (a handle sent away, an async fn resumed elsewhere) has neither.
-        let measured = self.cpu_start.is_some() || self.allocations_start.is_some();
-        let same_thread = !measured || ids::transaction_id() == self.transaction_id;
-        let cpu_end = self.cpu_start.filter(|_| same_thread).and_then(|_| thread_cpu_time());
-        let allocations_end = self
-            .allocations_start
-            .filter(|_| same_thread)
-            .and_then(|_| thread_allocations());
+        let measured = if self.cpu_start.is_some() || self.allocations_start.is_some() {
+            self.measure()
+        } else {
+            Measured::default()
+        };
         if self.entered {
             ids::leave(self.context.id.0);
         }
@@ -470,7 +507,6 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
-        let transaction_id = self.transaction_id;
         let _nesting = Nesting::enter();
         let failures = &mut self.failures;
         deliver_clocked(
@@ -479,47 +515,71 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             listeners,
             self.start_wall.zip(end_wall),
             self.context.start.zip(end),
-            transaction_id,
+            self.transaction_id,
             payload,
         );
         let context = &self.context;
-        for l in &listeners.evented {
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, context, payload));
-        }
-        for &i in &self.silenceable {
-            let l = &listeners.silenceable[i as usize];
-            guarded(failures, &l.entry, name, || l.subscriber.finish(name, context, payload));
-        }
-        if let (Some(start), Some(end)) = (context.start, end) {
-            if !listeners.event.is_empty() || !listeners.owned.is_empty() {
-                let mut event = Event {
-                    name: resolved.name.clone(),
-                    start,
-                    end,
-                    transaction_id,
-                    id: context.id,
-                    parent_id: context.parent_id,
-                    trace_id: context.trace_id,
-                    payload: Payload::default(),
-                    cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
-                    allocations: self
-                        .allocations_start
-                        .zip(allocations_end)
-                        .map(|(a, b)| b.saturating_sub(a)),
-                    outcome,
-                    location: context.location,
-                };
-                // Swapped in where the event is built: one pass over the payload, no temporary;
-                // none at all for an empty payload (the event's is already one).
-                if !payload.is_trivially_droppable() {
-                    mem::swap(&mut event.payload, payload);
-                }
-                deliver_event(failures, resolved, event);
-            }
+        each(failures, &listeners.evented, name, |s| s.finish(name, context, payload));
+        each_at(failures, &listeners.silenceable, &self.silenceable, name, |s| {
+            s.finish(name, context, payload)
+        });
+        if context.start.is_some() && (!listeners.event.is_empty() || !listeners.owned.is_empty()) {
+            self.deliver_event(payload, measured, outcome);
         }
         if !self.failures.is_empty() {
             handle_failures(fanout, mem::take(&mut self.failures));
         }
+    }
+
+    /// The CPU time and allocations of the event, when measured and finished on the thread it
+    /// started on: both are per-thread counters, so an event finished elsewhere (a handle sent
+    /// away, an async fn resumed on another thread) has neither.
+    #[cold]
+    #[inline(never)]
+    fn measure(&self) -> Measured {
+        if ids::transaction_id() != self.transaction_id {
+            return Measured::default();
+        }
+        let cpu_end = self.cpu_start.and_then(|_| thread_cpu_time());
+        let allocations_end = self.allocations_start.and_then(|_| thread_allocations());
+        Measured {
+            cpu_time: self.cpu_start.zip(cpu_end).map(|(a, b)| b.saturating_sub(a)),
+            allocations: self
+                .allocations_start
+                .zip(allocations_end)
+                .map(|(a, b)| b.saturating_sub(a)),
+        }
+    }
+
+    /// Builds the event object and delivers it to the event-object and owned groups (kept out of
+    /// `finish_in_place`, so the kinds that need no event object do not pay for its frame).
+    #[inline(never)]
+    fn deliver_event(&mut self, payload: &mut Payload, measured: Measured, outcome: Outcome) {
+        let resolved = &*self.resolved;
+        let context = &self.context;
+        let (Some(start), Some(end)) = (context.start, context.end) else {
+            return;
+        };
+        let mut event = Event {
+            name: resolved.name.clone(),
+            start,
+            end,
+            transaction_id: self.transaction_id,
+            id: context.id,
+            parent_id: context.parent_id,
+            trace_id: context.trace_id,
+            payload: Payload::default(),
+            cpu_time: measured.cpu_time,
+            allocations: measured.allocations,
+            outcome,
+            location: context.location,
+        };
+        // Swapped in where the event is built: one pass over the payload, no temporary; none at
+        // all for an empty payload (the event's is already one).
+        if !payload.is_trivially_droppable() {
+            mem::swap(&mut event.payload, payload);
+        }
+        deliver_event(&mut self.failures, resolved, event);
     }
 
     /// The one finish of a drop guard (`instrument`'s, a [`Handle`](crate::Handle)'s, the macro's):
@@ -548,18 +608,14 @@ fn deliver_clocked(
     payload: &Payload,
 ) {
     if let Some((start, end)) = wall {
-        for l in &listeners.timed {
-            guarded(failures, &l.entry, name, || {
-                l.subscriber.call(name, start, end, transaction_id, payload)
-            });
-        }
+        each(failures, &listeners.timed, name, |s| {
+            s.call(name, start, end, transaction_id, payload)
+        });
     }
     if let Some((start, end)) = monotonic {
-        for l in &listeners.monotonic {
-            guarded(failures, &l.entry, name, || {
-                l.subscriber.call(name, start, end, transaction_id, payload)
-            });
-        }
+        each(failures, &listeners.monotonic, name, |s| {
+            s.call(name, start, end, transaction_id, payload)
+        });
     }
 }
 
@@ -638,9 +694,7 @@ pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>)
 pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, event: Event) {
     let listeners = &resolved.listeners;
     let name = resolved.name.as_str();
-    for l in &listeners.event {
-        guarded(failures, &l.entry, name, || l.subscriber.call(&event));
-    }
+    each(failures, &listeners.event, name, |s| s.call(&event));
     if !listeners.owned.is_empty() {
         deliver_owned(failures, resolved, &Arc::new(event));
     } else if event.payload.is_trivially_droppable() {
@@ -658,9 +712,7 @@ fn deliver_owned(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, sha
     let name = resolved.name.as_str();
     // Owned subscribers may defer work to the end of this loop (`defer_to_fanout_end`).
     let _scope = FanoutScope::enter();
-    for l in &resolved.listeners.owned {
-        guarded(failures, &l.entry, name, || l.subscriber.deliver(shared));
-    }
+    each(failures, &resolved.listeners.owned, name, |s| s.deliver(shared));
 }
 
 /// A payload whose drop is skipped, inline, when it holds nothing (no entries, nothing

@@ -23,6 +23,7 @@ use crate::event::Name;
 use crate::failure::{default_hook, FailurePolicy, Hook};
 use crate::name_map::name_hash;
 use crate::pattern::Pattern;
+use crate::recent;
 use crate::redaction::Redaction;
 use crate::registry::{Change, Entry, Group, Lookup, Membership, NameRef, Resolved, Snapshot};
 use crate::subscriber::Subscriber;
@@ -333,7 +334,11 @@ impl Fanout {
         let Pinned { snapshot, resolved } = pin;
         let snapshot: &'p Snapshot = snapshot.insert(self.snapshot.load());
         if !snapshot.exact.is_empty() {
+            if let Some(found) = recent::get(snapshot, name, hash) {
+                return Some(found);
+            }
             if let Some(found) = snapshot.exact.get_hashed(name, hash) {
+                recent::put(snapshot, hash, found);
                 return Some(found);
             }
         }

@@ -94,6 +94,7 @@
 // Layers, each using only the ones above it (docs/architecture.md):
 // value types -> registry snapshot -> fanout (the engine) -> dispatch -> facades -> this file.
 mod alloc;
+mod callee;
 mod context;
 mod error;
 pub mod escape;
@@ -106,6 +107,7 @@ mod ids;
 mod name_map;
 mod pattern;
 mod payload;
+mod recent;
 mod record;
 #[cfg(feature = "redaction")]
 mod redaction;

@@ -308,7 +308,7 @@ fn remove_from<V: Clone>(branch: &mut Branch<V>, shift: u32, hash: u64, name: &s
 /// overlapping word loads per side, no call into libc's `memcmp` through the PLT, which the
 /// silenced and listened paths paid on every event); other lengths compare as `==` does.
 #[inline(always)]
-fn same_name(a: &str, b: &str) -> bool {
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let n = a.len();
     if n != b.len() {

@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwapOption;
 use smallvec::SmallVec;
 
+use crate::callee::Callee;
 use crate::event::Name;
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
@@ -74,10 +75,22 @@ impl Entry {
     }
 }
 
-/// One listener of a group: the typed subscriber and the subscription it came from.
+/// One listener of a group: the subscriber to call and the subscription it came from, which keeps
+/// the subscriber alive.
 pub(crate) struct Listener<T: ?Sized> {
-    pub(crate) subscriber: Arc<T>,
+    pub(crate) subscriber: Callee<T>,
     pub(crate) entry: Arc<Entry>,
+}
+
+impl<T: ?Sized> Listener<T> {
+    /// The listener calling `subscriber`, which `entry` owns (the `Arc` of its `Kind`).
+    fn new(subscriber: &Arc<T>, entry: Arc<Entry>) -> Listener<T> {
+        Listener {
+            // SAFETY: `subscriber` is owned by `entry`, which the listener keeps.
+            subscriber: unsafe { Callee::new(subscriber) },
+            entry,
+        }
+    }
 }
 
 /// The listeners of one event name, grouped by kind, in subscription order within each group.
@@ -128,54 +141,38 @@ impl Listeners {
         listeners
     }
 
-    fn push(&mut self, entry: &Arc<Entry>) {
-        let entry = entry.clone();
-        match &entry.subscriber.kind {
-            Kind::Timed(s) => self.timed.push(Listener {
-                subscriber: s.clone(),
-                entry,
-            }),
-            Kind::Monotonic(s) => self.monotonic.push(Listener {
-                subscriber: s.clone(),
-                entry,
-            }),
+    fn push(&mut self, owner: &Arc<Entry>) {
+        let entry = owner.clone();
+        match &owner.subscriber.kind {
+            Kind::Timed(s) => self.timed.push(Listener::new(s, entry)),
+            Kind::Monotonic(s) => self.monotonic.push(Listener::new(s, entry)),
             Kind::Event(s, options) => {
                 self.options.cpu_time |= options.cpu_time;
                 self.options.allocations |= options.allocations;
-                self.event.push(Listener {
-                    subscriber: s.clone(),
-                    entry,
-                });
+                self.event.push(Listener::new(s, entry));
             }
             Kind::Evented(s, options) => {
                 self.evented_duration |= options.duration;
-                self.evented.push(Listener {
-                    subscriber: s.clone(),
-                    entry,
-                });
+                self.evented.push(Listener::new(s, entry));
             }
             Kind::Silenceable(s, options) => {
                 self.evented_duration |= options.duration;
                 let index = self.silenceable.len() as u32;
-                let key = entry.subscriber.silence_key();
+                let key = owner.subscriber.silence_key();
                 let group = key.and_then(|key| self.silence_groups.iter_mut().find(|g| g.key.as_ref() == Some(key)));
                 match group {
                     Some(group) => group.members.push(index),
                     None => self.silence_groups.push(SilenceGroup {
-                        ask: s.clone(),
+                        // SAFETY: `s` is owned by `entry`, which the listener pushed below (in
+                        // the same `Listeners`, dropped with this group) keeps alive.
+                        ask: unsafe { Callee::new(s) },
                         key: key.cloned(),
                         members: vec![index],
                     }),
                 }
-                self.silenceable.push(Listener {
-                    subscriber: s.clone(),
-                    entry,
-                });
+                self.silenceable.push(Listener::new(s, entry));
             }
-            Kind::Owned(s) => self.owned.push(Listener {
-                subscriber: s.clone(),
-                entry,
-            }),
+            Kind::Owned(s) => self.owned.push(Listener::new(s, entry)),
         }
     }
 
@@ -205,7 +202,7 @@ impl Listeners {
 pub(crate) struct SilenceGroup {
     /// The first member's subscriber (`silenceable[members[0]]`), held here so that asking the
     /// group is one load and a call, not a walk through `members` and `silenceable`.
-    pub(crate) ask: Arc<dyn SilenceableSubscriber>,
+    pub(crate) ask: Callee<dyn SilenceableSubscriber>,
     pub(crate) key: Option<SilenceKey>,
     /// Indices into [`Listeners::silenceable`], ascending; never empty.
     pub(crate) members: Vec<u32>,
@@ -245,6 +242,25 @@ impl Resolved {
 /// level of 32-way branches.
 pub(crate) type ExactNames = NameMap<Arc<Resolved>>;
 
+/// A snapshot's number, unique in the process for its whole run (a 64-bit counter never wraps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Serial(u64);
+
+impl Serial {
+    pub(crate) fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl Default for Serial {
+    /// The next serial. Relaxed: the number only has to be unique, and a snapshot reaches other
+    /// threads through the notifier's swap, which orders everything in it.
+    fn default() -> Serial {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Serial(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// One immutable state of the registry.
 ///
 /// Nothing in it is copied whole by a change: `exact` and `excluded` are persistent maps that the
@@ -270,6 +286,9 @@ pub(crate) struct Snapshot {
     log: Arc<[Arc<Touched>]>,
     /// How many subscriptions there are.
     pub(crate) subscriptions: usize,
+    /// This snapshot's number, unique in the process (what the per-thread cache of recent lookups
+    /// checks its entries against).
+    pub(crate) serial: Serial,
 }
 
 /// Changes of the pattern subscriptions a snapshot remembers, to tell whether a cached name is
@@ -689,6 +708,7 @@ impl Snapshot {
             version,
             log,
             subscriptions,
+            serial: Serial::default(),
         };
         (next, membership)
     }
@@ -697,6 +717,13 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serials_are_unique_and_never_0() {
+        let (a, b) = (Serial::default(), Serial::default());
+        assert_ne!(a, b);
+        assert!(a.get() != 0 && b.get() != 0);
+    }
 
     /// What one subscription's entry costs (issue 15's memory target: notify-pool's
     /// `subscribe_all` at <= 200 bytes a subscription, notify-core's part <= 130): the entry is

@@ -140,25 +140,23 @@ impl Rng {
         Rng(hasher.finish())
     }
 
-    /// The next 64 random bits.
-    #[inline]
-    pub(crate) fn next_u64(state: &mut u64) -> u64 {
-        *state = state.wrapping_add(0xa076_1d64_78bd_642f);
-        let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
-        ((t >> 64) as u64) ^ (t as u64)
-    }
-
     /// The state to keep.
     pub(crate) fn state(self) -> u64 {
         self.0
     }
 
-    /// A random trace id from `state`.
+    /// A random trace id from `state`: one step of the generator (a Weyl sequence, so a thread's
+    /// states never repeat within 2^64 steps), its state times an odd constant as the id's high
+    /// half (a bijection: the high halves of one thread's ids are all different, so its ids are)
+    /// and wyrand's output as the low half (W3C trace-context's random part, the right-most bytes).
     #[inline]
     pub(crate) fn trace_id(state: &mut u64) -> TraceId {
         loop {
-            let value = (u128::from(Rng::next_u64(state)) << 64) | u128::from(Rng::next_u64(state));
-            if let Some(id) = TraceId::new(value) {
+            *state = state.wrapping_add(0xa076_1d64_78bd_642f);
+            let t = u128::from(*state) * u128::from(*state ^ 0xe703_7ed1_a0b4_28db);
+            let low = ((t >> 64) as u64) ^ (t as u64);
+            let high = state.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            if let Some(id) = TraceId::new((u128::from(high) << 64) | u128::from(low)) {
                 return id;
             }
         }
@@ -201,6 +199,12 @@ mod tests {
         let (mut a, mut b) = (Rng::seeded().state(), Rng::seeded().state());
         let mut ids: Vec<TraceId> = (0..1000).map(|_| Rng::trace_id(&mut a)).collect();
         ids.extend((0..1000).map(|_| Rng::trace_id(&mut b)));
+        // Every one of the 128 bits is 0 in some ids and 1 in others (no bit stuck, as the low
+        // bit of a bare product would be).
+        let (ones, zeros) = ids
+            .iter()
+            .fold((0_u128, 0_u128), |(o, z), id| (o | id.get(), z | !id.get()));
+        assert_eq!((ones, zeros), (u128::MAX, u128::MAX));
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 2000);

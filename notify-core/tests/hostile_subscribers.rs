@@ -255,3 +255,76 @@ fn a_panicking_drop_of_a_subscriber_or_hook_leaves_the_notifier_working() {
     notifier.instrument("query.sql", Payload::new, |_| {});
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 }
+
+/// Each delivery loop runs under one unwinding guard: when the 2nd and the 4th of five subscribers
+/// of a kind panic, the loop resumes with the next one, every subscriber of every kind is still
+/// called in subscription order (evented ones at start and finish), and each panic is one failure,
+/// reported in the order the panics happened.
+#[test]
+fn a_panic_in_the_middle_of_a_group_resumes_with_the_next_subscriber() {
+    quiet_panics();
+    type Calls = Arc<Mutex<Vec<String>>>;
+    struct Evented(usize, Calls);
+    impl EventedSubscriber for Evented {
+        fn start(&self, _: &str, _: &EventContext, _: &Payload) {
+            self.1.lock().unwrap().push(format!("start {}", self.0));
+            if self.0 % 2 == 1 {
+                panic!("boom start {}", self.0);
+            }
+        }
+        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {
+            self.1.lock().unwrap().push(format!("finish {}", self.0));
+            if self.0 % 2 == 1 {
+                panic!("boom finish {}", self.0);
+            }
+        }
+    }
+    let notifier = Notifier::new();
+    let failures = capture_failures(&notifier);
+    let calls: Calls = Arc::default();
+    for i in 0..5 {
+        let (t, e) = (calls.clone(), calls.clone());
+        let _ = notifier.subscribe(
+            "mixed.test",
+            Subscriber::evented(Evented(i, calls.clone())).named(format!("evented {i}")),
+        );
+        let timed = move |_: &str, _, _, _: TransactionId, _: &Payload| {
+            t.lock().unwrap().push(format!("timed {i}"));
+            if i % 2 == 1 {
+                panic!("boom timed {i}");
+            }
+        };
+        let _ = notifier.subscribe("mixed.test", Subscriber::timed(timed).named(format!("timed {i}")));
+        let event = move |_: &Event| {
+            e.lock().unwrap().push(format!("event {i}"));
+            if i % 2 == 1 {
+                panic!("boom event {i}");
+            }
+        };
+        let _ = notifier.subscribe("mixed.test", Subscriber::event(event).named(format!("event {i}")));
+    }
+    assert_eq!(notifier.instrument("mixed.test", Payload::new, |_| 7), 7);
+    let expected: Vec<String> = ["start", "timed", "finish", "event"]
+        .iter()
+        .flat_map(|kind| (0..5).map(move |i| format!("{kind} {i}")))
+        .collect();
+    assert_eq!(*calls.lock().unwrap(), expected);
+    let reported: Vec<(String, String)> = failures
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|f| (f.subscriber().to_owned(), f.message().to_owned()))
+        .collect();
+    let mut want = Vec::new();
+    for (kind, what) in [
+        ("evented", "start"),
+        ("timed", "timed"),
+        ("evented", "finish"),
+        ("event", "event"),
+    ] {
+        for i in [1, 3] {
+            want.push((format!("{kind} {i}"), format!("boom {what} {i}")));
+        }
+    }
+    assert_eq!(reported, want);
+}
