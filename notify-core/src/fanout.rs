@@ -21,6 +21,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::NotifyError;
 use crate::event::Name;
 use crate::failure::{default_hook, FailurePolicy, Hook};
+#[cfg(not(loom))]
+use crate::hazard::{self, Mirror};
 use crate::name_map::name_hash;
 use crate::pattern::Pattern;
 use crate::recent;
@@ -36,6 +38,10 @@ pub(crate) const DEFAULT_MAX_DEPTH: u32 = 32;
 /// One notifier's registry and policies; `Notifier` is a handle to one.
 pub(crate) struct Fanout {
     snapshot: ArcSwap<Snapshot>,
+    /// The same snapshot for `instrument`'s pin (one read-modify-write per event instead of
+    /// `arc-swap`'s two, see `hazard.rs`); replaced right after `snapshot`, under the writer lock.
+    #[cfg(not(loom))]
+    mirror: Mirror<Snapshot>,
     /// A one-hash Bloom filter of the names of the current snapshot's exact subscriptions (every
     /// bit set while a pattern or catch-all subscription exists), so `instrument` on a name nobody
     /// listens to skips the snapshot load. Written under the writer lock right after each swap,
@@ -159,11 +165,76 @@ const NEVER: u8 = 1;
 const SOMETIMES: u8 = 2;
 
 /// What keeps the listener set of [`Fanout::listeners`] alive while an event is delivered: the
-/// snapshot's `arc-swap` guard and, for a name resolved through pattern subscriptions, its set.
+/// snapshot's pin (this thread's hazard, or an `arc-swap` guard for an event inside an event) and,
+/// for a name resolved through pattern subscriptions, its set.
 #[derive(Default)]
-pub(crate) struct Pinned {
-    snapshot: Option<arc_swap::Guard<Arc<Snapshot>>>,
+pub(crate) struct Pinned<'f> {
+    snapshot: Option<SnapshotPin<'f>>,
     resolved: Option<Arc<Resolved>>,
+}
+
+enum SnapshotPin<'f> {
+    #[cfg(not(loom))]
+    Hazard(hazard::Pin<'f, Snapshot>),
+    Guard(arc_swap::Guard<Arc<Snapshot>>, std::marker::PhantomData<&'f ()>),
+}
+
+impl std::ops::Deref for SnapshotPin<'_> {
+    type Target = Snapshot;
+
+    #[inline(always)]
+    fn deref(&self) -> &Snapshot {
+        match self {
+            #[cfg(not(loom))]
+            SnapshotPin::Hazard(pin) => pin,
+            SnapshotPin::Guard(guard, _) => guard,
+        }
+    }
+}
+
+/// The calling thread's hazard slot for snapshots (`hazard.rs`), registered on first use and
+/// removed when the thread exits.
+#[cfg(not(loom))]
+mod thread_pin {
+    use std::sync::Arc;
+
+    use crate::hazard::{Mirror, Pin, Registry, Retired, Slot};
+    use crate::registry::Snapshot;
+
+    static SLOTS: Registry<Snapshot> = Registry::new();
+
+    struct Mine(Arc<Slot<Snapshot>>);
+
+    impl Drop for Mine {
+        fn drop(&mut self) {
+            SLOTS.remove(&self.0);
+        }
+    }
+
+    thread_local! {
+        static MINE: Mine = Mine(SLOTS.add());
+    }
+
+    /// Pins `mirror`'s snapshot in this thread's slot; `None` when the slot is busy (an event
+    /// inside an event) or gone (the thread is exiting).
+    #[inline]
+    pub(super) fn pin(mirror: &Mirror<Snapshot>) -> Option<Pin<'_, Snapshot>> {
+        MINE.try_with(|mine| {
+            // SAFETY: the slot is owned by this thread's `MINE` (and the registry) until the
+            // thread's thread-locals are destroyed. A `Pin` is not `Send` and lives inside one
+            // call on this thread (`instrument`'s frame), which ends before that: so extending
+            // the borrow to the mirror's lifetime never lets the pin outlive the slot.
+            let slot: &Slot<Snapshot> = unsafe { &*Arc::as_ptr(&mine.0) };
+            slot.pin(mirror)
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// Drops a replaced snapshot, or hands it to the threads that still pin it.
+    pub(super) fn retire(retired: Retired<Snapshot>) {
+        SLOTS.retire(retired);
+    }
 }
 
 /// A callsite's cached listener set pinned by its `arc-swap` guard (never empty): what the
@@ -291,8 +362,11 @@ impl SiteCache {
 impl Fanout {
     /// A new, empty fanout; `is_global` makes it refresh registered callsites.
     pub(crate) fn new(is_global: bool) -> Arc<Fanout> {
+        let first = Arc::new(Snapshot::default());
         Arc::new(Fanout {
-            snapshot: ArcSwap::from_pointee(Snapshot::default()),
+            snapshot: ArcSwap::new(first.clone()),
+            #[cfg(not(loom))]
+            mirror: Mirror::new(first),
             names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
             writer: Mutex::new(Writer::default()),
             next_subscription: AtomicU64::new(1),
@@ -330,9 +404,14 @@ impl Fanout {
     /// for a name with an exact subscription. Names known only through pattern subscriptions are
     /// resolved as [`Fanout::lookup`] does (their set held in `pin` too).
     #[inline(always)]
-    pub(crate) fn listeners<'p>(&self, name: &str, hash: u64, pin: &'p mut Pinned) -> Option<&'p Resolved> {
+    pub(crate) fn listeners<'p, 'f: 'p>(
+        &'f self,
+        name: &str,
+        hash: u64,
+        pin: &'p mut Pinned<'f>,
+    ) -> Option<&'p Resolved> {
         let Pinned { snapshot, resolved } = pin;
-        let snapshot: &'p Snapshot = snapshot.insert(self.snapshot.load());
+        let snapshot: &'p Snapshot = snapshot.insert(self.pin());
         if !snapshot.exact.is_empty() {
             if let Some(found) = recent::get(snapshot, name, hash) {
                 return Some(found);
@@ -347,6 +426,17 @@ impl Fanout {
         }
         *resolved = snapshot.resolve(NameRef::Borrowed(name), hash);
         resolved.as_deref()
+    }
+
+    /// The current snapshot, pinned for an event: in this thread's hazard slot, else (an event
+    /// inside an event, or a thread exiting) by an `arc-swap` guard.
+    #[inline(always)]
+    fn pin(&self) -> SnapshotPin<'_> {
+        #[cfg(not(loom))]
+        if let Some(pin) = thread_pin::pin(&self.mirror) {
+            return SnapshotPin::Hazard(pin);
+        }
+        SnapshotPin::Guard(self.snapshot.load(), std::marker::PhantomData)
     }
 
     /// As [`Fanout::lookup`] for an owned name (handles, `publish_event`): a name cached is kept
@@ -400,7 +490,10 @@ impl Fanout {
         }
         let wide = !next.wide.is_empty();
         let was_wide = !current.wide.is_empty();
-        let old = self.snapshot.swap(Arc::new(next));
+        let next = Arc::new(next);
+        #[cfg(not(loom))]
+        let retired = self.mirror.replace(next.clone());
+        let old = self.snapshot.swap(next);
         self.update_names(&mut writer.name_bits, &membership, wide, was_wide);
         if self.is_global && !writer.callsites.is_empty() {
             let snapshot = self.snapshot.load();
@@ -416,8 +509,10 @@ impl Fanout {
             }
         }
         drop(guard);
-        // `current` and `old` may hold the last references to removed subscribers: drop them
-        // outside the lock, so a subscriber's Drop may subscribe.
+        // `current`, `old` and the mirror's old snapshot may hold the last references to removed
+        // subscribers: drop them outside the lock, so a subscriber's Drop may subscribe.
+        #[cfg(not(loom))]
+        thread_pin::retire(retired);
         drop((current, old));
         Some(change)
     }

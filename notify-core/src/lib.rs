@@ -102,6 +102,7 @@ mod event;
 mod event_id;
 mod failure;
 mod fanout_end;
+mod hazard;
 mod id_type;
 mod ids;
 mod name_map;
