@@ -324,7 +324,7 @@ struct Measured {
 }
 
 fn thread_cpu_time() -> Option<Duration> {
-    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
+    crate::cpu_clock::thread_cpu_time()
 }
 
 impl<R: Deref<Target = Resolved>> Active<R> {

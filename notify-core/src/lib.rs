@@ -96,6 +96,7 @@
 mod alloc;
 mod callee;
 mod context;
+mod cpu_clock;
 mod error;
 pub mod escape;
 mod event;
