@@ -588,7 +588,7 @@ impl Fanout {
                 .iter()
                 .filter_map(|id| Some(subscriptions.get(id)?.0.clone()))
                 .collect();
-            removed.sort_unstable_by_key(|e| e.id);
+            Entry::sort_by_id(&mut removed);
             (!removed.is_empty()).then(|| Planned {
                 removed,
                 ..Planned::default()

@@ -57,6 +57,12 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// Sorts `entries` into subscription order. One function for every such sort, so the
+    /// standard library's sort is instantiated once for them (docs/build-time.md).
+    pub(crate) fn sort_by_id(entries: &mut [Arc<Entry>]) {
+        entries.sort_unstable_by_key(|e| e.id);
+    }
+
     /// True when this subscription receives `name`, given the snapshot's exclusions.
     pub(crate) fn matches(&self, name: &str, excluded: &Exclusions) -> bool {
         self.pattern.matches(name) && !self.is_excluded(name, excluded)
@@ -572,7 +578,7 @@ impl Snapshot {
             Some(resolved) => resolved.listeners.entries().filter(|e| e.is_exact()).cloned().collect(),
             None => Group::new(),
         };
-        entries.sort_unstable_by_key(|e| e.id);
+        Entry::sort_by_id(&mut entries);
         entries
     }
 
@@ -660,7 +666,7 @@ impl Snapshot {
             let after = !group.is_empty();
             if after {
                 group.extend(wide.iter().filter(|w| w.matches(name, &excluded)).cloned());
-                group.sort_unstable_by_key(|e| e.id);
+                Entry::sort_by_id(&mut group);
                 let resolved =
                     Resolved::new(Name::Shared(name.clone()), &group).expect("an exact subscription listens");
                 exact.insert(name.clone(), resolved);
