@@ -23,6 +23,12 @@ use std::sync::Arc;
 pub struct Key(Cow<'static, str>);
 
 impl Key {
+    /// True when the key's text is owned (dropping it frees memory).
+    #[inline(always)]
+    pub(crate) fn is_owned(&self) -> bool {
+        matches!(self.0, Cow::Owned(_))
+    }
+
     /// A key of static text; `const`, does not allocate.
     ///
     /// ```

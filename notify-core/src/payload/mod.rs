@@ -70,6 +70,17 @@ impl Payload {
         !self.entries.spilled() && self.entries.is_empty()
     }
 
+    /// True when dropping this payload frees nothing: its entries are inline and none owns memory
+    /// (static keys, scalar values, static or inline text), so forgetting it is dropping it. What
+    /// lets the listened path skip the payload's out-of-line drop (about 140 instructions for a
+    /// payload of 3 such entries: one `drop_in_place` per value and the `SmallVec`'s).
+    #[inline]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        !self.entries.spilled()
+            && self.index.is_none()
+            && self.entries.iter().all(|(key, value)| !key.is_owned() && value.owns_nothing())
+    }
+
     /// The entries, values mutable in place: how a redaction policy rewrites values. Callers must
     /// not change a key (the hash index of a large payload would no longer find it).
     #[cfg(feature = "redaction")]

@@ -44,6 +44,12 @@ struct Inline {
 }
 
 impl Text {
+    /// True when the text is held in a `String` (dropping it frees memory).
+    #[inline(always)]
+    pub(crate) fn is_owned(&self) -> bool {
+        matches!(self.0, Repr::Owned(_))
+    }
+
     /// The longest text, in bytes, that [`Text::new`] stores without allocating: what fits in
     /// a 48-byte [`Value`](crate::Value) beside its tags.
     pub const INLINE_CAPACITY: usize = 38;

@@ -79,6 +79,17 @@ pub enum Value {
 }
 
 impl Value {
+    /// True when dropping the value frees nothing: scalars, times, durations and text that is
+    /// static or inline.
+    #[inline(always)]
+    pub(crate) fn owns_nothing(&self) -> bool {
+        match self {
+            Value::Str(text) => !text.is_owned(),
+            Value::List(_) | Value::Map(_) | Value::Exception { .. } => false,
+            _ => true,
+        }
+    }
+
     /// Text of static lifetime, stored without copying (no allocation, nothing to free); `const`.
     /// The same as `Value::from(text)`, spelled out where the borrow matters, as in a payload
     /// built per event:
