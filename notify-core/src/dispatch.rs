@@ -789,9 +789,12 @@ pub(crate) fn run<T, R: Deref<Target = Resolved>>(
     let mut guard = FinishOnDrop {
         fanout,
         active,
-        payload: CheapDrop::new(payload()),
+        payload: CheapDrop::new(Payload::default()),
         finished: false,
     };
+    // Built where it stays: `payload()`'s result is written over the empty payload (which owns
+    // nothing, so it is forgotten, not dropped) instead of moved in with the guard.
+    mem::forget(mem::replace(&mut *guard.payload, payload()));
     guard.active.start(&mut guard.payload, true, parent);
     let value = body(&mut guard.payload);
     guard.finish(Outcome::Completed);

@@ -78,7 +78,10 @@ impl Payload {
     pub(crate) fn owns_nothing(&self) -> bool {
         !self.entries.spilled()
             && self.index.is_none()
-            && self.entries.iter().all(|(key, value)| !key.is_owned() && value.owns_nothing())
+            && self
+                .entries
+                .iter()
+                .all(|(key, value)| !key.is_owned() && value.owns_nothing())
     }
 
     /// The entries, values mutable in place: how a redaction policy rewrites values. Callers must
