@@ -299,13 +299,18 @@ mod tests {
         let registry = Arc::new(Registry::new());
         let mirror = Arc::new(Mirror::new(fresh()));
         let stop = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicUsize::new(0));
         let readers: Vec<_> = (0..4)
             .map(|_| {
                 let (registry, mirror, stop) = (registry.clone(), mirror.clone(), stop.clone());
+                let started = started.clone();
                 std::thread::spawn(move || {
                     let slot = registry.add();
                     let mut pins = 0_u64;
-                    while !stop.load(Ordering::Relaxed) {
+                    while pins == 0 || !stop.load(Ordering::Relaxed) {
+                        if pins == 1 {
+                            started.fetch_add(1, Ordering::SeqCst);
+                        }
                         let pin = slot.pin(&mirror).expect("one pin at a time");
                         assert!(!pin.0.load(Ordering::SeqCst), "a pinned value was dropped");
                         std::hint::spin_loop();
@@ -317,12 +322,16 @@ mod tests {
                 })
             })
             .collect();
+        // Every reader pins before the writer starts, so the replacements race with pins.
+        while started.load(Ordering::SeqCst) < 4 {
+            std::thread::yield_now();
+        }
         for _ in 0..20_000 {
             registry.retire(mirror.replace(fresh()));
         }
         stop.store(true, Ordering::Relaxed);
         let pins: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
-        assert!(pins > 0);
+        assert!(pins >= 8);
         assert_eq!(drops.load(Ordering::SeqCst), 20_000);
         drop(Arc::into_inner(mirror).expect("the readers are gone"));
         assert_eq!(drops.load(Ordering::SeqCst), 20_001);
