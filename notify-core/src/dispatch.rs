@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
 use crate::context::EventContext;
-use crate::event::{Event, Outcome};
+use crate::event::{Event, Name, Outcome};
 use crate::event_id::EventId;
 use crate::failure::{panic_message, report, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 use crate::fanout::Fanout;
@@ -438,10 +438,17 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let _nesting = delivers_start.then(Nesting::enter);
         let context = &self.context;
         let args = (name, context, payload);
-        each(&mut self.failures, &listeners.evented, name, args, |s, (n, c, p)| s.start(n, c, p));
-        each_at(&mut self.failures, &listeners.silenceable, &self.silenceable, name, args, |s, (n, c, p)| {
+        each(&mut self.failures, &listeners.evented, name, args, |s, (n, c, p)| {
             s.start(n, c, p)
         });
+        each_at(
+            &mut self.failures,
+            &listeners.silenceable,
+            &self.silenceable,
+            name,
+            args,
+            |s, (n, c, p)| s.start(n, c, p),
+        );
         let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
         if needs_event && listeners.options.cpu_time {
             self.cpu_start = thread_cpu_time();
@@ -482,9 +489,14 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let _nesting = Nesting::enter();
         let args = (name, &self.context);
         each(&mut failures, &listeners.evented, name, args, |s, (n, c)| call(s, n, c));
-        each_at(&mut failures, &listeners.silenceable, &self.silenceable, name, args, |s, (n, c)| {
-            call(s, n, c)
-        });
+        each_at(
+            &mut failures,
+            &listeners.silenceable,
+            &self.silenceable,
+            name,
+            args,
+            |s, (n, c)| call(s, n, c),
+        );
         if !failures.is_empty() {
             handle_failures(fanout, failures);
         }
@@ -524,10 +536,17 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         );
         let context = &self.context;
         let args = (name, context, &*payload);
-        each(failures, &listeners.evented, name, args, |s, (n, c, p)| s.finish(n, c, p));
-        each_at(failures, &listeners.silenceable, &self.silenceable, name, args, |s, (n, c, p)| {
+        each(failures, &listeners.evented, name, args, |s, (n, c, p)| {
             s.finish(n, c, p)
         });
+        each_at(
+            failures,
+            &listeners.silenceable,
+            &self.silenceable,
+            name,
+            args,
+            |s, (n, c, p)| s.finish(n, c, p),
+        );
         if context.start.is_some() && (!listeners.event.is_empty() || !listeners.owned.is_empty()) {
             self.deliver_event(payload, measured, outcome);
         }
@@ -565,8 +584,15 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let (Some(start), Some(end)) = (context.start, context.end) else {
             return;
         };
+        let name = if resolved.listeners.owned.is_empty() {
+            // SAFETY: without owned listeners the event lives in this frame only (its
+            // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
+            unsafe { Name::lend(&resolved.name) }
+        } else {
+            resolved.name.clone()
+        };
         let mut event = Event {
-            name: resolved.name.clone(),
+            name,
             start,
             end,
             transaction_id: self.transaction_id,
@@ -614,11 +640,15 @@ fn deliver_clocked(
 ) {
     if let Some((start, end)) = wall {
         let args = (name, start, end, transaction_id, payload);
-        each(failures, &listeners.timed, name, args, |s, (n, a, b, t, p)| s.call(n, a, b, t, p));
+        each(failures, &listeners.timed, name, args, |s, (n, a, b, t, p)| {
+            s.call(n, a, b, t, p)
+        });
     }
     if let Some((start, end)) = monotonic {
         let args = (name, start, end, transaction_id, payload);
-        each(failures, &listeners.monotonic, name, args, |s, (n, a, b, t, p)| s.call(n, a, b, t, p));
+        each(failures, &listeners.monotonic, name, args, |s, (n, a, b, t, p)| {
+            s.call(n, a, b, t, p)
+        });
     }
 }
 
@@ -834,6 +864,35 @@ impl<R: Deref<Target = Resolved>> Drop for FinishOnDrop<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Notifier, Subscriber};
+    use std::sync::Mutex;
+
+    /// The event object of a synchronous delivery lends its listener set's name; a clone made by
+    /// a subscriber owns it and outlives the subscription, the notifier and the name's text.
+    #[test]
+    fn an_event_object_cloned_by_its_subscriber_owns_its_name() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        let kept = Arc::new(Mutex::new(Vec::<Event>::new()));
+        let notifier = Notifier::new();
+        let name = String::from("lent.name");
+        let sink = kept.clone();
+        let subscription = notifier.subscribe(
+            name.as_str(),
+            Subscriber::event(move |event: &Event| {
+                assert_eq!(event.name(), "lent.name");
+                sink.lock().unwrap().push(event.clone());
+            }),
+        );
+        notifier.instrument(&name, Payload::new, |_| ());
+        notifier.instrument("lent.name", Payload::new, |_| ());
+        subscription.unsubscribe().unwrap();
+        drop((notifier, name));
+        let kept = kept.lock().unwrap();
+        send_sync(&kept[0]);
+        let names: Vec<&str> = kept.iter().map(Event::name).collect();
+        assert_eq!(names, ["lent.name", "lent.name"]);
+        assert_eq!(kept[0].clone().name(), "lent.name");
+    }
 
     #[test]
     fn cheap_drop_drops_inline_and_spilled_payloads_and_skips_empty_ones() {
