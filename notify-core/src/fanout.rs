@@ -38,8 +38,9 @@ pub(crate) const DEFAULT_MAX_DEPTH: u32 = 32;
 /// One notifier's registry and policies; `Notifier` is a handle to one.
 pub(crate) struct Fanout {
     snapshot: ArcSwap<Snapshot>,
-    /// The same snapshot for `instrument`'s pin (one read-modify-write per event instead of
-    /// `arc-swap`'s two, see `hazard.rs`); replaced right after `snapshot`, under the writer lock.
+    /// The same snapshot for `instrument`'s pin (one fence per event instead of `arc-swap`'s two
+    /// read-modify-writes, see `hazard.rs`), borrowed from `snapshot`'s `Arc`; replaced right
+    /// before `snapshot`, under the writer lock.
     #[cfg(not(loom))]
     mirror: Mirror<Snapshot>,
     /// A one-hash Bloom filter of the names of the current snapshot's exact subscriptions (every
@@ -192,22 +193,22 @@ impl std::ops::Deref for SnapshotPin<'_> {
     }
 }
 
-/// The calling thread's hazard slot for snapshots (`hazard.rs`), registered on first use and
-/// removed when the thread exits.
+/// The calling thread's hazard slot for snapshots (`hazard.rs`), taken on first use and freed
+/// for another thread when this one exits.
 #[cfg(not(loom))]
 mod thread_pin {
     use std::sync::Arc;
 
-    use crate::hazard::{Mirror, Pin, Registry, Retired, Slot};
+    use crate::hazard::{Mirror, Pin, Registry, Slot};
     use crate::registry::Snapshot;
 
     static SLOTS: Registry<Snapshot> = Registry::new();
 
-    struct Mine(Arc<Slot<Snapshot>>);
+    struct Mine(&'static Slot<Snapshot>);
 
     impl Drop for Mine {
         fn drop(&mut self) {
-            SLOTS.remove(&self.0);
+            SLOTS.remove(self.0);
         }
     }
 
@@ -219,21 +220,12 @@ mod thread_pin {
     /// inside an event) or gone (the thread is exiting).
     #[inline]
     pub(super) fn pin(mirror: &Mirror<Snapshot>) -> Option<Pin<'_, Snapshot>> {
-        MINE.try_with(|mine| {
-            // SAFETY: the slot is owned by this thread's `MINE` (and the registry) until the
-            // thread's thread-locals are destroyed. A `Pin` is not `Send` and lives inside one
-            // call on this thread (`instrument`'s frame), which ends before that: so extending
-            // the borrow to the mirror's lifetime never lets the pin outlive the slot.
-            let slot: &Slot<Snapshot> = unsafe { &*Arc::as_ptr(&mine.0) };
-            slot.pin(mirror)
-        })
-        .ok()
-        .flatten()
+        MINE.try_with(|mine| mine.0.pin(mirror)).ok().flatten()
     }
 
     /// Drops a replaced snapshot, or hands it to the threads that still pin it.
-    pub(super) fn retire(retired: Retired<Snapshot>) {
-        SLOTS.retire(retired);
+    pub(super) fn retire(old: Arc<Snapshot>) {
+        SLOTS.retire(old);
     }
 }
 
@@ -366,7 +358,7 @@ impl Fanout {
         Arc::new(Fanout {
             snapshot: ArcSwap::new(first.clone()),
             #[cfg(not(loom))]
-            mirror: Mirror::new(first),
+            mirror: Mirror::new(&first),
             names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
             writer: Mutex::new(Writer::default()),
             next_subscription: AtomicU64::new(1),
@@ -492,7 +484,7 @@ impl Fanout {
         let was_wide = !current.wide.is_empty();
         let next = Arc::new(next);
         #[cfg(not(loom))]
-        let retired = self.mirror.replace(next.clone());
+        self.mirror.replace(&next);
         let old = self.snapshot.swap(next);
         self.update_names(&mut writer.name_bits, &membership, wide, was_wide);
         if self.is_global && !writer.callsites.is_empty() {
@@ -509,11 +501,14 @@ impl Fanout {
             }
         }
         drop(guard);
-        // `current`, `old` and the mirror's old snapshot may hold the last references to removed
-        // subscribers: drop them outside the lock, so a subscriber's Drop may subscribe.
+        // `current` and `old` may hold the last references to removed subscribers: drop them
+        // outside the lock, so a subscriber's Drop may subscribe (`old` after handing it to the
+        // threads whose hazard still pins it, if any).
         #[cfg(not(loom))]
-        thread_pin::retire(retired);
-        drop((current, old));
+        thread_pin::retire(old);
+        #[cfg(loom)]
+        drop(old);
+        drop(current);
         Some(change)
     }
 

@@ -13,8 +13,9 @@
 //!   pinned; else retry.
 //! * **Unpin** (reader): a plain `Release` store of null into the hazard, then a `Relaxed` look at
 //!   the slot's `pending` flag: set when a writer handed this thread snapshots to drop.
-//! * **Retire** (writer, after swapping the mirror, outside the registry's writer lock): a
-//!   `SeqCst` fence, then scan every thread's hazard for the old snapshot. A thread that holds it is given a strong reference to
+//! * **Retire** (writer, after storing the new snapshot into the mirror, outside the registry's
+//!   writer lock): a `SeqCst` fence, then scan every thread's hazard for the old snapshot (a
+//!   list that only grows, read without a lock). A thread that holds it is given a strong reference to
 //!   drop when it unpins (its `retired` list, then `pending`); the writer drops its own reference.
 //!   The last one dropped frees the snapshot: at once when nobody uses it.
 //!
@@ -53,40 +54,29 @@ use std::sync::atomic::{fence, AtomicBool, AtomicPtr, Ordering};
 
 use crate::sync::Mutex;
 
-/// The current value of a registry's snapshot as a raw pointer with one strong count of its own,
-/// which readers pin through their [`Slot`]. Writers replace it under their own lock.
+/// The current value of a registry's snapshot as a raw pointer, which readers pin through their
+/// [`Slot`]. It borrows the value: the caller keeps the `Arc` it was made from alive until it
+/// replaces it (the fanout's `ArcSwap` holds the same value). Writers replace it under their own
+/// lock.
 pub(crate) struct Mirror<T> {
     current: AtomicPtr<T>,
 }
 
 impl<T> Mirror<T> {
-    pub(crate) fn new(value: Arc<T>) -> Mirror<T> {
+    /// A mirror of `value`, which the caller keeps alive as long as it is the mirror's value.
+    pub(crate) fn new(value: &Arc<T>) -> Mirror<T> {
         Mirror {
-            current: AtomicPtr::new(Arc::into_raw(value).cast_mut()),
+            current: AtomicPtr::new(Arc::as_ptr(value).cast_mut()),
         }
     }
 
-    /// Makes `next` current and returns the value it replaced, which the caller must hand to
-    /// [`Registry::retire`] (outside its own locks: the drop may run user code). Writers call it
-    /// one at a time.
-    pub(crate) fn replace(&self, next: Arc<T>) -> Retired<T> {
-        let old = self.current.swap(Arc::into_raw(next).cast_mut(), Ordering::AcqRel);
-        // SAFETY: `current` always holds a pointer from `Arc::into_raw` with its own strong count,
-        // now moved out of the mirror.
-        Retired(unsafe { Arc::from_raw(old) })
+    /// Makes `next` current. The caller then hands its reference to the value replaced (still
+    /// alive: the caller holds it) to [`Registry::retire`], outside its own locks (the drop may
+    /// run user code). Writers call it one at a time.
+    pub(crate) fn replace(&self, next: &Arc<T>) {
+        self.current.store(Arc::as_ptr(next).cast_mut(), Ordering::Release);
     }
 }
-
-impl<T> Drop for Mirror<T> {
-    fn drop(&mut self) {
-        // SAFETY: as in `replace`. Nobody pins a mirror being dropped: pins borrow the mirror.
-        drop(unsafe { Arc::from_raw(self.current.load(Ordering::Relaxed)) });
-    }
-}
-
-/// A replaced value, to be dropped or handed to the threads that still use it.
-#[must_use = "hand it to Registry::retire"]
-pub(crate) struct Retired<T>(Arc<T>);
 
 /// One thread's hazard and what writers handed it.
 pub(crate) struct Slot<T> {
@@ -95,17 +85,15 @@ pub(crate) struct Slot<T> {
     retired: Mutex<Vec<Arc<T>>>,
 }
 
-impl<T> Default for Slot<T> {
-    fn default() -> Slot<T> {
+impl<T> Slot<T> {
+    fn new() -> Slot<T> {
         Slot {
             hazard: AtomicPtr::new(ptr::null_mut()),
             pending: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
         }
     }
-}
 
-impl<T> Slot<T> {
     /// Pins the current value of `mirror`; `None` when this slot already pins one (the caller
     /// falls back to another way of reading).
     #[inline]
@@ -181,64 +169,158 @@ fn drop_all<T>(values: Vec<Arc<T>>) {
     drop(values);
 }
 
-/// Every thread's slot, for writers to scan.
-pub(crate) struct Registry<T> {
-    slots: Mutex<Vec<Arc<Slot<T>>>>,
+/// A slot of the registry's list, with whether a thread owns it.
+struct Node<T> {
+    slot: Slot<T>,
+    in_use: AtomicBool,
+    /// The node pushed before this one (set once, before the node is published).
+    next: *const Node<T>,
 }
+
+/// Every thread's slot, for writers to scan: a list that only grows (a thread that exits frees
+/// its slot for the next thread), so scanning it takes no lock and touches no reference count:
+/// a few loads per thread that ever pinned. Its nodes are freed with the registry (the process'
+/// registry is a `static`: never).
+pub(crate) struct Registry<T> {
+    head: AtomicPtr<Node<T>>,
+}
+
+// SAFETY: the nodes are shared between threads only through `&Slot` (atomics and a mutex) and the
+// list's immutable `next` pointers; a `Registry` of `T: Send + Sync` values is as shareable as the
+// `Arc<T>`s its slots hold.
+unsafe impl<T: Send + Sync> Send for Registry<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T: Send + Sync> Sync for Registry<T> {}
 
 impl<T> Registry<T> {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Registry<T> {
         Registry {
-            slots: Mutex::new(Vec::new()),
+            head: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
     #[cfg(loom)]
     pub(crate) fn new() -> Registry<T> {
         Registry {
-            slots: Mutex::new(Vec::new()),
+            head: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
-    /// A new slot, scanned by writers until [`Registry::remove`].
-    pub(crate) fn add(&self) -> Arc<Slot<T>> {
-        let slot = Arc::new(Slot::default());
-        self.slots.lock().push(slot.clone());
-        slot
+    /// The nodes, newest first.
+    fn nodes(&self) -> impl Iterator<Item = &Node<T>> {
+        let mut at = self.head.load(Ordering::Acquire).cast_const();
+        std::iter::from_fn(move || {
+            // SAFETY: nodes are published (Release, with `next` set before) and never freed
+            // before the registry, which `&self` borrows.
+            let node = unsafe { at.as_ref()? };
+            at = node.next;
+            Some(node)
+        })
     }
 
-    /// Stops scanning `slot` (its thread exits) and drops what was handed to it.
-    pub(crate) fn remove(&self, slot: &Arc<Slot<T>>) {
-        self.slots.lock().retain(|s| !Arc::ptr_eq(s, slot));
+    /// A slot for the calling thread, scanned by writers until [`Registry::remove`]: a freed one
+    /// when there is one, else a new one.
+    pub(crate) fn add(&self) -> &Slot<T> {
+        for node in self.nodes() {
+            if node
+                .in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return &node.slot;
+            }
+        }
+        let node = Box::into_raw(Box::new(Node {
+            slot: Slot::new(),
+            in_use: AtomicBool::new(true),
+            next: ptr::null(),
+        }));
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `node` is ours until the exchange below publishes it.
+            unsafe { (*node).next = head };
+            match self
+                .head
+                .compare_exchange(head, node, Ordering::Release, Ordering::Relaxed)
+            {
+                // SAFETY: published nodes live as long as the registry.
+                Ok(_) => return unsafe { &(*node).slot },
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// Frees `slot` for another thread (its thread exits) and drops what was handed to it.
+    /// `slot` must come from this registry's [`Registry::add`] and pin nothing.
+    pub(crate) fn remove(&self, slot: &Slot<T>) {
         drop(slot.collect());
+        if let Some(node) = self.nodes().find(|node| ptr::eq(&node.slot, slot)) {
+            node.in_use.store(false, Ordering::Release);
+        }
     }
 
-    /// Drops `retired` unless some thread still pins it; such a thread gets a reference to drop
-    /// when it unpins. Call with no lock of the caller held.
-    pub(crate) fn retire(&self, retired: Retired<T>) {
-        let Retired(old) = retired;
+    /// Drops `old` (the value a [`Mirror::replace`] just replaced) unless some thread still pins
+    /// it; such a thread gets a reference to drop when it unpins. Call with no lock of the caller
+    /// held.
+    pub(crate) fn retire(&self, old: Arc<T>) {
         let at = Arc::as_ptr(&old).cast_mut();
         let mut free = Vec::new();
-        // Orders the mirror's swap (before this call) before the hazard loads: see the docs.
+        // Orders the mirror's store (before this call) before the hazard loads: see the docs.
         fence(Ordering::SeqCst);
-        {
-            let slots = self.slots.lock();
-            for slot in slots.iter() {
-                if slot.hazard.load(Ordering::Relaxed) != at {
-                    continue;
-                }
-                slot.retired.lock().push(old.clone());
-                slot.pending.store(true, Ordering::Relaxed);
-                fence(Ordering::SeqCst);
-                if slot.hazard.load(Ordering::Relaxed) != at {
-                    // The reader unpinned meanwhile and may not have seen `pending`.
-                    free.extend(slot.collect());
-                }
+        for node in self.nodes() {
+            let slot = &node.slot;
+            if slot.hazard.load(Ordering::Relaxed) != at {
+                continue;
+            }
+            slot.retired.lock().push(old.clone());
+            slot.pending.store(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if slot.hazard.load(Ordering::Relaxed) != at {
+                // The reader unpinned meanwhile and may not have seen `pending`.
+                free.extend(slot.collect());
             }
         }
         drop(free);
         drop(old);
+    }
+}
+
+impl<T> Drop for Registry<T> {
+    fn drop(&mut self) {
+        let mut at = self.head.load(Ordering::Relaxed);
+        while !at.is_null() {
+            // SAFETY: `&mut self`: no slot is borrowed any more; each node was made by
+            // `Box::into_raw` in `add` and is freed once here.
+            let node = unsafe { Box::from_raw(at) };
+            at = node.next.cast_mut();
+        }
+    }
+}
+
+/// A value and its mirror, as the fanout keeps them (its `ArcSwap` and its `Mirror`): what the
+/// tests and the loom model replace.
+#[cfg(test)]
+struct Current<T> {
+    value: Mutex<Arc<T>>,
+    mirror: Mirror<T>,
+}
+
+#[cfg(test)]
+impl<T> Current<T> {
+    fn new(value: Arc<T>) -> Current<T> {
+        let mirror = Mirror::new(&value);
+        Current {
+            value: Mutex::new(value),
+            mirror,
+        }
+    }
+
+    /// Makes `next` current; returns the value replaced, for `Registry::retire`.
+    fn replace(&self, next: Arc<T>) -> Arc<T> {
+        let mut value = self.value.lock();
+        self.mirror.replace(&next);
+        std::mem::replace(&mut *value, next)
     }
 }
 
@@ -256,29 +338,31 @@ mod tests {
     }
 
     /// A replaced value is dropped at once when nobody pins it, when its last pin goes when
-    /// somebody does, and a second pin on a busy slot is refused.
+    /// somebody does, and a second pin on a busy slot is refused; a removed slot is reused.
     #[test]
     fn a_replaced_value_is_dropped_by_its_last_user() {
         let drops = Arc::new(AtomicUsize::new(0));
         let registry = Registry::new();
         let (mine, other) = (registry.add(), registry.add());
-        let mirror = Mirror::new(Arc::new(Counted(0, drops.clone())));
-        registry.retire(mirror.replace(Arc::new(Counted(1, drops.clone()))));
+        let current = Current::new(Arc::new(Counted(0, drops.clone())));
+        registry.retire(current.replace(Arc::new(Counted(1, drops.clone()))));
         assert_eq!(drops.load(Ordering::SeqCst), 1);
-        let pin = mine.pin(&mirror).expect("a free slot");
+        let pin = mine.pin(&current.mirror).expect("a free slot");
         assert_eq!(pin.0, 1);
-        assert!(mine.pin(&mirror).is_none());
-        let also = other.pin(&mirror).expect("another thread's slot");
-        registry.retire(mirror.replace(Arc::new(Counted(2, drops.clone()))));
+        assert!(mine.pin(&current.mirror).is_none());
+        let also = other.pin(&current.mirror).expect("another thread's slot");
+        registry.retire(current.replace(Arc::new(Counted(2, drops.clone()))));
         assert_eq!((pin.0, also.0, drops.load(Ordering::SeqCst)), (1, 1, 1));
         drop(pin);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         drop(also);
         assert_eq!(drops.load(Ordering::SeqCst), 2);
-        assert_eq!(mine.pin(&mirror).map(|p| p.0), Some(2));
-        registry.remove(&mine);
-        registry.remove(&other);
-        drop(mirror);
+        assert_eq!(mine.pin(&current.mirror).map(|p| p.0), Some(2));
+        registry.remove(mine);
+        assert!(std::ptr::eq(registry.add(), mine), "a freed slot is reused");
+        registry.remove(mine);
+        registry.remove(other);
+        drop(current);
         assert_eq!(drops.load(Ordering::SeqCst), 3);
     }
 
@@ -297,12 +381,12 @@ mod tests {
         let drops = Arc::new(AtomicUsize::new(0));
         let fresh = || Arc::new(Checked(Arc::new(AtomicBool::new(false)), drops.clone()));
         let registry = Arc::new(Registry::new());
-        let mirror = Arc::new(Mirror::new(fresh()));
+        let current = Arc::new(Current::new(fresh()));
         let stop = Arc::new(AtomicBool::new(false));
         let started = Arc::new(AtomicUsize::new(0));
         let readers: Vec<_> = (0..4)
             .map(|_| {
-                let (registry, mirror, stop) = (registry.clone(), mirror.clone(), stop.clone());
+                let (registry, current, stop) = (registry.clone(), current.clone(), stop.clone());
                 let started = started.clone();
                 std::thread::spawn(move || {
                     let slot = registry.add();
@@ -311,13 +395,13 @@ mod tests {
                         if pins == 1 {
                             started.fetch_add(1, Ordering::SeqCst);
                         }
-                        let pin = slot.pin(&mirror).expect("one pin at a time");
+                        let pin = slot.pin(&current.mirror).expect("one pin at a time");
                         assert!(!pin.0.load(Ordering::SeqCst), "a pinned value was dropped");
                         std::hint::spin_loop();
                         assert!(!pin.0.load(Ordering::SeqCst), "a pinned value was dropped");
                         pins += 1;
                     }
-                    registry.remove(&slot);
+                    registry.remove(slot);
                     pins
                 })
             })
@@ -327,13 +411,13 @@ mod tests {
             std::thread::yield_now();
         }
         for _ in 0..20_000 {
-            registry.retire(mirror.replace(fresh()));
+            registry.retire(current.replace(fresh()));
         }
         stop.store(true, Ordering::Relaxed);
         let pins: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
         assert!(pins >= 8);
         assert_eq!(drops.load(Ordering::SeqCst), 20_000);
-        drop(Arc::into_inner(mirror).expect("the readers are gone"));
+        drop(Arc::into_inner(current).expect("the readers are gone"));
         assert_eq!(drops.load(Ordering::SeqCst), 20_001);
     }
 }
@@ -359,22 +443,21 @@ mod loom_tests {
                 }
             }
             let registry = Arc::new(Registry::new());
-            let first = Arc::new(Value(0, alive.clone(), drops.clone()));
-            let mirror = Arc::new(Mirror::new(first));
+            let current = Arc::new(Current::new(Arc::new(Value(0, alive.clone(), drops.clone()))));
             let reader = {
-                let (registry, mirror, alive) = (registry.clone(), mirror.clone(), alive.clone());
+                let (registry, current, alive) = (registry.clone(), current.clone(), alive.clone());
                 loom::thread::spawn(move || {
                     let slot = registry.add();
                     {
-                        let pin = slot.pin(&mirror).expect("a free slot");
+                        let pin = slot.pin(&current.mirror).expect("a free slot");
                         // The index is read from the pinned value: it must still be alive.
                         let index = pin.0;
                         assert!(alive[index].load(Ordering::SeqCst), "pinned value {index} was dropped");
                     }
-                    registry.remove(&slot);
+                    registry.remove(slot);
                 })
             };
-            registry.retire(mirror.replace(Arc::new(Value(1, alive.clone(), drops.clone()))));
+            registry.retire(current.replace(Arc::new(Value(1, alive.clone(), drops.clone()))));
             reader.join().unwrap();
             assert_eq!(drops.load(Ordering::SeqCst), 1);
             assert!(!alive[0].load(Ordering::SeqCst) && alive[1].load(Ordering::SeqCst));
