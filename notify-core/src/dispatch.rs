@@ -742,6 +742,10 @@ pub(crate) fn deliver_event(failures: &mut Vec<SubscriberFailure>, resolved: &Re
 /// Delivers a shared event to the owned group of `resolved`.
 #[inline(never)]
 fn deliver_owned(failures: &mut Vec<SubscriberFailure>, resolved: &Resolved, shared: &Arc<Event>) {
+    debug_assert!(
+        !matches!(shared.name, Name::Lent(_)),
+        "an event that outlives its delivery owns its name"
+    );
     let name = resolved.name.as_str();
     // Owned subscribers may defer work to the end of this loop (`defer_to_fanout_end`).
     let _scope = FanoutScope::enter();

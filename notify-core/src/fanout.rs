@@ -223,11 +223,25 @@ mod thread_pin {
         MINE.try_with(|mine| mine.0.pin(mirror)).ok().flatten()
     }
 
-    /// Drops a replaced snapshot, or hands it to the threads that still pin it.
-    pub(super) fn retire(old: Arc<Snapshot>) {
-        SLOTS.retire(old);
+    /// The snapshot a write replaced: retired when the guard goes (dropped, or handed to the
+    /// threads whose hazard still pins it), also when the write unwinds, so a snapshot a reader
+    /// pins is never dropped behind the registry's back. (Unwinding drops it under the writer
+    /// lock; the normal path drops it after.)
+    pub(super) struct Replaced(pub(super) Option<Arc<Snapshot>>);
+
+    impl Drop for Replaced {
+        fn drop(&mut self) {
+            if let Some(old) = self.0.take() {
+                // SAFETY: `Fanout::write` made it so: `old` is the snapshot the mirror named
+                // before `Mirror::replace`, which no longer names it.
+                unsafe { SLOTS.retire(old) }
+            }
+        }
     }
 }
+
+#[cfg(not(loom))]
+use thread_pin::Replaced;
 
 /// A callsite's cached listener set pinned by its `arc-swap` guard (never empty): what the
 /// macro's synchronous guard holds while the function runs, instead of a cloned `Arc`.
@@ -358,7 +372,9 @@ impl Fanout {
         Arc::new(Fanout {
             snapshot: ArcSwap::new(first.clone()),
             #[cfg(not(loom))]
-            mirror: Mirror::new(&first),
+            // SAFETY: `first` is kept by `snapshot` until a write replaces it, and a write hands
+            // the snapshot it replaced to `thread_pin::retire` (`Replaced`).
+            mirror: unsafe { Mirror::new(&first) },
             names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
             writer: Mutex::new(Writer::default()),
             next_subscription: AtomicU64::new(1),
@@ -409,7 +425,8 @@ impl Fanout {
                 return Some(found);
             }
             if let Some(found) = snapshot.exact.get_hashed(name, hash) {
-                recent::put(snapshot, hash, found);
+                // SAFETY: `found` is a listener set of `snapshot`'s exact names.
+                unsafe { recent::put(snapshot, hash, found) };
                 return Some(found);
             }
         }
@@ -483,9 +500,16 @@ impl Fanout {
         let wide = !next.wide.is_empty();
         let was_wide = !current.wide.is_empty();
         let next = Arc::new(next);
+        // SAFETY: writers hold the writer lock; `next` is kept by `snapshot` from the swap below
+        // until a later write replaces it, and the snapshot replaced here is retired by
+        // `Replaced` (also when this write unwinds).
         #[cfg(not(loom))]
-        self.mirror.replace(&next);
+        unsafe {
+            self.mirror.replace(&next)
+        };
         let old = self.snapshot.swap(next);
+        #[cfg(not(loom))]
+        let old = Replaced(Some(old));
         self.update_names(&mut writer.name_bits, &membership, wide, was_wide);
         if self.is_global && !writer.callsites.is_empty() {
             let snapshot = self.snapshot.load();
@@ -504,9 +528,6 @@ impl Fanout {
         // `current` and `old` may hold the last references to removed subscribers: drop them
         // outside the lock, so a subscriber's Drop may subscribe (`old` after handing it to the
         // threads whose hazard still pins it, if any).
-        #[cfg(not(loom))]
-        thread_pin::retire(old);
-        #[cfg(loom)]
         drop(old);
         drop(current);
         Some(change)

@@ -30,6 +30,14 @@
 //! name an address freed and reused (a reader about to retry): a writer that finds it there only
 //! hands over one reference too many, dropped at that thread's next unpin.
 //!
+//! **Happens-before, not only visibility.** Pins store the hazard with `Release`, unpins store
+//! null with `Release`, and writers read hazards with `Acquire`: a writer that finds a hazard no
+//! longer naming `p` is ordered after everything that thread did with `p`, so the drop that
+//! follows cannot race a read. **Two writers at once** (retire runs outside the registry's writer
+//! lock): `Slot::collect` reads the hazard under the slot's `retired` lock, so it never frees a
+//! value another writer handed over for the value the thread pins now (`loom_model_hazard_two_writers`,
+//! which found the first version's race: it read the hazard before taking the lock).
+//!
 //! **When a replaced snapshot is dropped.** At once when no thread uses it; else when the last
 //! event that uses it ends. One race is left open on purpose, to keep the unpin a plain store: a
 //! writer that hands a snapshot over while its reader is unpinning may see the hazard before the
@@ -39,13 +47,18 @@
 //! store buffer, a few dozen cycles) the reference waits for that thread's next unpin or its exit.
 //! It is never leaked and never freed early.
 //!
-//! A thread pins one snapshot at a time: an event inside an event (a subscriber that instruments)
-//! finds its slot busy, and the caller falls back to `arc-swap` (as it does during thread exit,
-//! when the thread's slot is gone).
+//! A thread pins one snapshot at a time, and `instrument` holds its pin through the body: every
+//! event started inside an instrumented block (or by a subscriber) finds the slot busy, and its
+//! caller falls back to `arc-swap`, as it does during thread exit, when the thread's slot is
+//! gone. The benchmarks' figures are those of outermost events.
 
 use std::marker::PhantomData;
 use std::ptr;
+#[cfg(not(loom))]
 use std::sync::Arc;
+
+#[cfg(loom)]
+use loom::sync::Arc;
 
 #[cfg(loom)]
 use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, Ordering};
@@ -63,17 +76,27 @@ pub(crate) struct Mirror<T> {
 }
 
 impl<T> Mirror<T> {
-    /// A mirror of `value`, which the caller keeps alive as long as it is the mirror's value.
-    pub(crate) fn new(value: &Arc<T>) -> Mirror<T> {
+    /// A mirror of `value`.
+    ///
+    /// # Safety
+    ///
+    /// The caller keeps `value`'s allocation alive (an `Arc` of it) as long as it is the mirror's
+    /// value, and then hands that `Arc` to [`Registry::retire`].
+    pub(crate) unsafe fn new(value: &Arc<T>) -> Mirror<T> {
         Mirror {
             current: AtomicPtr::new(Arc::as_ptr(value).cast_mut()),
         }
     }
 
-    /// Makes `next` current. The caller then hands its reference to the value replaced (still
-    /// alive: the caller holds it) to [`Registry::retire`], outside its own locks (the drop may
-    /// run user code). Writers call it one at a time.
-    pub(crate) fn replace(&self, next: &Arc<T>) {
+    /// Makes `next` current.
+    ///
+    /// # Safety
+    ///
+    /// Writers call it one at a time. As for [`Mirror::new`], the caller keeps `next` alive as
+    /// long as it is current, and hands an `Arc` of the value it replaced (still alive: the
+    /// caller holds it) to [`Registry::retire`] (outside its own locks: the drop may run user
+    /// code), never dropping it otherwise.
+    pub(crate) unsafe fn replace(&self, next: &Arc<T>) {
         self.current.store(Arc::as_ptr(next).cast_mut(), Ordering::Release);
     }
 }
@@ -103,7 +126,9 @@ impl<T> Slot<T> {
         }
         let mut p = mirror.current.load(Ordering::Acquire);
         loop {
-            self.hazard.store(p, Ordering::Relaxed);
+            // Release: a writer that reads this value (Acquire) after this thread's previous unpin
+            // is ordered after everything this thread did with the value it pinned before.
+            self.hazard.store(p, Ordering::Release);
             fence(Ordering::SeqCst);
             let confirm = mirror.current.load(Ordering::Acquire);
             if confirm == p {
@@ -118,10 +143,16 @@ impl<T> Slot<T> {
     }
 
     /// The values handed to this slot that it does not use now, taken out to be dropped.
+    ///
+    /// The hazard is read under the `retired` lock, after `pending` is cleared: a value pushed by
+    /// a writer that saw it in the hazard is pushed under that lock after that writer's hazard
+    /// read, so this read sees that hazard value or a later one, and a value still pinned is
+    /// kept (two writers retiring at once cannot free each other's hand-overs). When something is
+    /// kept, `pending` is set again, so the thread's next unpin collects it.
     fn collect(&self) -> Vec<Arc<T>> {
+        let mut retired = self.retired.lock();
         self.pending.store(false, Ordering::Relaxed);
         let in_use = self.hazard.load(Ordering::Acquire);
-        let mut retired = self.retired.lock();
         let mut free = Vec::new();
         let mut i = 0;
         while i < retired.len() {
@@ -130,6 +161,9 @@ impl<T> Slot<T> {
             } else {
                 free.push(retired.swap_remove(i));
             }
+        }
+        if !retired.is_empty() {
+            self.pending.store(true, Ordering::Relaxed);
         }
         free
     }
@@ -179,7 +213,8 @@ struct Node<T> {
 
 /// Every thread's slot, for writers to scan: a list that only grows (a thread that exits frees
 /// its slot for the next thread), so scanning it takes no lock and touches no reference count:
-/// a few loads per thread that ever pinned. Its nodes are freed with the registry (the process'
+/// a few loads per slot, as many as threads were alive at once (an exiting thread's slot is
+/// reused). Its nodes are freed with the registry (the process'
 /// registry is a `static`: never).
 pub(crate) struct Registry<T> {
     head: AtomicPtr<Node<T>>,
@@ -260,17 +295,23 @@ impl<T> Registry<T> {
         }
     }
 
-    /// Drops `old` (the value a [`Mirror::replace`] just replaced) unless some thread still pins
-    /// it; such a thread gets a reference to drop when it unpins. Call with no lock of the caller
-    /// held.
-    pub(crate) fn retire(&self, old: Arc<T>) {
+    /// Drops `old` unless some thread still pins it; such a thread gets a reference to drop when
+    /// it unpins. Call with no lock of the caller held (the drop may run user code).
+    ///
+    /// # Safety
+    ///
+    /// `old` is the value a [`Mirror::replace`] replaced: no mirror of this registry's slots
+    /// names it any more, so no new pin can take it.
+    pub(crate) unsafe fn retire(&self, old: Arc<T>) {
         let at = Arc::as_ptr(&old).cast_mut();
         let mut free = Vec::new();
         // Orders the mirror's store (before this call) before the hazard loads: see the docs.
         fence(Ordering::SeqCst);
         for node in self.nodes() {
             let slot = &node.slot;
-            if slot.hazard.load(Ordering::Relaxed) != at {
+            // Acquire: when the hazard no longer names `old` (an unpin's or a later pin's Release
+            // store), what that thread did with `old` happens before `old` is dropped below.
+            if slot.hazard.load(Ordering::Acquire) != at {
                 continue;
             }
             slot.retired.lock().push(old.clone());
@@ -299,7 +340,7 @@ impl<T> Drop for Registry<T> {
 }
 
 /// A value and its mirror, as the fanout keeps them (its `ArcSwap` and its `Mirror`): what the
-/// tests and the loom model replace.
+/// tests and the loom models replace.
 #[cfg(test)]
 struct Current<T> {
     value: Mutex<Arc<T>>,
@@ -309,18 +350,25 @@ struct Current<T> {
 #[cfg(test)]
 impl<T> Current<T> {
     fn new(value: Arc<T>) -> Current<T> {
-        let mirror = Mirror::new(&value);
+        // SAFETY: `value` stays in `self.value` until `replace` retires it.
+        let mirror = unsafe { Mirror::new(&value) };
         Current {
             value: Mutex::new(value),
             mirror,
         }
     }
 
-    /// Makes `next` current; returns the value replaced, for `Registry::retire`.
-    fn replace(&self, next: Arc<T>) -> Arc<T> {
-        let mut value = self.value.lock();
-        self.mirror.replace(&next);
-        std::mem::replace(&mut *value, next)
+    /// Makes `next` current and retires the value it replaces through `registry`.
+    fn replace(&self, registry: &Registry<T>, next: Arc<T>) {
+        let old = {
+            let mut value = self.value.lock();
+            // SAFETY: one writer at a time (the lock); `next` stays in `self.value`, the old value
+            // is retired below and not dropped otherwise.
+            unsafe { self.mirror.replace(&next) };
+            std::mem::replace(&mut *value, next)
+        };
+        // SAFETY: `old` is the value the mirror named before the replace above.
+        unsafe { registry.retire(old) };
     }
 }
 
@@ -345,13 +393,13 @@ mod tests {
         let registry = Registry::new();
         let (mine, other) = (registry.add(), registry.add());
         let current = Current::new(Arc::new(Counted(0, drops.clone())));
-        registry.retire(current.replace(Arc::new(Counted(1, drops.clone()))));
+        current.replace(&registry, Arc::new(Counted(1, drops.clone())));
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         let pin = mine.pin(&current.mirror).expect("a free slot");
         assert_eq!(pin.0, 1);
         assert!(mine.pin(&current.mirror).is_none());
         let also = other.pin(&current.mirror).expect("another thread's slot");
-        registry.retire(current.replace(Arc::new(Counted(2, drops.clone()))));
+        current.replace(&registry, Arc::new(Counted(2, drops.clone())));
         assert_eq!((pin.0, also.0, drops.load(Ordering::SeqCst)), (1, 1, 1));
         drop(pin);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
@@ -364,6 +412,31 @@ mod tests {
         registry.remove(other);
         drop(current);
         assert_eq!(drops.load(Ordering::SeqCst), 3);
+    }
+
+    /// Two writers retire one after another while a reader moves from the first replaced value
+    /// to the second (the review's interleaving, sequentially): the second value, still pinned,
+    /// is kept when the first writer collects, and dropped at the reader's next unpin.
+    #[test]
+    fn a_value_handed_over_while_another_is_collected_is_kept_and_dropped_at_the_next_unpin() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let registry = Registry::new();
+        let slot = registry.add();
+        let current = Current::new(Arc::new(Counted(0, drops.clone())));
+        let first = slot.pin(&current.mirror).expect("free");
+        current.replace(&registry, Arc::new(Counted(1, drops.clone())));
+        drop(first);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        let second = slot.pin(&current.mirror).expect("free");
+        current.replace(&registry, Arc::new(Counted(2, drops.clone())));
+        // The value 1 is pinned and handed over; a collect by anybody keeps it and re-arms
+        // `pending`.
+        assert_eq!(slot.collect().len(), 0);
+        assert!(slot.pending.load(Ordering::SeqCst));
+        assert_eq!((second.0, drops.load(Ordering::SeqCst)), (1, 1));
+        drop(second);
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+        registry.remove(slot);
     }
 
     /// Readers on 4 threads pin and read while a writer replaces the value 20,000 times: every
@@ -379,7 +452,10 @@ mod tests {
             }
         }
         let drops = Arc::new(AtomicUsize::new(0));
-        let fresh = || Arc::new(Checked(Arc::new(AtomicBool::new(false)), drops.clone()));
+        let fresh = {
+            let drops = drops.clone();
+            move || Arc::new(Checked(Arc::new(AtomicBool::new(false)), drops.clone()))
+        };
         let registry = Arc::new(Registry::new());
         let current = Arc::new(Current::new(fresh()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -406,13 +482,17 @@ mod tests {
                 })
             })
             .collect();
-        // Every reader pins before the writer starts, so the replacements race with pins.
+        // Every reader pins before the writers start, so the replacements race with pins; two
+        // writers retire at once.
         while started.load(Ordering::SeqCst) < 4 {
             std::thread::yield_now();
         }
-        for _ in 0..20_000 {
-            registry.retire(current.replace(fresh()));
-        }
+        let writer = {
+            let (registry, current, fresh) = (registry.clone(), current.clone(), fresh.clone());
+            std::thread::spawn(move || (0..10_000).for_each(|_| current.replace(&registry, fresh())))
+        };
+        (0..10_000).for_each(|_| current.replace(&registry, fresh()));
+        writer.join().unwrap();
         stop.store(true, Ordering::Relaxed);
         let pins: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
         assert!(pins >= 8);
@@ -425,42 +505,80 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use loom::sync::atomic::AtomicUsize;
+    use loom::cell::UnsafeCell;
 
-    /// One reader pins and reads while a writer replaces the value and retires the old one: the
-    /// pinned value is never dropped while pinned, each value is dropped once, and after both
-    /// threads end nothing is left undropped but the current value.
+    /// A value whose contents the reader reads and whose drop writes them: loom reports a read
+    /// that does not happen before the drop (a use after free in the real program).
+    struct Value(UnsafeCell<usize>);
+
+    impl Drop for Value {
+        fn drop(&mut self) {
+            // SAFETY: `&mut self`: loom checks this write against every read of the value.
+            self.0.with_mut(|p| unsafe { *p = usize::MAX });
+        }
+    }
+
+    fn value(n: usize) -> Arc<Value> {
+        Arc::new(Value(UnsafeCell::new(n)))
+    }
+
+    fn read(v: &Value) -> usize {
+        // SAFETY: only `Drop` writes, and loom checks that it is ordered after this read.
+        v.0.with(|p| unsafe { *p })
+    }
+
+    /// One reader pins and reads while a writer replaces and retires the value: every read of the
+    /// pinned value happens before the value is dropped.
     #[test]
     fn loom_model_hazard_pin_and_retire() {
         loom::model(|| {
-            let drops = Arc::new(AtomicUsize::new(0));
-            let alive = Arc::new([AtomicBool::new(true), AtomicBool::new(true)]);
-            struct Value(usize, Arc<[AtomicBool; 2]>, Arc<AtomicUsize>);
-            impl Drop for Value {
-                fn drop(&mut self) {
-                    self.1[self.0].store(false, Ordering::SeqCst);
-                    self.2.fetch_add(1, Ordering::SeqCst);
-                }
-            }
             let registry = Arc::new(Registry::new());
-            let current = Arc::new(Current::new(Arc::new(Value(0, alive.clone(), drops.clone()))));
+            let current = Arc::new(Current::new(value(0)));
             let reader = {
-                let (registry, current, alive) = (registry.clone(), current.clone(), alive.clone());
+                let (registry, current) = (registry.clone(), current.clone());
                 loom::thread::spawn(move || {
                     let slot = registry.add();
                     {
                         let pin = slot.pin(&current.mirror).expect("a free slot");
-                        // The index is read from the pinned value: it must still be alive.
-                        let index = pin.0;
-                        assert!(alive[index].load(Ordering::SeqCst), "pinned value {index} was dropped");
+                        assert_ne!(read(&pin), usize::MAX);
                     }
                     registry.remove(slot);
                 })
             };
-            registry.retire(current.replace(Arc::new(Value(1, alive.clone(), drops.clone()))));
+            current.replace(&registry, value(1));
             reader.join().unwrap();
-            assert_eq!(drops.load(Ordering::SeqCst), 1);
-            assert!(!alive[0].load(Ordering::SeqCst) && alive[1].load(Ordering::SeqCst));
+        });
+    }
+
+    /// Two writers retire at once while one reader pins twice (the interleavings of the review
+    /// that found the collect race): no pinned value is ever dropped under the reader. Bounded to
+    /// 4 preemptions (seconds): the race the review found (`collect` reading the hazard before
+    /// taking the lock) fails this model from 4 on.
+    #[test]
+    fn loom_model_hazard_two_writers() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(4);
+        model.check(|| {
+            let registry = Arc::new(Registry::new());
+            let current = Arc::new(Current::new(value(0)));
+            let reader = {
+                let (registry, current) = (registry.clone(), current.clone());
+                loom::thread::spawn(move || {
+                    let slot = registry.add();
+                    for _ in 0..2 {
+                        let pin = slot.pin(&current.mirror).expect("a free slot");
+                        assert_ne!(read(&pin), usize::MAX);
+                    }
+                    registry.remove(slot);
+                })
+            };
+            let writer = {
+                let (registry, current) = (registry.clone(), current.clone());
+                loom::thread::spawn(move || current.replace(&registry, value(1)))
+            };
+            current.replace(&registry, value(2));
+            writer.join().unwrap();
+            reader.join().unwrap();
         });
     }
 }

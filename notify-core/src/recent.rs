@@ -67,9 +67,14 @@ pub(crate) fn get<'s>(snapshot: &'s Snapshot, name: &str, hash: u64) -> Option<&
 }
 
 /// Remembers that `resolved`, found in `snapshot`'s exact names for the name whose hash is `hash`,
-/// is that name's listener set there. `resolved` must be owned by `snapshot` (see [`get`]).
+/// is that name's listener set there.
+///
+/// # Safety
+///
+/// `resolved` is owned by `snapshot`'s exact names (see [`get`]), so it lives as long as
+/// `snapshot`.
 #[inline(always)]
-pub(crate) fn put(snapshot: &Snapshot, hash: u64, resolved: &Resolved) {
+pub(crate) unsafe fn put(snapshot: &Snapshot, hash: u64, resolved: &Resolved) {
     if cfg!(loom) {
         return;
     }

@@ -249,11 +249,13 @@ impl Resolved {
 pub(crate) type ExactNames = NameMap<Arc<Resolved>>;
 
 /// A snapshot's number, unique in the process for its whole run (a 64-bit counter never wraps).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Neither `Clone` nor `Copy`: the per-thread lookup cache's soundness rests on no two snapshots
+/// sharing one.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Serial(u64);
 
 impl Serial {
-    pub(crate) fn get(self) -> u64 {
+    pub(crate) fn get(&self) -> u64 {
         self.0
     }
 }
