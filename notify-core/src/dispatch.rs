@@ -44,10 +44,7 @@ const UNSTARTED_TRACE: TraceId = match TraceId::new(1) {
 
 /// Calls `call` with the subscriber of each listener of `list` and `args`, in order, under one
 /// unwinding guard for the whole loop: a subscriber that panics becomes a failure pushed onto
-/// `failures`, and the loop resumes with the listener after it. One guard per loop, not per
-/// callback, and the arguments copied into the guarded frame (so they stay in registers across
-/// the calls instead of being reloaded through the guard's closure after each one) keep the loop
-/// a few loads, the call and an increment per subscriber.
+/// `failures`, and the loop resumes with the listener after it (see [`guarded_loop`]).
 #[inline(always)]
 pub(crate) fn each<T: ?Sized, A: Copy>(
     failures: &mut Vec<SubscriberFailure>,
@@ -56,22 +53,13 @@ pub(crate) fn each<T: ?Sized, A: Copy>(
     args: A,
     call: impl Fn(&T, A),
 ) {
-    let mut next = 0;
-    while next < list.len() {
-        let rest = catch_unwind(AssertUnwindSafe(|| {
-            let (list, args, call) = (list, args, &call);
-            let mut i = next;
-            while let Some(l) = list.get(i) {
-                i += 1;
-                next = i;
-                call(&l.subscriber, args);
-            }
-        }));
-        match rest {
-            Ok(()) => return,
-            Err(payload) => failures.push(failure_of(&list[next - 1].entry, event, payload)),
-        }
-    }
+    guarded_loop(
+        failures,
+        list.len(),
+        event,
+        |i| list.get(i).map(|l| call(&l.subscriber, args)),
+        |i| &list[i].entry,
+    );
 }
 
 /// As [`each`], for the listeners of `list` at `indices` (the unsilenced silenceable ones).
@@ -84,20 +72,43 @@ fn each_at<T: ?Sized, A: Copy>(
     args: A,
     call: impl Fn(&T, A),
 ) {
+    guarded_loop(
+        failures,
+        indices.len(),
+        event,
+        |i| indices.get(i).map(|&at| call(&list[at as usize].subscriber, args)),
+        |i| &list[indices[i] as usize].entry,
+    );
+}
+
+/// The delivery loop of [`each`] and [`each_at`]: `call_at(i)` for `i` from 0 until it returns
+/// `None` (`len` calls), under one `catch_unwind` for the whole loop, not one per callback. A
+/// panic in call `i` becomes the failure of the listener `entry_of(i)`, and the loop resumes at
+/// `i + 1`. The position is kept in a local inside the guarded frame (stored to `next` before each
+/// call, for the resume), so the loop stays a few loads, the call and an increment per subscriber.
+#[inline(always)]
+fn guarded_loop<'l>(
+    failures: &mut Vec<SubscriberFailure>,
+    len: usize,
+    event: &str,
+    call_at: impl Fn(usize) -> Option<()>,
+    entry_of: impl Fn(usize) -> &'l Arc<Entry>,
+) {
     let mut next = 0;
-    while next < indices.len() {
+    while next < len {
         let rest = catch_unwind(AssertUnwindSafe(|| {
-            let (list, indices, args, call) = (list, indices, args, &call);
+            let call_at = &call_at;
             let mut i = next;
-            while let Some(&at) = indices.get(i) {
+            while {
+                next = i + 1;
+                call_at(i).is_some()
+            } {
                 i += 1;
-                next = i;
-                call(&list[at as usize].subscriber, args);
             }
         }));
         match rest {
             Ok(()) => return,
-            Err(payload) => failures.push(failure_of(&list[indices[next - 1] as usize].entry, event, payload)),
+            Err(payload) => failures.push(failure_of(entry_of(next - 1), event, payload)),
         }
     }
 }

@@ -527,6 +527,24 @@ mod loom_tests {
         v.0.with(|p| unsafe { *p })
     }
 
+    /// A reader thread that takes a slot, pins and reads the current value `pins` times (asserting
+    /// the value is not dropped under it), then frees its slot.
+    fn spawn_reader(
+        registry: &Arc<Registry<Value>>,
+        current: &Arc<Current<Value>>,
+        pins: usize,
+    ) -> loom::thread::JoinHandle<()> {
+        let (registry, current) = (registry.clone(), current.clone());
+        loom::thread::spawn(move || {
+            let slot = registry.add();
+            for _ in 0..pins {
+                let pin = slot.pin(&current.mirror).expect("a free slot");
+                assert_ne!(read(&pin), usize::MAX);
+            }
+            registry.remove(slot);
+        })
+    }
+
     /// One reader pins and reads while a writer replaces and retires the value: every read of the
     /// pinned value happens before the value is dropped.
     #[test]
@@ -534,17 +552,7 @@ mod loom_tests {
         loom::model(|| {
             let registry = Arc::new(Registry::new());
             let current = Arc::new(Current::new(value(0)));
-            let reader = {
-                let (registry, current) = (registry.clone(), current.clone());
-                loom::thread::spawn(move || {
-                    let slot = registry.add();
-                    {
-                        let pin = slot.pin(&current.mirror).expect("a free slot");
-                        assert_ne!(read(&pin), usize::MAX);
-                    }
-                    registry.remove(slot);
-                })
-            };
+            let reader = spawn_reader(&registry, &current, 1);
             current.replace(&registry, value(1));
             reader.join().unwrap();
         });
@@ -561,17 +569,7 @@ mod loom_tests {
         model.check(|| {
             let registry = Arc::new(Registry::new());
             let current = Arc::new(Current::new(value(0)));
-            let reader = {
-                let (registry, current) = (registry.clone(), current.clone());
-                loom::thread::spawn(move || {
-                    let slot = registry.add();
-                    for _ in 0..2 {
-                        let pin = slot.pin(&current.mirror).expect("a free slot");
-                        assert_ne!(read(&pin), usize::MAX);
-                    }
-                    registry.remove(slot);
-                })
-            };
+            let reader = spawn_reader(&registry, &current, 2);
             let writer = {
                 let (registry, current) = (registry.clone(), current.clone());
                 loom::thread::spawn(move || current.replace(&registry, value(1)))
