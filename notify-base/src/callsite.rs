@@ -13,7 +13,7 @@
 //! So a callsite's state is never older than the last completed change: registration and refresh
 //! are serialised, and a thread that starts an event after a `subscribe` returned (in the
 //! happens-before sense) reads the refreshed interest by coherence, whatever thread subscribed.
-//! Nothing is derived from thread-local state. The `loom` model at the bottom checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-core --lib loom`.
+//! Nothing is derived from thread-local state. The `loom` model at the bottom checks the protocol: `RUSTFLAGS="--cfg loom" cargo test -p notify-base --lib loom`.
 
 use crate::dispatch::{self, Active};
 use crate::fanout::{self, SiteCache, SiteInterest, SitePin};
