@@ -400,7 +400,10 @@ mod tests {
         }
         assert!(matches!(
             m.push(23, 3, Overflow::DropOldest, || ()),
-            Admit::Evicted { oldest: 20, schedule: false }
+            Admit::Evicted {
+                oldest: 20,
+                schedule: false
+            }
         ));
         assert_eq!(m.close(true).0, [21, 22, 23]);
         assert_eq!(m.dropped(), 4, "one evicted, three discarded");
