@@ -12,14 +12,16 @@
 //! batch (64 events by default) per turn, runs the callbacks, and only then marks the mailbox idle
 //! or re-queues it, so each subscriber sees its events one at a time, in publish order per
 //! producing thread, and 100,000s of subscriptions cost a mailbox each, not a thread. Measured
-//! (64-bit Linux, live heap bytes, `tests/async_memory.rs`): a mailbox is one 64-byte allocation,
+//! (64-bit Linux, live heap bytes, `tests/async_memory.rs`): a mailbox is one 72-byte allocation,
 //! which the registry holds directly as its subscriber (plus what the callback captures; the
-//! callback is stored inline); the options and pool it runs with are shared by all the
-//! subscriptions of one [`WorkerPool::subscribe_all`] call with equal options (64 bytes once,
-//! or per [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 180 bytes with its
-//! registry entry before any event (116 of them notify-core's entry and listener; 220 with the
-//! returned [`AsyncSubscription`]), and up to 176 bytes more after traffic (the queue, allocated
-//! at the first event with the drop counters, keeps a buffer of up to 8 events once drained); a
+//! callback is stored inline) and which holds the oldest queued event beside its lock; the
+//! options and pool it runs with are shared by all the subscriptions of one
+//! [`WorkerPool::subscribe_all`] call with equal options (64 bytes once, or per
+//! [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 188 bytes with its
+//! registry entry before any event (116 of them notify-core's entry and listener; 228 with the
+//! returned [`AsyncSubscription`]), and up to 176 bytes more after traffic (the queue behind the
+//! first event, allocated when a second one waits, with the drop counters, keeps a buffer of up
+//! to 8 events once drained); a
 //! [`WorkerPool::subscribe_fanout`] member 48 bytes, plus what its callback captures.
 //!
 //! * **Overflow**: each mailbox holds at most [`AsyncOptions::capacity`] events; the

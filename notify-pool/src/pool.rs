@@ -542,8 +542,10 @@ mod tests {
         fn mailbox_size<S: AsyncSubscriber>(_: &S) -> usize {
             std::mem::size_of::<Mailbox<S>>()
         }
+        // 72: the oldest queued event is kept beside the lock (`mailbox_core::State::first`); glibc
+        // serves 64 and 72 bytes from the same 80-byte chunk.
         let size = mailbox_size(&callback) + 16;
-        assert!(size <= 64, "mailbox is {size} bytes");
+        assert!(size <= 72, "mailbox is {size} bytes");
     }
 
     #[test]

@@ -54,13 +54,13 @@ fn noop(e: &Event) {
 const N: usize = 100_000;
 
 /// The pool's part of one idle `subscribe_all` subscription (the mailbox's one allocation).
-const POOL_IDLE_BYTES: f64 = 64.0;
+const POOL_IDLE_BYTES: f64 = 72.0;
 
 /// Issue 15's memory target, measured as `benches/async_delivery.rs`'s `subscriptions/pool/100000`
 /// subscribes: 100,000 `subscribe_all` subscriptions to one exact name, default options, a
 /// capture-free callback. Per subscription: the registry entry notify-core makes, its listener,
 /// the mailbox and what the pool keeps for it. Asserted: the pool's part, idle (one allocation of
-/// 64 bytes) and after 10 events were delivered to each (plus the queue, kept with a buffer of at
+/// 72 bytes) and after 10 events were delivered to each (plus the queue, kept with a buffer of at
 /// most 8 events: 48 + 128 bytes). The registry's part is notify-core's, printed beside it.
 #[test]
 fn pool_subscribe_all_bytes_per_subscription() {
