@@ -559,7 +559,8 @@ impl Snapshot {
     }
 
     /// Number of names this snapshot holds resolved (exact names plus cached pattern names).
-    #[cfg(test)]
+    // Used by the tests that loom does not build.
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn resolved_names(&self) -> usize {
         let cached = self.cache.get().map_or(0, |c| {
             c.slots
