@@ -2,19 +2,28 @@
 //! their resolved listeners), built for a lookup as cheap as a flat hash table's and a change that
 //! copies only the path to the name it changes.
 //!
-//! A hash array mapped trie of 32-way branches on the name's FxHash (5 bits per level, so about
-//! log32 n levels: 2 for a hundred names, 4 for a hundred thousand). A lookup hashes the name once
-//! and follows one bitmap-indexed slot per level to a leaf; a clone is one `Arc` clone; an insert
-//! or remove copies the branches on the path to the name (at most 32 slots each) and shares every
-//! other node with the map it came from. Names whose 64-bit hashes are equal share a leaf.
+//! A hash array mapped trie of 16-way branches on the name's FxHash (4 bits per level, so about
+//! log16 n levels: 2 for a hundred names, 4 to 5 for a hundred thousand). A lookup hashes the name
+//! once and follows one bitmap-indexed slot per level to a leaf; a clone is one `Arc` clone; an
+//! insert or remove copies the branches on the path to the name (at most 16 slots each) and shares
+//! every other node with the map it came from. Names whose 64-bit hashes are equal share a leaf.
+//!
+//! Why 16 and not 32 slots: copying a branch increments the reference count of every node it
+//! points to, and dropping the old copy decrements them again, each a locked read-modify-write
+//! (`perf`: at 100,000 names they were most of a write's time, and a pass of plain loads to bring
+//! the counts into the cache first changed nothing). The path of a name through 100,000 holds
+//! about 67 such slots with 32-way branches (32 + 32 + 3) and about 50 with 16-way ones; 8-way
+//! (about 43) measured no better than 16 (`registry/subscribe_unsubscribe_100000`,
+//! docs/benchmarks.md), and every level more is one more step of a lookup that misses the
+//! per-thread cache of recent names.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use rustc_hash::FxBuildHasher;
 
-/// Hash bits used per level.
-const BITS: u32 = 5;
+/// Hash bits used per level (16 slots per branch: see the module doc).
+const BITS: u32 = 4;
 /// Slots of a branch.
 const MASK: u64 = (1 << BITS) - 1;
 
@@ -31,8 +40,8 @@ pub(crate) struct NameMap<V> {
 }
 
 struct Branch<V> {
-    /// Bit `i` set: slot index `i` (of 32) is present, at position popcount(bits below `i`).
-    bitmap: u32,
+    /// Bit `i` set: slot index `i` (of 16) is present, at position popcount(bits below `i`).
+    bitmap: u16,
     slots: Vec<Slot<V>>,
 }
 
@@ -131,7 +140,7 @@ impl<V> Branch<V> {
     /// The position in `slots` of the slot for `hash` at `shift`, if present.
     #[inline(always)]
     fn position(&self, hash: u64, shift: u32) -> Result<usize, usize> {
-        let bit = 1_u32 << ((hash >> shift) & MASK);
+        let bit = 1_u16 << ((hash >> shift) & MASK);
         let at = (self.bitmap & (bit - 1)).count_ones() as usize;
         match self.bitmap & bit {
             0 => Err(at),
@@ -265,7 +274,7 @@ fn insert_into<V: Clone>(branch: &mut Branch<V>, shift: u32, hash: u64, name: Ar
 /// empty one goes.
 fn remove_from<V: Clone>(branch: &mut Branch<V>, shift: u32, hash: u64, name: &str) -> Option<V> {
     let at = branch.position(hash, shift).ok()?;
-    let bit = 1_u32 << ((hash >> shift) & MASK);
+    let bit = 1_u16 << ((hash >> shift) & MASK);
     match &mut branch.slots[at] {
         Slot::Branch(next) => {
             let next = Arc::make_mut(next);

@@ -42,7 +42,7 @@ pub(crate) const CACHE_SLOTS: usize = CACHE_SETS * CACHE_WAYS;
 /// regex subscription with a smaller id no longer receives that name; catch-alls, exact
 /// subscriptions and later subscriptions are untouched. The registry's own persistent hash trie
 /// ([`NameMap`], as for the exact names): the next snapshot shares it, and adding or finding a name
-/// is O(log n) (at most a few levels of 32-way branches), so neither `unsubscribe_name` nor
+/// is O(log n) (at most a few levels of 16-way branches), so neither `unsubscribe_name` nor
 /// matching costs more as exclusions accumulate.
 pub(crate) type Exclusions = NameMap<SubscriptionId>;
 
@@ -245,7 +245,7 @@ impl Resolved {
 /// exact ones and the pattern and catch-all ones that match it). A persistent hash trie
 /// ([`NameMap`]): the next snapshot shares every node a change does not touch, so adding or
 /// removing a name costs O(log n) whatever else is subscribed, and a lookup follows one slot per
-/// level of 32-way branches.
+/// level of 16-way branches.
 pub(crate) type ExactNames = NameMap<Arc<Resolved>>;
 
 /// A snapshot's number, unique in the process for its whole run (a 64-bit counter never wraps).
