@@ -155,8 +155,10 @@ pub(crate) fn monotonic_clock(at: SystemTime) -> Instant {
 /// JavaScript (browsers, `jq`, most JSON tools) reads JSON numbers as doubles, exact only to 2^53,
 /// and nanoseconds since 1970 are about 2^60; the string keeps every nanosecond and `Date.parse`
 /// reads it. Durations are nanosecond numbers (exact in JavaScript up to 104 days). Reading an
-/// event back gives the same name, times, duration, ids, outcome and payload (the README's
-/// "Payloads" section round-trips one).
+/// event back gives the same name, times, duration, ids and outcome, and its payload as plain
+/// data: payload durations come back as `U64` nanoseconds, payload times as `Str`, and integers
+/// beyond 64 bits as `F64` from serde_json ([`Value`](crate::Value)'s "Serialized form"); the
+/// README's "Payloads" section round-trips one. `Event` is not `PartialEq`: compare the fields.
 #[derive(Clone)]
 pub struct Event {
     pub(crate) name: Name,

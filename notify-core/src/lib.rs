@@ -95,13 +95,24 @@
 //! notify-core is a facade: every item above is defined in [notify-base](https://docs.rs/notify-base)
 //! and re-exported here at the same path, with `#[instrument_event]` from notify-macros (feature
 //! `macros`). The split lets notify-base compile beside syn, which the macro needs, instead of
-//! after it (as serde re-exports serde_core and serde_derive); docs/build-time.md has the
-//! measurements. Depend on notify-core; its features are forwarded to notify-base.
+//! after it (as serde re-exports serde_core and serde_derive);
+//! [docs/build-time.md](https://github.com/notify-instrumentation/notify/blob/main/docs/build-time.md)
+//! has the measurements. Depend on notify-core; its features are forwarded to notify-base.
 
 #![warn(missing_docs)]
 
 #[doc(inline)]
 pub use notify_base::*;
+
+// Named once more, under this crate's features: code that uses one without the feature then gets
+// rustc's note "gated behind the `testing` feature" for notify-core, which a glob re-export of a
+// configured-out item does not give.
+#[cfg(feature = "testing")]
+#[doc(inline)]
+pub use notify_base::testing;
+#[cfg(feature = "redaction")]
+#[doc(inline)]
+pub use notify_base::{Redaction, RedactionBuilder, RedactionError};
 
 #[cfg(feature = "macros")]
 // Its examples capture events with `testing`: without that feature they are not collected as

@@ -17,15 +17,8 @@ mod manifest;
 
 use proc_macro::TokenStream;
 
-/// (`#[instrument_event]` is defined in the notify-macros crate; use it through notify-core, whose
-/// documentation of `notify_core::instrument_event` has the details and examples that run.)
-///
-/// ```ignore
-/// #[notify_core::instrument_event("query.sql", fields(sql), err)]
-/// fn query(sql: &str) -> Result<u64, std::io::Error> {
-///     Ok(3)
-/// }
-/// ```
+/// (Defined in the notify-macros crate and re-exported by notify-core, whose feature `macros`
+/// brings it in.)
 #[proc_macro_attribute]
 pub fn instrument_event(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = attr::Errors::default();

@@ -3,7 +3,8 @@
 //! A payload is a map in insertion order; a value is its plain data: `Null` → unit (JSON `null`),
 //! numbers and text as they are, `Duration` → whole nanoseconds, `Time` → RFC 3339 UTC string,
 //! `List` → sequence, `Map` → map, `Exception` → `{"type_name": ..., "message": ...}`.
-//! Deserializing gives back the same for null, booleans, numbers, text, lists and maps; a
+//! Deserializing gives back the same for null, booleans, numbers within 64 bits, text, lists and
+//! maps (128-bit integers only from a format that reads them untyped: not serde_json); a
 //! duration comes back as its nanoseconds (`U64`) and a time as its text (`Str`), as the form
 //! does not say what they were; a map `{"type_name": text, "message": text}` under the key
 //! [`EXCEPTION_KEY`] comes back as a `Value::Exception`.
