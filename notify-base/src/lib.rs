@@ -13,6 +13,8 @@
 //! notify-core's of the same name.
 
 #![warn(missing_docs)]
+// docs.rs (nightly) marks each item that needs a feature with that feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Layers, each using only the ones above it (docs/architecture.md):
 // value types -> registry snapshot -> fanout (the engine) -> dispatch -> facades -> this file.

@@ -100,6 +100,8 @@
 //! has the measurements. Depend on notify-core; its features are forwarded to notify-base.
 
 #![warn(missing_docs)]
+// docs.rs (nightly) marks each item that needs a feature with that feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
 pub use notify_base::*;
