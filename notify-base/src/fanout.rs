@@ -1,7 +1,8 @@
 //! The engine (AS::N's fanout): the current registry [`Snapshot`] and everything that changes it.
 //!
-//! Readers (`instrument`, `listening`, callsites) load the snapshot through `arc-swap` and never
-//! lock. Writers (`subscribe`, `unsubscribe`) serialise on one mutex, build the next snapshot from
+//! Readers never lock: `instrument` pins the snapshot in its thread's hazard slot (`hazard.rs`,
+//! through the mirror of the `ArcSwap`'s `Arc`; an event inside an event, or on an exiting thread,
+//! loads it through `arc-swap`), and `listening` and the callsites load it through `arc-swap`. Writers (`subscribe`, `unsubscribe`) serialise on one mutex, build the next snapshot from
 //! the current one (sharing what the change does not touch, see `registry.rs`), swap it in, update
 //! the name filter for the exact names added or removed, refresh the registered callsites whose
 //! names the change touched (all of them after a pattern change), and only then drop the old

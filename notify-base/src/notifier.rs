@@ -246,15 +246,7 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
-        let hash = name_hash(name);
-        if !self.fanout.may_listen(hash) {
-            return dispatch::unlistened(body);
-        }
-        let mut pin = Pinned::default();
-        match self.fanout.listeners(name, hash, &mut pin) {
-            Some(resolved) => dispatch::run(&self.fanout, resolved, None, None, payload, body),
-            None => dispatch::unlistened(body),
-        }
+        self.instrument_under(None, name, payload, body)
     }
 
     /// As [`Notifier::instrument`], with an explicit parent: the event's parent id and trace id come
@@ -276,13 +268,27 @@ impl Notifier {
         payload: impl FnOnce() -> Payload,
         body: impl FnOnce(&mut Payload) -> T,
     ) -> T {
+        self.instrument_under(Some(parent.into().frame()), name, payload, body)
+    }
+
+    /// [`Notifier::instrument`] under `parent` (`None`: the thread's current context): the name
+    /// filter, the pinned lookup, then the event. Inlined into both callers, so `instrument`'s
+    /// constant `None` costs nothing.
+    #[inline(always)]
+    fn instrument_under<T>(
+        &self,
+        parent: Option<crate::ids::Frame>,
+        name: &str,
+        payload: impl FnOnce() -> Payload,
+        body: impl FnOnce(&mut Payload) -> T,
+    ) -> T {
         let hash = name_hash(name);
         if !self.fanout.may_listen(hash) {
             return dispatch::unlistened(body);
         }
         let mut pin = Pinned::default();
         match self.fanout.listeners(name, hash, &mut pin) {
-            Some(resolved) => dispatch::run(&self.fanout, resolved, Some(parent.into().frame()), None, payload, body),
+            Some(resolved) => dispatch::run(&self.fanout, resolved, parent, None, payload, body),
             None => dispatch::unlistened(body),
         }
     }
