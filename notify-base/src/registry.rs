@@ -282,7 +282,9 @@ pub(crate) struct Snapshot {
     /// Pattern and catch-all subscriptions, in subscription order.
     pub(crate) wide: Arc<[Arc<Entry>]>,
     /// Names removed from pattern subscriptions by `unsubscribe_name` (empty when `wide` is).
-    pub(crate) excluded: Exclusions,
+    /// Behind an `Arc`: a change that leaves it as it is (all but `unsubscribe_name`) shares it
+    /// with one reference count, without forking the map.
+    pub(crate) excluded: Arc<Exclusions>,
     /// Names resolved through `wide`, filled on first use; absent until a name needs it. One
     /// cache serves every snapshot of a notifier: entries hold only what `wide` contributes (exact
     /// names are looked up before the cache), and an entry is used only while it is current (see
@@ -609,13 +611,17 @@ impl Snapshot {
                     .collect()
             }
         };
-        let mut excluded = self.excluded.clone();
-        if let Some((name, Some(first_after))) = change.name {
-            excluded.insert(name.into(), first_after);
-        }
+        let mut excluded = match change.name {
+            Some((name, Some(first_after))) => {
+                let mut changed = Exclusions::clone(&self.excluded);
+                changed.insert(name.into(), first_after);
+                Arc::new(changed)
+            }
+            _ => self.excluded.clone(),
+        };
         // Exclusions only ever concern glob and regex subscriptions: none left, none kept.
         if !excluded.is_empty() && wide.iter().all(|e| e.pattern.is_all()) {
-            excluded = Exclusions::default();
+            excluded = Arc::default();
         }
         // The exact subscriptions added (true) or removed (false), by name, then id.
         let mut edits: SmallVec<[Edit<'_>; 1]> = change
