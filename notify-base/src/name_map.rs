@@ -32,7 +32,8 @@
 //! So a value removed by a change is dropped as soon as the versions before the change are gone
 //! (for the registry: when the writer drops the snapshot it replaced, outside its lock, unless a
 //! reader still uses it), not later. A node a version made and then replaced itself (two changes
-//! before a fork) was never reachable from another version, and is freed at once: each node
+//! before a fork) was never reachable from another version, and is freed at the end of the change
+//! (never in its middle: a value's drop may panic, and the tree is whole again first): each node
 //! records the **generation** of the version that made it. A value whose drop panics does not stop
 //! the others of its garbage from being dropped (the panic then goes on to the caller, as
 //! `Arc`'s would).
@@ -47,7 +48,7 @@ use std::cell::UnsafeCell;
 use std::hash::BuildHasher;
 use std::mem;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Weak};
 
 use rustc_hash::FxBuildHasher;
@@ -68,8 +69,9 @@ pub(crate) fn name_hash(name: &str) -> u64 {
 pub(crate) struct NameMap<V> {
     root: NonNull<Branch<V>>,
     len: usize,
-    /// This version's generation: the nodes it made carry it (they are its own until it is forked).
-    generation: u64,
+    /// This version's generation: the nodes it made carry it (they are its own until it is
+    /// forked). 32 bits: the fork that would wrap it copies the map into a new family instead.
+    generation: u32,
     /// Set by the one fork of this version (after which it is never changed again in place).
     forked: AtomicBool,
     /// `E(k)` of the module doc: where the next version leaves the nodes it replaces, and this one
@@ -79,6 +81,10 @@ pub(crate) struct NameMap<V> {
     older: Weak<Epoch<V>>,
     /// `older`, held through a change ([`NameMap::change`]); `None` there when it is gone.
     holding: Option<Arc<Epoch<V>>>,
+    /// Nodes that nothing else reaches, unlinked by the change in progress: freed at its end,
+    /// once the tree is whole again (a value's drop may panic).
+    /// (Boxed: rarely used, and the map's size is copied with every snapshot.)
+    free_now: Option<Box<Vec<Node<V>>>>,
 }
 
 // SAFETY: a map owns, with the other versions of its family, the nodes it reaches, which hold
@@ -91,7 +97,7 @@ unsafe impl<V: Send + Sync> Send for NameMap<V> {}
 unsafe impl<V: Send + Sync> Sync for NameMap<V> {}
 
 struct Branch<V> {
-    generation: u64,
+    generation: u32,
     /// Bit `i` set: slot index `i` (of 16) is present, at position popcount(bits below `i`).
     bitmap: u16,
     slots: Vec<Node<V>>,
@@ -100,7 +106,7 @@ struct Branch<V> {
 /// The names of one hash: almost always one (`name`); names of an equal 64-bit hash after it in
 /// `more`.
 struct Leaf<V> {
-    generation: u64,
+    generation: u32,
     hash: u64,
     name: Arc<str>,
     value: V,
@@ -167,8 +173,13 @@ impl<V> Drop for Epoch<V> {
     /// epoch's garbage is freed with it.
     fn drop(&mut self) {
         let mut newer = self.take_newer();
-        while let Some(epoch) = newer {
-            newer = Arc::into_inner(epoch).and_then(|mut epoch| epoch.take_newer());
+        while let Some(epoch) = newer.take() {
+            if let Some(mut epoch) = Arc::into_inner(epoch) {
+                // The next link is a local of this frame before `epoch` (and its garbage) drops:
+                // if a value's drop panics there, the rest of the line still goes while unwinding.
+                newer = epoch.take_newer();
+                drop(epoch);
+            }
         }
     }
 }
@@ -271,6 +282,7 @@ impl<V> Default for NameMap<V> {
             epoch: Arc::default(),
             older: Weak::new(),
             holding: None,
+            free_now: None,
         }
     }
 }
@@ -279,6 +291,13 @@ impl<V> Drop for NameMap<V> {
     /// Leaves what this version alone accounts for in its epoch: the nodes it replaced, and its
     /// tree unless a fork took it over.
     fn drop(&mut self) {
+        if let Some(nodes) = self.free_now.take() {
+            // Left only by a change that panicked: unlinked, reached by nothing.
+            drop(Garbage {
+                nodes: SmallVec::from_vec(*nodes),
+                tree: None,
+            });
+        }
         if !*self.forked.get_mut() {
             // SAFETY: with no next version, this one alone changes its epoch's garbage
             // (`Epoch::garbage`), holding it.
@@ -297,6 +316,9 @@ impl<V: Clone> Clone for NameMap<V> {
         if self.forked.swap(true, Ordering::Relaxed) {
             return self.deep_copy();
         }
+        let Some(generation) = self.generation.checked_add(1) else {
+            return self.deep_copy();
+        };
         let epoch = Arc::new(Epoch::default());
         // Release: nothing needs it (the link is read by the epoch's drop, ordered by `Arc`), but
         // it costs nothing on x86-64 and keeps the argument local. The first fork is the only one
@@ -306,11 +328,12 @@ impl<V: Clone> Clone for NameMap<V> {
         NameMap {
             root: self.root,
             len: self.len,
-            generation: self.generation + 1,
+            generation,
             forked: AtomicBool::new(false),
             epoch,
             older: Arc::downgrade(&self.epoch),
             holding: None,
+            free_now: None,
         }
     }
 }
@@ -360,25 +383,47 @@ impl<V> NameMap<V> {
     }
 
     /// A node of an earlier version that this one no longer reaches (only during a change,
-    /// [`NameMap::change`]): left in `E(k-1)`, or freed now if that is gone.
+    /// [`NameMap::change`]): left in `E(k-1)`, or freed at the end of the change if that is gone.
+    /// Never freed here: the caller links the node's copy after this.
     fn retire(&mut self, node: Node<V>) {
         match &self.holding {
             // SAFETY: this version, the next one of the version that holds `older`, alone changes
             // its garbage (`Epoch::garbage`), holding it; `&mut self` excludes any other use.
             Some(older) => unsafe { (*older.garbage.get()).nodes.push(node) },
-            // SAFETY: `E(k-1)` is gone, so is every version before this one: nothing else
-            // reaches the node, and this version just unlinked it.
-            None => unsafe { node.free() },
+            // `E(k-1)` is gone, and so is every version before this one: nothing else reaches
+            // the node (`change` ordered their last reads before this).
+            None => self.free_now.get_or_insert_default().push(node),
         }
     }
 
     /// Runs `change` holding `E(k-1)`, where the nodes it replaces go (one upgrade of the weak
-    /// reference per change, not per node). Every change of the tree goes through here.
+    /// reference per change, not per node), then frees what it unlinked that nothing reaches.
+    /// Every change of the tree goes through here.
     fn change<R>(&mut self, change: impl FnOnce(&mut Self) -> R) -> R {
         self.holding = self.older.upgrade();
+        if self.holding.is_none() {
+            // A failed upgrade reads the count with `Relaxed`; this pairs with the `Release`
+            // decrements of the threads that dropped the versions before, as `Arc`'s drop does,
+            // so their reads of the nodes freed below come before the frees.
+            fence(Ordering::Acquire);
+        }
         let result = change(self);
-        // If this was the last reference, the garbage of the versions before goes now.
-        self.holding = None;
+        let Some(unlinked) = self.free_now.take() else {
+            // (The common case, without the frame below.) If that was the last reference, the
+            // garbage of the versions before goes now.
+            drop(self.holding.take());
+            return result;
+        };
+        // Taken out before anything is dropped: a value's drop may panic in either, and then
+        // the other still goes while unwinding (`free_now` first, as `Garbage`).
+        let unlinked = Garbage {
+            nodes: SmallVec::from_vec(*unlinked),
+            tree: None,
+        };
+        let held = self.holding.take();
+        // If that was the last reference, the garbage of the versions before goes now.
+        drop(held);
+        drop(unlinked);
         result
     }
 }
@@ -526,12 +571,13 @@ impl<V: Clone> NameMap<V> {
     fn remove_hashed(&mut self, hash: u64, name: &str) -> Option<V> {
         self.get_hashed(name, hash)?;
         self.make_changeable();
+        // Counted out first (the name is there): the change may end in a value's panicking drop.
+        self.len -= 1;
         let old = self.change(|map| {
             map.root = map.own_branch(map.root);
             map.remove_from(map.root, 0, hash, name)
         });
         debug_assert!(old.is_some(), "found just before");
-        self.len -= 1;
         old
     }
 
@@ -602,7 +648,7 @@ impl<V: Clone> NameMap<V> {
 
     /// True when this version made the node of `generation` (and, not forked, is the only one
     /// that reaches it).
-    fn owns(&self, generation: u64) -> bool {
+    fn owns(&self, generation: u32) -> bool {
         debug_assert!(!self.forked.load(Ordering::Relaxed), "a forked version is not changed");
         generation == self.generation
     }
@@ -652,17 +698,17 @@ impl<V: Clone> NameMap<V> {
         })
     }
 
-    /// A node this version no longer reaches: freed at once when this version made it (nothing
-    /// else ever reached it), else replaced.
+    /// A node this version no longer reaches: freed at the end of the change when this version
+    /// made it (nothing else ever reached it), else replaced.
     fn discard(&mut self, node: Node<V>) {
         let generation = match node {
             Node::Leaf(leaf) => self.leaf(leaf).generation,
             Node::Branch(branch) => self.branch(branch).generation,
         };
         if self.owns(generation) {
-            // SAFETY: this version made it and was not forked since (`owns`), so no other
-            // version reaches it, and this version just unlinked it.
-            unsafe { node.free() }
+            // This version made it and was not forked since (`owns`), so no other version
+            // reaches it, and this version just unlinked it: freed at the end of the change.
+            self.free_now.get_or_insert_default().push(node);
         } else {
             self.retire(node);
         }
@@ -702,6 +748,7 @@ impl<V: Clone> NameMap<V> {
             epoch: Arc::default(),
             older: Weak::new(),
             holding: None,
+            free_now: None,
         }
     }
 }
@@ -737,6 +784,7 @@ pub(crate) fn same_name(a: &str, b: &str) -> bool {
 mod tests {
     use super::*;
     use rustc_hash::FxHashMap;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
 
     /// Fewer steps under Miri, which checks every node access of these tests for use after free,
     /// double frees and leaks (`cargo +nightly miri test -p notify-base --lib name_map`).
@@ -963,6 +1011,129 @@ mod tests {
         assert!(dropped.is_err(), "the panic reaches the caller");
         assert_eq!(Arc::strong_count(&token), 1, "every other value was dropped");
         assert_eq!(Arc::strong_count(&bomb), 1);
+    }
+
+    /// A panicking value drop, while a change frees the leaf it replaced (nothing before the
+    /// version is left): the copy is linked first, so the map stays whole and usable.
+    #[test]
+    fn a_panicking_drop_during_a_change_leaves_the_map_whole() {
+        static ARMED: AtomicBool = AtomicBool::new(false);
+        #[derive(Clone)]
+        struct Bomb(#[allow(dead_code)] Arc<()>);
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                if ARMED.swap(false, Ordering::SeqCst) {
+                    panic!("a value's drop panicked");
+                }
+            }
+        }
+        let token = Arc::new(());
+        let mut first: NameMap<Bomb> = NameMap::default();
+        first.insert("a".into(), Bomb(token.clone()));
+        let mut map = first.clone();
+        drop(first);
+        ARMED.store(true, Ordering::SeqCst);
+        let changed = catch_unwind(AssertUnwindSafe(|| map.insert("a".into(), Bomb(token.clone()))));
+        assert!(changed.is_err(), "the panic reaches the caller");
+        assert!(map.get("a").is_some());
+        assert_eq!(map.len(), 1);
+        // The same in a remove of a leaf this version made (freed at the end of the change).
+        ARMED.store(true, Ordering::SeqCst);
+        let removed = catch_unwind(AssertUnwindSafe(|| map.remove("a")));
+        assert!(removed.is_err());
+        assert!(map.get("a").is_none());
+        assert!(map.is_empty(), "counted out before the drop");
+        drop(map);
+        assert_eq!(Arc::strong_count(&token), 1);
+    }
+
+    /// A panicking value in an epoch reached by the drop's loop does not keep the epochs after it
+    /// from being freed.
+    #[test]
+    fn a_panicking_drop_in_the_line_of_epochs_frees_the_epochs_after_it() {
+        static ARMED: AtomicBool = AtomicBool::new(false);
+        #[derive(Clone)]
+        struct Value(#[allow(dead_code)] Arc<()>, bool);
+        impl Drop for Value {
+            fn drop(&mut self) {
+                if self.1 && ARMED.swap(false, Ordering::SeqCst) {
+                    panic!("a value's drop panicked");
+                }
+            }
+        }
+        let token = Arc::new(());
+        let mut v0: NameMap<Value> = NameMap::default();
+        v0.insert("bomb".into(), Value(token.clone(), true));
+        v0.insert("x".into(), Value(token.clone(), false));
+        let v1 = v0.clone();
+        let mut v2 = v1.clone();
+        v2.insert("bomb".into(), Value(token.clone(), false)); // the old leaf goes to E(1)
+        let mut v3 = v2.clone();
+        v3.insert("x".into(), Value(token.clone(), false)); // the old leaf goes to E(2)
+        drop((v3, v2, v1));
+        ARMED.store(true, Ordering::SeqCst);
+        let dropped = catch_unwind(AssertUnwindSafe(|| drop(v0)));
+        assert!(dropped.is_err(), "the panic reaches the caller");
+        assert_eq!(
+            Arc::strong_count(&token),
+            1,
+            "every value after the panicking one went too"
+        );
+    }
+
+    /// Older versions dropped on other threads while readers look up and the newest version
+    /// changes and forks (under Miri, which checks the accesses for data races).
+    #[test]
+    fn versions_dropped_on_other_threads_while_the_newest_changes() {
+        let token = Arc::new(());
+        for round in 0..if cfg!(miri) { 6 } else { 200 } {
+            let mut v0: NameMap<Arc<()>> = NameMap::default();
+            for i in 0..20 {
+                v0.insert(format!("n{i}").into(), token.clone());
+            }
+            let v1 = v0.clone();
+            let mut v2 = v1.clone();
+            let copy = v0.clone(); // a second fork of one version: a copy
+            std::thread::scope(|s| {
+                s.spawn(move || drop(v0));
+                s.spawn(move || {
+                    assert!(v1.get("n3").is_some());
+                    drop(v1)
+                });
+                s.spawn(|| assert!(copy.get("n5").is_some()));
+                for i in 0..10 {
+                    v2.insert(format!("n{i}").into(), token.clone());
+                    v2.remove(&format!("n{}", 10 + (i + round) % 10));
+                }
+            });
+            let v3 = v2.clone();
+            std::thread::scope(|s| {
+                s.spawn(move || drop(v2));
+                s.spawn(move || drop(v3));
+            });
+            drop(copy);
+        }
+        assert_eq!(Arc::strong_count(&token), 1);
+    }
+
+    /// A change that frees nodes because the versions before it are gone is ordered after the
+    /// reads of the thread that dropped the last of them (Miri's race detector checks it).
+    #[test]
+    fn a_free_after_the_last_older_version_went_elsewhere_is_ordered_after_its_reads() {
+        let mut v0: NameMap<u32> = NameMap::default();
+        v0.insert("a".into(), 1);
+        let mut v1 = v0.clone();
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                assert_eq!(v0.get("a"), Some(&1));
+                drop(v0);
+            });
+            while v1.older.upgrade().is_some() {
+                std::thread::yield_now();
+            }
+            v1.insert("b".into(), 2); // frees the first version's root
+        });
+        assert_eq!(v1.get("a"), Some(&1));
     }
 
     /// Names of equal 64-bit hash (forced here through the hashed entry points) share a leaf:
