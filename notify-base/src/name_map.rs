@@ -83,8 +83,7 @@ pub(crate) struct NameMap<V> {
     holding: Option<Arc<Epoch<V>>>,
     /// Nodes that nothing else reaches, unlinked by the change in progress: freed at its end,
     /// once the tree is whole again (a value's drop may panic).
-    /// (Boxed: rarely used, and the map's size is copied with every snapshot.)
-    free_now: Option<Box<Vec<Node<V>>>>,
+    free_now: Vec<Node<V>>,
 }
 
 // SAFETY: a map owns, with the other versions of its family, the nodes it reaches, which hold
@@ -282,7 +281,7 @@ impl<V> Default for NameMap<V> {
             epoch: Arc::default(),
             older: Weak::new(),
             holding: None,
-            free_now: None,
+            free_now: Vec::new(),
         }
     }
 }
@@ -291,10 +290,10 @@ impl<V> Drop for NameMap<V> {
     /// Leaves what this version alone accounts for in its epoch: the nodes it replaced, and its
     /// tree unless a fork took it over.
     fn drop(&mut self) {
-        if let Some(nodes) = self.free_now.take() {
+        if !self.free_now.is_empty() {
             // Left only by a change that panicked: unlinked, reached by nothing.
             drop(Garbage {
-                nodes: SmallVec::from_vec(*nodes),
+                nodes: SmallVec::from_vec(mem::take(&mut self.free_now)),
                 tree: None,
             });
         }
@@ -333,7 +332,7 @@ impl<V: Clone> Clone for NameMap<V> {
             epoch,
             older: Arc::downgrade(&self.epoch),
             holding: None,
-            free_now: None,
+            free_now: Vec::new(),
         }
     }
 }
@@ -392,7 +391,7 @@ impl<V> NameMap<V> {
             Some(older) => unsafe { (*older.garbage.get()).nodes.push(node) },
             // `E(k-1)` is gone, and so is every version before this one: nothing else reaches
             // the node (`change` ordered their last reads before this).
-            None => self.free_now.get_or_insert_default().push(node),
+            None => self.free_now.push(node),
         }
     }
 
@@ -408,16 +407,16 @@ impl<V> NameMap<V> {
             fence(Ordering::Acquire);
         }
         let result = change(self);
-        let Some(unlinked) = self.free_now.take() else {
+        if self.free_now.is_empty() {
             // (The common case, without the frame below.) If that was the last reference, the
             // garbage of the versions before goes now.
             drop(self.holding.take());
             return result;
-        };
+        }
         // Taken out before anything is dropped: a value's drop may panic in either, and then
         // the other still goes while unwinding (`free_now` first, as `Garbage`).
         let unlinked = Garbage {
-            nodes: SmallVec::from_vec(*unlinked),
+            nodes: SmallVec::from_vec(mem::take(&mut self.free_now)),
             tree: None,
         };
         let held = self.holding.take();
@@ -708,7 +707,7 @@ impl<V: Clone> NameMap<V> {
         if self.owns(generation) {
             // This version made it and was not forked since (`owns`), so no other version
             // reaches it, and this version just unlinked it: freed at the end of the change.
-            self.free_now.get_or_insert_default().push(node);
+            self.free_now.push(node);
         } else {
             self.retire(node);
         }
@@ -748,7 +747,7 @@ impl<V: Clone> NameMap<V> {
             epoch: Arc::default(),
             older: Weak::new(),
             holding: None,
-            free_now: None,
+            free_now: Vec::new(),
         }
     }
 }
