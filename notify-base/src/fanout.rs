@@ -792,6 +792,33 @@ mod tests {
         drop(fanout.lookup(name));
     }
 
+    /// No write of the registry copies a whole name map (the persistent maps' fallback for a
+    /// second fork of one version, O(n)): exact, glob and catch-all subscribes and unsubscribes,
+    /// `unsubscribe_name`, and a batch, each with events looked up between them.
+    #[test]
+    fn no_registry_write_copies_a_whole_name_map() {
+        let copies = || crate::name_map::DEEP_COPIES.with(std::cell::Cell::get);
+        let before = copies();
+        let fanout = Fanout::new(false);
+        for round in 0..50 {
+            let kept = fanout.subscribe_all(vec![(format!("k{round}").as_str().into(), noop())])[0];
+            fanout.subscribe_all(vec![(format!("n{round}.x").as_str().into(), noop())]);
+            let glob = fanout.subscribe_all(vec![("n*.x".into(), noop())])[0];
+            instrument(&fanout, &format!("n{round}.x"));
+            fanout.unsubscribe_name(&format!("n{round}.x"));
+            let batch = fanout.subscribe_all(vec![("a".into(), noop()), ("b".into(), noop()), ("*".into(), noop())]);
+            instrument(&fanout, "a");
+            if round % 2 == 0 {
+                fanout.unsubscribe_id(kept).unwrap();
+            }
+            fanout.unsubscribe_id(glob).unwrap();
+            for id in batch {
+                fanout.unsubscribe_id(id).unwrap();
+            }
+        }
+        assert_eq!(copies(), before, "a write forked a version that was forked already");
+    }
+
     /// R9's "nothing left resolved" half (the integration test checks the callsite and `listening`).
     #[test]
     fn r9_a_name_unsubscribed_leaves_nothing_resolved() {

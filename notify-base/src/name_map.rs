@@ -262,6 +262,13 @@ impl<V> Node<V> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Whole-map copies made on this thread (`NameMap::deep_copy`): the registry's writes must
+    /// make none (`fanout.rs`'s tests check it), or each would cost O(n).
+    pub(crate) static DEEP_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A new node, owned by the family from here on.
 fn alloc<T>(node: T) -> NonNull<T> {
     NonNull::from(Box::leak(Box::new(node)))
@@ -715,6 +722,8 @@ impl<V: Clone> NameMap<V> {
 
     /// A copy of this version in a new family of its own (every node new).
     fn deep_copy(&self) -> NameMap<V> {
+        #[cfg(test)]
+        DEEP_COPIES.with(|n| n.set(n.get() + 1));
         fn copy<V: Clone>(map: &NameMap<V>, branch: &Branch<V>) -> NonNull<Branch<V>> {
             let slots = branch
                 .slots
