@@ -126,8 +126,8 @@ impl<V> Clone for Node<V> {
 
 impl<V> Copy for Node<V> {}
 
-/// One link of a family's line of epochs (see the module doc): the garbage of the version that
-/// holds it, and the next epoch.
+/// One link of a family's line of epochs (see the module doc): what the next version replaced (or
+/// the tree of the version holding it, dropped unforked), and the next epoch.
 struct Epoch<V> {
     /// Changed by one version at a time, and then only while it holds a strong reference: the next
     /// version (`NameMap::retire`, through `&mut` of it), or, only if there is no next
@@ -237,7 +237,7 @@ impl<V> Node<V> {
     /// # Safety
     /// Nothing reaches the node any more, and it is freed once.
     unsafe fn free(self) {
-        // SAFETY: the caller's; nodes are made by `Box::into_raw` (`alloc`).
+        // SAFETY: the caller's; nodes are made by `Box::leak` (`alloc`).
         unsafe {
             match self {
                 Node::Leaf(leaf) => drop(Box::from_raw(leaf.as_ptr())),
@@ -276,33 +276,22 @@ fn alloc<T>(node: T) -> NonNull<T> {
 
 impl<V> Default for NameMap<V> {
     fn default() -> Self {
-        NameMap {
-            root: alloc(Branch {
-                generation: 0,
-                bitmap: 0,
-                slots: Vec::new(),
-            }),
-            len: 0,
+        let root = alloc(Branch {
             generation: 0,
-            forked: AtomicBool::new(false),
-            epoch: Arc::default(),
-            older: Weak::new(),
-            holding: None,
-            free_now: Vec::new(),
-        }
+            bitmap: 0,
+            slots: Vec::new(),
+        });
+        NameMap::first_of_family(root, 0)
     }
 }
 
 impl<V> Drop for NameMap<V> {
-    /// Leaves what this version alone accounts for in its epoch: the nodes it replaced, and its
-    /// tree unless a fork took it over.
+    /// Leaves this version's tree in its epoch, unless a fork took it over (the nodes it replaced
+    /// went to the epoch before at each change).
     fn drop(&mut self) {
         if !self.free_now.is_empty() {
             // Left only by a change that panicked: unlinked, reached by nothing.
-            drop(Garbage {
-                nodes: SmallVec::from_vec(mem::take(&mut self.free_now)),
-                tree: None,
-            });
+            drop(self.take_unlinked());
         }
         if !*self.forked.get_mut() {
             // SAFETY: with no next version, this one alone changes its epoch's garbage
@@ -372,6 +361,29 @@ impl<V> Branch<V> {
 }
 
 impl<V> NameMap<V> {
+    /// The first version of a new family over `root` (generation 0, made by no fork), holding
+    /// `len` names: a new map, or a whole copy.
+    fn first_of_family(root: NonNull<Branch<V>>, len: usize) -> NameMap<V> {
+        NameMap {
+            root,
+            len,
+            generation: 0,
+            forked: AtomicBool::new(false),
+            epoch: Arc::default(),
+            older: Weak::new(),
+            holding: None,
+            free_now: Vec::new(),
+        }
+    }
+
+    /// The nodes a change unlinked that nothing reaches (`free_now`), as garbage to drop.
+    fn take_unlinked(&mut self) -> Garbage<V> {
+        Garbage {
+            nodes: SmallVec::from_vec(mem::take(&mut self.free_now)),
+            tree: None,
+        }
+    }
+
     /// The branch at `at`, reached from this version's root.
     #[inline(always)]
     fn branch(&self, at: NonNull<Branch<V>>) -> &Branch<V> {
@@ -422,10 +434,7 @@ impl<V> NameMap<V> {
         }
         // Taken out before anything is dropped: a value's drop may panic in either, and then
         // the other still goes while unwinding (`free_now` first, as `Garbage`).
-        let unlinked = Garbage {
-            nodes: SmallVec::from_vec(mem::take(&mut self.free_now)),
-            tree: None,
-        };
+        let unlinked = self.take_unlinked();
         let held = self.holding.take();
         // If that was the last reference, the garbage of the versions before goes now.
         drop(held);
@@ -748,16 +757,7 @@ impl<V: Clone> NameMap<V> {
                 slots,
             })
         }
-        NameMap {
-            root: copy(self, self.branch(self.root)),
-            len: self.len,
-            generation: 0,
-            forked: AtomicBool::new(false),
-            epoch: Arc::default(),
-            older: Weak::new(),
-            holding: None,
-            free_now: Vec::new(),
-        }
+        NameMap::first_of_family(copy(self, self.branch(self.root)), self.len)
     }
 }
 
