@@ -187,13 +187,28 @@ impl<T> std::ops::Deref for Pin<'_, T> {
     }
 }
 
-impl<T> Drop for Pin<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
+impl<T> Pin<'_, T> {
+    /// Ends the pin where it lies, without moving it (what its drop does): for a pin inside a
+    /// larger value, whose move out would copy it.
+    ///
+    /// # Safety
+    ///
+    /// The pin is not dereferenced or dropped afterwards (the caller forgets it): its value may
+    /// be freed as soon as the hazard no longer names it.
+    #[inline(always)]
+    pub(crate) unsafe fn unpin(&self) {
         self.slot.hazard.store(ptr::null_mut(), Ordering::Release);
         if self.slot.pending.load(Ordering::Relaxed) {
             drop_all(self.slot.collect());
         }
+    }
+}
+
+impl<T> Drop for Pin<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the pin is dropped here, never used again.
+        unsafe { self.unpin() }
     }
 }
 
