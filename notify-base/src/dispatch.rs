@@ -1000,6 +1000,71 @@ mod tests {
         assert_eq!(kept[0].clone().name(), "lent.name");
     }
 
+    /// Every kind of pin `instrument` takes is released, and every listener dropped when it is
+    /// unsubscribed: an exact name (this thread's hazard, unpinned by `Pinned`'s inline drop), an
+    /// event inside an event (an `arc-swap` guard), a name resolved through a glob (a resolved
+    /// set beside the pin); and a silenceable listener whose `silenced` panics, reported once per
+    /// event with the event's own failures (`Answers` and `Failures` hold them boxed).
+    #[test]
+    fn every_kind_of_pin_is_released_and_silenced_failures_are_reported() {
+        use crate::{EventContext, EventedSubscriber, FailurePolicy, Pattern, SilenceableSubscriber};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        struct Panicky;
+        impl EventedSubscriber for Panicky {
+            fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+            fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+        }
+        impl SilenceableSubscriber for Panicky {
+            fn silenced(&self, _: &str) -> bool {
+                panic!("silenced panics");
+            }
+        }
+
+        let notifier = Notifier::new();
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let sink = failures.clone();
+        notifier.set_failure_hook(move |f: &SubscriberFailure| sink.lock().unwrap().push(f.message().to_owned()));
+        notifier.set_failure_policy(FailurePolicy::Report);
+        let counts: Arc<[AtomicUsize; 3]> = Arc::new(Default::default());
+        let (inner, count) = (notifier.clone(), counts.clone());
+        let outer = notifier.subscribe(
+            "pin.exact",
+            Subscriber::event(move |_: &Event| {
+                count[0].fetch_add(1, Ordering::SeqCst);
+                inner.instrument("pin.nested", Payload::new, |_| ());
+            }),
+        );
+        let count = counts.clone();
+        let nested = notifier.subscribe(
+            "pin.nested",
+            Subscriber::event(move |_: &Event| {
+                count[1].fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        let count = counts.clone();
+        let glob = notifier.subscribe(
+            Pattern::glob("pin.glob.*").unwrap(),
+            Subscriber::event(move |_: &Event| {
+                count[2].fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        let panicky = notifier.subscribe("pin.exact", Subscriber::silenceable(Panicky));
+        for i in 0..3 {
+            notifier.instrument("pin.exact", Payload::new, |_| ());
+            notifier.instrument(&format!("pin.glob.{i}"), Payload::new, |_| ());
+        }
+        let seen: Vec<usize> = counts.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+        assert_eq!(seen, [3, 3, 3]);
+        assert_eq!(failures.lock().unwrap().as_slice(), ["silenced panics"; 3]);
+        // Every pin was released: each listener is dropped by its unsubscribe (the nested
+        // notifier clone with the outer one), and nothing else holds the counts.
+        for subscription in [outer, nested, glob, panicky] {
+            subscription.unsubscribe().unwrap();
+        }
+        assert_eq!(Arc::strong_count(&counts), 1);
+    }
+
     #[test]
     fn cheap_drop_drops_inline_and_spilled_payloads_and_skips_empty_ones() {
         drop(CheapDrop::new(Payload::default()));

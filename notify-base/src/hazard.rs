@@ -134,7 +134,13 @@ impl<T> Slot<T> {
             if confirm == p {
                 return Some(Pin {
                     slot: self,
-                    value: p,
+                    // `confirm`, not `p`: equal addresses, but `p` may come from a value freed
+                    // since (a writer retired it before this hazard named it) whose address a new
+                    // current value reuses. Only the second load's pointer is one to the value
+                    // that is current and pinned now; through `p` the reads would be of a freed
+                    // allocation (Miri: "dangling reference", in
+                    // `pins_under_a_stream_of_replacements_never_see_a_dropped_value`).
+                    value: confirm,
                     _not_send: PhantomData,
                 });
             }
