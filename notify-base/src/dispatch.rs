@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
+use crate::cold_box::ColdBox;
 use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
 use crate::event_id::EventId;
@@ -209,10 +210,10 @@ fn ask_from(
     if heard.is_empty() && failures.is_empty() {
         return Some(Answers::none());
     }
-    Some(Answers(Some(Box::new(Heard {
+    Some(Answers(ColdBox::new(Heard {
         indices: heard,
-        failures,
-    }))))
+        failures: failures.take(),
+    })))
 }
 
 /// The first of a silence group panicked in `silenced` (`payload`): that is its failure, and the
@@ -350,55 +351,46 @@ pub(crate) struct Active<R: Deref<Target = Resolved> = Arc<Resolved>> {
     panicking_at_start: bool,
 }
 
-/// The silenceable listeners that hear an event, and the failures of asking them: boxed, so an
-/// event that has none carries one null pointer. (Carried inline, the empty `SmallVec` and `Vec`
-/// were built in one place and copied twice on their way into the event's frame, and each copy's
-/// 16-byte loads of 8-byte stores stalled on store forwarding: about 5 ns per event.)
+/// The silenceable listeners that hear an event, and the failures of asking them.
 struct Heard {
     /// Indices of the silenceable listeners that were not silenced at start, in order.
     indices: SmallVec<[u32; 4]>,
     /// The failures of `silenced` (a panic counts as silenced), reported with the event's others.
-    failures: Failures,
+    failures: Vec<SubscriberFailure>,
 }
 
-/// What the silenceable listeners of an event answered: `None` when none was heard and none
-/// panicked (the common case: one null pointer, nothing allocated, its drop an inline test).
-struct Answers(Option<Box<Heard>>);
+/// What the silenceable listeners of an event answered: empty (one null pointer, nothing
+/// allocated) when none was heard and none panicked, the common case. (Carried inline, an empty
+/// `SmallVec` and `Vec` were built in one place and copied twice on their way into the event's
+/// frame, and each copy's 16-byte loads of 8-byte stores stalled on store forwarding: about 5 ns
+/// per event.)
+struct Answers(ColdBox<Heard>);
 
 impl Answers {
     #[inline(always)]
     fn none() -> Answers {
-        Answers(None)
+        Answers(ColdBox::empty())
     }
 
     /// The indices of the silenceable listeners that hear the event, in order.
     #[inline(always)]
     fn indices(&self) -> &[u32] {
-        match &self.0 {
-            None => &[],
-            Some(heard) => &heard.indices,
-        }
+        self.0.get().map_or(&[], |heard| &heard.indices)
+    }
+
+    /// True when some `silenced` panicked.
+    #[inline(always)]
+    fn has_failures(&self) -> bool {
+        self.0.get().is_some_and(|heard| !heard.failures.is_empty())
     }
 
     /// The failures of `silenced`, taken out.
     fn take_failures(&mut self) -> Vec<SubscriberFailure> {
-        self.0.as_mut().map(|heard| heard.failures.take()).unwrap_or_default()
+        self.0
+            .get_mut()
+            .map(|heard| mem::take(&mut heard.failures))
+            .unwrap_or_default()
     }
-}
-
-impl Drop for Answers {
-    #[inline(always)]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_heard(self.0.take());
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn drop_heard(heard: Option<Box<Heard>>) {
-    drop(heard);
 }
 
 /// What [`Active::measure`] read at finish.
@@ -638,20 +630,18 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         if context.start.is_some() && (!listeners.event.is_empty() || !listeners.owned.is_empty()) {
             self.deliver_event(payload, measured, outcome);
         }
-        if !self.failures.is_empty() || self.heard.0.is_some() {
-            self.handle_failures(fanout);
+        if !self.failures.is_empty() || self.heard.has_failures() {
+            handle_failures(fanout, self.take_failures());
         }
     }
 
-    /// Hands the event's failures to the fanout's policy, those of `silenced` first (run order).
+    /// The event's failures, taken out in run order: those of `silenced` first.
     #[cold]
     #[inline(never)]
-    fn handle_failures(&mut self, fanout: &Fanout) {
+    fn take_failures(&mut self) -> Vec<SubscriberFailure> {
         let mut failures = self.heard.take_failures();
         failures.append(&mut self.failures.take());
-        if !failures.is_empty() {
-            handle_failures(fanout, failures);
-        }
+        failures
     }
 
     /// The CPU time and allocations of the event, when measured and finished on the thread it

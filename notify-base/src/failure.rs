@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::cold_box::ColdBox;
 use crate::escape::Escaped;
 use crate::subscriber::SubscriberKind;
 use crate::subscription::SubscriptionId;
@@ -160,53 +161,35 @@ impl fmt::Display for SubscriberErrors {
 
 impl std::error::Error for SubscriberErrors {}
 
-/// The failures of one event's (or one publish's) deliveries, in run order: a null pointer until
-/// the first, so an event that has none builds and drops one word. (A `Vec` is three words,
-/// stored one by one and then copied with 16-byte loads on its way into the event's frame, which
-/// stalled on store forwarding.)
+/// The failures of one event's (or one publish's) deliveries, in run order: empty (a null
+/// pointer) until the first, so an event that has none builds and drops one word. (A `Vec` is
+/// three words, stored one by one and then copied with 16-byte loads on its way into the event's
+/// frame, which stalled on store forwarding.)
 #[derive(Default)]
-#[expect(clippy::box_collection, reason = "one word while empty, the common case")]
-pub(crate) struct Failures(Option<Box<Vec<SubscriberFailure>>>);
+pub(crate) struct Failures(ColdBox<Vec<SubscriberFailure>>);
 
 impl Failures {
     /// No failures.
     #[inline(always)]
     pub(crate) const fn new() -> Failures {
-        Failures(None)
+        Failures(ColdBox::empty())
     }
 
     #[inline(always)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_none()
+        self.0.is_empty()
     }
 
     /// Adds the failure after the others.
     #[cold]
     pub(crate) fn push(&mut self, failure: SubscriberFailure) {
-        self.0.get_or_insert_with(Box::default).push(failure);
+        self.0.get_or_insert_with(Vec::new).push(failure);
     }
 
     /// Takes the failures out, in run order; `self` is left with none.
     pub(crate) fn take(&mut self) -> Vec<SubscriberFailure> {
-        self.0.take().map(|failures| *failures).unwrap_or_default()
+        self.0.take().unwrap_or_default()
     }
-}
-
-impl Drop for Failures {
-    /// Inline: nothing to do for none, the common case; else the out-of-line drop of the list.
-    #[inline(always)]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_list(self.0.take());
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-#[expect(clippy::box_collection, reason = "the list of `Failures`")]
-fn drop_list(list: Option<Box<Vec<SubscriberFailure>>>) {
-    drop(list);
 }
 
 /// The failure hook's type.

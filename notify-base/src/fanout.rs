@@ -20,6 +20,7 @@ use std::sync::{Arc, LazyLock};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cold_box::drop_cold;
 use crate::error::NotifyError;
 use crate::event::Name;
 use crate::failure::{default_hook, FailurePolicy, Hook};
@@ -199,20 +200,14 @@ impl Drop for Pinned<'_> {
             // SAFETY: this is the pin's only drop, and `self` is not used after it.
             Some(SnapshotPin::Hazard(pin)) => unsafe { pin.unpin() },
             // SAFETY: as for the pin: the guard's only drop.
-            Some(SnapshotPin::Guard(guard, _)) => drop_out_of_line(unsafe { mem::ManuallyDrop::take(guard) }),
+            Some(SnapshotPin::Guard(guard, _)) => drop_cold(unsafe { mem::ManuallyDrop::take(guard) }),
             None => {}
         }
         if self.resolved.is_some() {
             // SAFETY: the set's only drop.
-            drop_out_of_line(unsafe { mem::ManuallyDrop::take(&mut self.resolved) });
+            drop_cold(unsafe { mem::ManuallyDrop::take(&mut self.resolved) });
         }
     }
-}
-
-#[cold]
-#[inline(never)]
-fn drop_out_of_line<T>(value: T) {
-    drop(value);
 }
 
 impl std::ops::Deref for SnapshotPin<'_> {
