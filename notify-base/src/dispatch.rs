@@ -20,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
+use crate::clocked::Clocked;
 use crate::cold_box::ColdBox;
 use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
@@ -727,16 +728,26 @@ fn deliver_clocked(
     transaction_id: TransactionId,
     payload: &Payload,
 ) {
-    if let Some((start, end)) = wall {
-        let args = (name, start, end, transaction_id, payload);
-        each(failures, &listeners.timed, name, args, |s, (n, a, b, t, p)| {
-            s.call(n, a, b, t, p)
-        });
+    if let Some((start, finish)) = wall {
+        let args = &Clocked {
+            name,
+            start,
+            finish,
+            transaction_id,
+            payload,
+        };
+        each(failures, &listeners.timed, name, args, |s, args| s.call_clocked(args));
     }
-    if let Some((start, end)) = monotonic {
-        let args = (name, start, end, transaction_id, payload);
-        each(failures, &listeners.monotonic, name, args, |s, (n, a, b, t, p)| {
-            s.call(n, a, b, t, p)
+    if let Some((start, finish)) = monotonic {
+        let args = &Clocked {
+            name,
+            start,
+            finish,
+            transaction_id,
+            payload,
+        };
+        each(failures, &listeners.monotonic, name, args, |s, args| {
+            s.call_clocked(args)
         });
     }
 }

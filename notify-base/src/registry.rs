@@ -20,12 +20,13 @@ use arc_swap::ArcSwapOption;
 use smallvec::SmallVec;
 
 use crate::callee::Callee;
+use crate::clocked::{CallMonotonic, CallTimed};
 use crate::event::Name;
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
 use crate::subscriber::{
-    EventOptions, EventSubscriber, EventedSubscriber, Kind, MonotonicSubscriber, OwnedEventSubscriber, SilenceKey,
-    SilenceableSubscriber, Subscriber, TimedSubscriber,
+    EventOptions, EventSubscriber, EventedSubscriber, Kind, OwnedEventSubscriber, SilenceKey, SilenceableSubscriber,
+    Subscriber,
 };
 use crate::subscription::SubscriptionId;
 
@@ -102,8 +103,8 @@ impl<T: ?Sized> Listener<T> {
 /// The listeners of one event name, grouped by kind, in subscription order within each group.
 #[derive(Default)]
 pub(crate) struct Listeners {
-    pub(crate) timed: Vec<Listener<dyn TimedSubscriber>>,
-    pub(crate) monotonic: Vec<Listener<dyn MonotonicSubscriber>>,
+    pub(crate) timed: Vec<Listener<dyn CallTimed>>,
+    pub(crate) monotonic: Vec<Listener<dyn CallMonotonic>>,
     pub(crate) event: Vec<Listener<dyn EventSubscriber>>,
     pub(crate) evented: Vec<Listener<dyn EventedSubscriber>>,
     pub(crate) silenceable: Vec<Listener<dyn SilenceableSubscriber>>,
@@ -750,6 +751,6 @@ mod tests {
         assert_eq!(std::mem::size_of::<Pattern>(), 24);
         assert_eq!(std::mem::size_of::<Subscriber>(), 32);
         assert_eq!(std::mem::size_of::<Entry>(), 64);
-        assert_eq!(std::mem::size_of::<Listener<dyn TimedSubscriber>>(), 24);
+        assert_eq!(std::mem::size_of::<Listener<dyn CallTimed>>(), 24);
     }
 }

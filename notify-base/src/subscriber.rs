@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use crate::clocked::{CallMonotonic, CallTimed};
 use crate::context::EventContext;
 use crate::event::Event;
 use crate::payload::Payload;
@@ -381,8 +382,10 @@ impl<'de> serde::Deserialize<'de> for SubscriberKind {
 
 #[derive(Clone)]
 pub(crate) enum Kind {
-    Timed(Arc<dyn TimedSubscriber>),
-    Monotonic(Arc<dyn MonotonicSubscriber>),
+    /// Called through [`CallTimed`]: one pointer to the arguments per call (see `clocked.rs`).
+    Timed(Arc<dyn CallTimed>),
+    /// Called through [`CallMonotonic`], as `Timed`.
+    Monotonic(Arc<dyn CallMonotonic>),
     Event(Arc<dyn EventSubscriber>, EventOptions),
     Evented(Arc<dyn EventedSubscriber>, EventedOptions),
     /// The subscriber and its options; its silence key (asked once) is in [`Extra`].
