@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
-use crate::clocked::Clocked;
+use crate::calls::{CallSilenceable, Clocked, Phase};
 use crate::cold_box::ColdBox;
 use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
@@ -36,7 +36,7 @@ use crate::payload::Payload;
 use crate::record;
 use crate::redaction::Pending;
 use crate::registry::{Entry, Listener, Listeners, Lookup, Resolved};
-use crate::subscriber::{EventedSubscriber, Kind, SilenceableSubscriber};
+use crate::subscriber::Kind;
 use crate::trace_id::TraceId;
 use crate::transaction_id::TransactionId;
 
@@ -151,8 +151,8 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
 }
 
 /// `silenced(name)` of one listener; a panic counts as "silenced" and is pushed onto `failures`.
-fn silenced_reporting(failures: &mut Failures, listener: &Listener<dyn SilenceableSubscriber>, name: &str) -> bool {
-    match catch_unwind(AssertUnwindSafe(|| listener.subscriber.silenced(name))) {
+fn silenced_reporting(failures: &mut Failures, listener: &Listener<dyn CallSilenceable>, name: &str) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| listener.subscriber.is_silenced(name))) {
         Ok(silenced) => silenced,
         Err(payload) => {
             failures.push(failure_of(&listener.entry, name, payload));
@@ -183,7 +183,7 @@ fn ask_from(
         let answer = if i == at {
             panic.take().map_or(Ok(false), Err)
         } else {
-            catch_unwind(AssertUnwindSafe(|| group.ask.silenced(name)))
+            catch_unwind(AssertUnwindSafe(|| group.ask.is_silenced(name)))
         };
         match answer {
             Ok(true) => {}
@@ -268,8 +268,8 @@ pub(crate) fn listening(name: &str, found: Lookup<'_>) -> bool {
 }
 
 /// `silenced(name)` for `listening`: `None` when it panics (counted as silenced, not reported).
-fn silenced(subscriber: &dyn SilenceableSubscriber, name: &str) -> Option<bool> {
-    match catch_unwind(AssertUnwindSafe(|| subscriber.silenced(name))) {
+fn silenced(subscriber: &dyn CallSilenceable, name: &str) -> Option<bool> {
+    match catch_unwind(AssertUnwindSafe(|| subscriber.is_silenced(name))) {
         Ok(silenced) => Some(silenced),
         Err(payload) => {
             drop_payload(payload);
@@ -394,6 +394,13 @@ impl Answers {
     }
 }
 
+/// Which half of one poll of an async event [`Active::each_evented`] delivers.
+#[derive(Clone, Copy)]
+enum Poll {
+    Enter,
+    Exit,
+}
+
 /// What [`Active::measure`] read at finish.
 #[derive(Default)]
 struct Measured {
@@ -435,7 +442,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         // every group is silenced (the common case) that is all, with nothing built.
         let mut at = 0;
         let asked = catch_unwind(AssertUnwindSafe(|| {
-            while at < groups.len() && groups[at].ask.silenced(name) {
+            while at < groups.len() && groups[at].ask.is_silenced(name) {
                 at += 1;
             }
         }));
@@ -518,18 +525,20 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let payload = &*payload;
         let _nesting = delivers_start.then(Nesting::enter);
         let context = &self.context;
-        let args = (name, context, payload);
-        each(&mut self.failures, &listeners.evented, name, args, |s, (n, c, p)| {
-            s.start(n, c, p)
-        });
-        each_at(
-            &mut self.failures,
-            &listeners.silenceable,
-            self.heard.indices(),
-            name,
-            args,
-            |s, (n, c, p)| s.start(n, c, p),
-        );
+        if delivers_start {
+            let args = &Phase { name, context, payload };
+            each(&mut self.failures, &listeners.evented, name, args, |s, args| {
+                s.start_with(args)
+            });
+            each_at(
+                &mut self.failures,
+                &listeners.silenceable,
+                self.heard.indices(),
+                name,
+                args,
+                |s, args| s.start_with(args),
+            );
+        }
         let needs_event = !listeners.event.is_empty() || !listeners.owned.is_empty();
         if needs_event && listeners.options.cpu_time {
             self.cpu_start = thread_cpu_time();
@@ -549,17 +558,18 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// the evented `enter`s; [`Active::exit`] undoes it.
     pub(crate) fn enter(&self, fanout: &Fanout) {
         ids::enter(self.context.id, self.context.trace_id);
-        self.each_evented(fanout, |l, name, context| l.enter(name, context));
+        self.each_evented(fanout, Poll::Enter);
     }
 
     /// The evented `exit`s, then the event stops being current on this thread.
     pub(crate) fn exit(&self, fanout: &Fanout) {
-        self.each_evented(fanout, |l, name, context| l.exit(name, context));
+        self.each_evented(fanout, Poll::Exit);
         ids::leave(self.context.id.0);
     }
 
-    /// Calls the evented and unsilenced silenceable listeners; failures are handled at once.
-    fn each_evented(&self, fanout: &Fanout, call: impl Fn(&dyn EventedSubscriber, &str, &EventContext)) {
+    /// Calls `enter` or `exit` (`poll`) of the evented and unsilenced silenceable listeners;
+    /// failures are handled at once.
+    fn each_evented(&self, fanout: &Fanout, poll: Poll) {
         let resolved = &*self.resolved;
         let listeners = &resolved.listeners;
         if listeners.evented.is_empty() && self.heard().is_empty() {
@@ -569,14 +579,20 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let mut failures = Failures::new();
         let _nesting = Nesting::enter();
         let args = (name, &self.context);
-        each(&mut failures, &listeners.evented, name, args, |s, (n, c)| call(s, n, c));
+        each(&mut failures, &listeners.evented, name, args, |s, (n, c)| match poll {
+            Poll::Enter => s.enter_with(n, c),
+            Poll::Exit => s.exit_with(n, c),
+        });
         each_at(
             &mut failures,
             &listeners.silenceable,
             self.heard(),
             name,
             args,
-            |s, (n, c)| call(s, n, c),
+            |s, (n, c)| match poll {
+                Poll::Enter => s.enter_with(n, c),
+                Poll::Exit => s.exit_with(n, c),
+            },
         );
         if !failures.is_empty() {
             handle_failures(fanout, failures.take());
@@ -616,18 +632,18 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             payload,
         );
         let context = &self.context;
-        let args = (name, context, &*payload);
-        each(failures, &listeners.evented, name, args, |s, (n, c, p)| {
-            s.finish(n, c, p)
-        });
-        each_at(
-            failures,
-            &listeners.silenceable,
-            self.heard.indices(),
-            name,
-            args,
-            |s, (n, c, p)| s.finish(n, c, p),
-        );
+        if !listeners.evented.is_empty() || !self.heard.indices().is_empty() {
+            let args = &Phase { name, context, payload };
+            each(failures, &listeners.evented, name, args, |s, args| s.finish_with(args));
+            each_at(
+                failures,
+                &listeners.silenceable,
+                self.heard.indices(),
+                name,
+                args,
+                |s, args| s.finish_with(args),
+            );
+        }
         if context.start.is_some() && (!listeners.event.is_empty() || !listeners.owned.is_empty()) {
             self.deliver_event(payload, measured, outcome);
         }

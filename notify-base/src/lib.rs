@@ -20,7 +20,7 @@
 // value types -> registry snapshot -> fanout (the engine) -> dispatch -> facades -> this file.
 mod alloc;
 mod callee;
-mod clocked;
+mod calls;
 mod cold_box;
 mod context;
 mod cpu_clock;

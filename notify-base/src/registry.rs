@@ -20,14 +20,11 @@ use arc_swap::ArcSwapOption;
 use smallvec::SmallVec;
 
 use crate::callee::Callee;
-use crate::clocked::{CallMonotonic, CallTimed};
+use crate::calls::{CallEvented, CallMonotonic, CallSilenceable, CallTimed};
 use crate::event::Name;
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
-use crate::subscriber::{
-    EventOptions, EventSubscriber, EventedSubscriber, Kind, OwnedEventSubscriber, SilenceKey, SilenceableSubscriber,
-    Subscriber,
-};
+use crate::subscriber::{EventOptions, EventSubscriber, Kind, OwnedEventSubscriber, SilenceKey, Subscriber};
 use crate::subscription::SubscriptionId;
 
 /// Ways of a set of the cache of names resolved through patterns: so many names sharing a set all
@@ -106,8 +103,8 @@ pub(crate) struct Listeners {
     pub(crate) timed: Vec<Listener<dyn CallTimed>>,
     pub(crate) monotonic: Vec<Listener<dyn CallMonotonic>>,
     pub(crate) event: Vec<Listener<dyn EventSubscriber>>,
-    pub(crate) evented: Vec<Listener<dyn EventedSubscriber>>,
-    pub(crate) silenceable: Vec<Listener<dyn SilenceableSubscriber>>,
+    pub(crate) evented: Vec<Listener<dyn CallEvented>>,
+    pub(crate) silenceable: Vec<Listener<dyn CallSilenceable>>,
     /// `silenceable` split by [`SilenceKey`]: each event asks one listener per group.
     pub(crate) silence_groups: Vec<SilenceGroup>,
     pub(crate) owned: Vec<Listener<dyn OwnedEventSubscriber>>,
@@ -209,7 +206,7 @@ impl Listeners {
 pub(crate) struct SilenceGroup {
     /// The first member's subscriber (`silenceable[members[0]]`), held here so that asking the
     /// group is one load and a call, not a walk through `members` and `silenceable`.
-    pub(crate) ask: Callee<dyn SilenceableSubscriber>,
+    pub(crate) ask: Callee<dyn CallSilenceable>,
     pub(crate) key: Option<SilenceKey>,
     /// Indices into [`Listeners::silenceable`], ascending; never empty.
     pub(crate) members: Vec<u32>,

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use crate::clocked::{CallMonotonic, CallTimed};
+use crate::calls::{CallEvented, CallMonotonic, CallSilenceable, CallTimed};
 use crate::context::EventContext;
 use crate::event::Event;
 use crate::payload::Payload;
@@ -382,14 +382,14 @@ impl<'de> serde::Deserialize<'de> for SubscriberKind {
 
 #[derive(Clone)]
 pub(crate) enum Kind {
-    /// Called through [`CallTimed`]: one pointer to the arguments per call (see `clocked.rs`).
+    /// Each kind but the event-object ones is held as the trait its delivery loop calls (see
+    /// `calls.rs`): one pointer to the arguments per call.
     Timed(Arc<dyn CallTimed>),
-    /// Called through [`CallMonotonic`], as `Timed`.
     Monotonic(Arc<dyn CallMonotonic>),
     Event(Arc<dyn EventSubscriber>, EventOptions),
-    Evented(Arc<dyn EventedSubscriber>, EventedOptions),
+    Evented(Arc<dyn CallEvented>, EventedOptions),
     /// The subscriber and its options; its silence key (asked once) is in [`Extra`].
-    Silenceable(Arc<dyn SilenceableSubscriber>, EventedOptions),
+    Silenceable(Arc<dyn CallSilenceable>, EventedOptions),
     Owned(Arc<dyn OwnedEventSubscriber>),
 }
 
