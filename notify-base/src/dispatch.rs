@@ -89,7 +89,8 @@ fn each_at<T: ?Sized, A: Copy>(
 /// `None` (`len` calls), under one `catch_unwind` for the whole loop, not one per callback. A
 /// panic in call `i` becomes the failure of the listener `entry_of(i)`, and the loop resumes at
 /// `i + 1`. The position is kept in a local inside the guarded frame (stored to `next` before each
-/// call, for the resume), so the loop stays a few loads, the call and an increment per subscriber.
+/// call, for the resume), so the loop stays a few loads and the call per subscriber, two
+/// subscribers per round (issue 15: evented, 20 calls per event, 44-52 -> 41-42 ns).
 #[inline(always)]
 fn guarded_loop<'l>(
     failures: &mut Failures,
@@ -103,11 +104,18 @@ fn guarded_loop<'l>(
         let rest = catch_unwind(AssertUnwindSafe(|| {
             let call_at = &call_at;
             let mut i = next;
-            while {
+            // Two calls per round: one taken branch fewer per pair of calls (each call is already
+            // two, the call and its return).
+            loop {
                 next = i + 1;
-                call_at(i).is_some()
-            } {
-                i += 1;
+                if call_at(i).is_none() {
+                    break;
+                }
+                next = i + 2;
+                if call_at(i + 1).is_none() {
+                    break;
+                }
+                i += 2;
             }
         }));
         match rest {
