@@ -29,6 +29,25 @@ pub(crate) struct Clocked<'a, C> {
     pub(crate) payload: &'a Payload,
 }
 
+impl<'a, C> Clocked<'a, C> {
+    /// The arguments of an event named `name` between the edges `(start, finish)`.
+    #[inline(always)]
+    pub(crate) fn new(
+        name: &'a str,
+        (start, finish): (C, C),
+        transaction_id: TransactionId,
+        payload: &'a Payload,
+    ) -> Self {
+        Clocked {
+            name,
+            start,
+            finish,
+            transaction_id,
+            payload,
+        }
+    }
+}
+
 /// The arguments of an evented or silenceable `start` or `finish`.
 #[derive(Clone, Copy)]
 pub(crate) struct Phase<'a> {

@@ -752,24 +752,12 @@ fn deliver_clocked(
     transaction_id: TransactionId,
     payload: &Payload,
 ) {
-    if let Some((start, finish)) = wall {
-        let args = &Clocked {
-            name,
-            start,
-            finish,
-            transaction_id,
-            payload,
-        };
+    if let Some(edges) = wall {
+        let args = &Clocked::new(name, edges, transaction_id, payload);
         each(failures, &listeners.timed, name, args, |s, args| s.call_clocked(args));
     }
-    if let Some((start, finish)) = monotonic {
-        let args = &Clocked {
-            name,
-            start,
-            finish,
-            transaction_id,
-            payload,
-        };
+    if let Some(edges) = monotonic {
+        let args = &Clocked::new(name, edges, transaction_id, payload);
         each(failures, &listeners.monotonic, name, args, |s, args| {
             s.call_clocked(args)
         });
