@@ -5,9 +5,10 @@
 //! `Instant` two each), three more than x86-64 passes in registers, so a loop calling it through
 //! its vtable pushed three words on the stack and moved six registers per subscriber (19
 //! instructions around each call); an evented `start` or `finish` moved four. The listener groups
-//! hold the crate-private traits of this module instead, implemented for every subscriber type:
-//! the loop passes two registers, and the unpacking is compiled into each subscriber type's own
-//! method (for a closure, inlined into its body). The public traits do not change.
+//! hold the crate-private traits of this module instead ([`CallClocked`], [`CallEvented`],
+//! [`CallSilenceable`]), implemented for every subscriber type: the loop passes two registers,
+//! and the unpacking is compiled into each subscriber type's own method (for a closure, inlined
+//! into its body). The public traits do not change.
 //!
 //! The silenceable group's trait has the evented one as its supertrait and is called through its
 //! own vtable, so no trait-object upcast is needed (the workspace's Rust is 1.85).
@@ -15,12 +16,11 @@
 use std::time::{Instant, SystemTime};
 
 use crate::context::EventContext;
+use crate::kinds::{EventedSubscriber, MonotonicSubscriber, SilenceableSubscriber, TimedSubscriber};
 use crate::payload::Payload;
-use crate::subscriber::{EventedSubscriber, MonotonicSubscriber, SilenceableSubscriber, TimedSubscriber};
 use crate::transaction_id::TransactionId;
 
 /// The arguments of one timed (`C` = [`SystemTime`]) or monotonic (`C` = [`Instant`]) delivery.
-#[derive(Clone, Copy)]
 pub(crate) struct Clocked<'a, C> {
     pub(crate) name: &'a str,
     pub(crate) start: C,
@@ -49,33 +49,27 @@ impl<'a, C> Clocked<'a, C> {
 }
 
 /// The arguments of an evented or silenceable `start` or `finish`.
-#[derive(Clone, Copy)]
 pub(crate) struct Phase<'a> {
     pub(crate) name: &'a str,
     pub(crate) context: &'a EventContext,
     pub(crate) payload: &'a Payload,
 }
 
-/// A [`TimedSubscriber`] called with its arguments behind one pointer.
-pub(crate) trait CallTimed: Send + Sync + 'static {
-    /// [`TimedSubscriber::call`] with `args`.
-    fn call_clocked(&self, args: &Clocked<'_, SystemTime>);
+/// A timed (`C` = [`SystemTime`], a [`TimedSubscriber`]) or monotonic (`C` = [`Instant`], a
+/// [`MonotonicSubscriber`]) subscriber called with its arguments behind one pointer.
+pub(crate) trait CallClocked<C>: Send + Sync + 'static {
+    /// The subscriber's `call` with `args`.
+    fn call_clocked(&self, args: &Clocked<'_, C>);
 }
 
-impl<S: TimedSubscriber> CallTimed for S {
+impl<S: TimedSubscriber> CallClocked<SystemTime> for S {
     #[inline]
     fn call_clocked(&self, args: &Clocked<'_, SystemTime>) {
         self.call(args.name, args.start, args.finish, args.transaction_id, args.payload);
     }
 }
 
-/// A [`MonotonicSubscriber`] called with its arguments behind one pointer.
-pub(crate) trait CallMonotonic: Send + Sync + 'static {
-    /// [`MonotonicSubscriber::call`] with `args`.
-    fn call_clocked(&self, args: &Clocked<'_, Instant>);
-}
-
-impl<S: MonotonicSubscriber> CallMonotonic for S {
+impl<S: MonotonicSubscriber> CallClocked<Instant> for S {
     #[inline]
     fn call_clocked(&self, args: &Clocked<'_, Instant>) {
         self.call(args.name, args.start, args.finish, args.transaction_id, args.payload);

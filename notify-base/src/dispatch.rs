@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 use smallvec::SmallVec;
 
 use crate::alloc::thread_allocations;
-use crate::calls::{CallSilenceable, Clocked, Phase};
+use crate::calls::{CallEvented, CallSilenceable, Clocked, Phase};
 use crate::cold_box::ColdBox;
 use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
@@ -411,6 +411,18 @@ enum Poll {
     Exit,
 }
 
+impl Poll {
+    /// `enter` or `exit` of `subscriber` (evented or silenceable: generic, so no trait-object
+    /// upcast).
+    #[inline(always)]
+    fn call<S: CallEvented + ?Sized>(self, subscriber: &S, name: &str, context: &EventContext) {
+        match self {
+            Poll::Enter => subscriber.enter_with(name, context),
+            Poll::Exit => subscriber.exit_with(name, context),
+        }
+    }
+}
+
 /// What [`Active::measure`] read at finish.
 #[derive(Default)]
 struct Measured {
@@ -489,6 +501,13 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         self.heard.indices()
     }
 
+    /// True when some listener receives the event's phases (`start`, `finish`, `enter`, `exit`):
+    /// an evented one, or a silenceable one that was not silenced.
+    #[inline(always)]
+    fn hears_phases(&self) -> bool {
+        !self.resolved.listeners.evented.is_empty() || !self.heard().is_empty()
+    }
+
     /// The event id; 0 until `start` (ids are never 0).
     pub(crate) fn id(&self) -> EventId {
         self.context.id
@@ -528,15 +547,14 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
-        let delivers_start = !listeners.evented.is_empty() || !self.heard().is_empty();
-        if delivers_start {
+        if self.hears_phases() {
             self.redaction.apply(payload);
-        }
-        let payload = &*payload;
-        let _nesting = delivers_start.then(Nesting::enter);
-        let context = &self.context;
-        if delivers_start {
-            let args = &Phase { name, context, payload };
+            let _nesting = Nesting::enter();
+            let args = &Phase {
+                name,
+                context: &self.context,
+                payload,
+            };
             each(&mut self.failures, &listeners.evented, name, args, |s, args| {
                 s.start_with(args)
             });
@@ -580,18 +598,17 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// Calls `enter` or `exit` (`poll`) of the evented and unsilenced silenceable listeners;
     /// failures are handled at once.
     fn each_evented(&self, fanout: &Fanout, poll: Poll) {
-        let resolved = &*self.resolved;
-        let listeners = &resolved.listeners;
-        if listeners.evented.is_empty() && self.heard().is_empty() {
+        if !self.hears_phases() {
             return;
         }
+        let resolved = &*self.resolved;
+        let listeners = &resolved.listeners;
         let name = resolved.name.as_str();
         let mut failures = Failures::new();
         let _nesting = Nesting::enter();
         let args = (name, &self.context);
-        each(&mut failures, &listeners.evented, name, args, |s, (n, c)| match poll {
-            Poll::Enter => s.enter_with(n, c),
-            Poll::Exit => s.exit_with(n, c),
+        each(&mut failures, &listeners.evented, name, args, |s, (n, c)| {
+            poll.call(s, n, c)
         });
         each_at(
             &mut failures,
@@ -599,10 +616,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             self.heard(),
             name,
             args,
-            |s, (n, c)| match poll {
-                Poll::Enter => s.enter_with(n, c),
-                Poll::Exit => s.exit_with(n, c),
-            },
+            |s, (n, c)| poll.call(s, n, c),
         );
         if !failures.is_empty() {
             handle_failures(fanout, failures.take());
@@ -627,6 +641,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         }
         record::take_into(self.context.id.0, payload);
         self.redaction.apply(payload);
+        let hears_phases = self.hears_phases();
         let resolved = &*self.resolved;
         let name = resolved.name.as_str();
         let listeners = &resolved.listeners;
@@ -642,7 +657,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             payload,
         );
         let context = &self.context;
-        if !listeners.evented.is_empty() || !self.heard.indices().is_empty() {
+        if hears_phases {
             let args = &Phase { name, context, payload };
             each(failures, &listeners.evented, name, args, |s, args| s.finish_with(args));
             each_at(

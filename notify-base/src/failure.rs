@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::cold_box::ColdBox;
 use crate::escape::Escaped;
-use crate::subscriber::SubscriberKind;
+use crate::kinds::SubscriberKind;
 use crate::subscription::SubscriptionId;
 
 /// What a notifier does when a subscriber panics.

@@ -12,10 +12,11 @@ use crate::context::EventContext;
 use crate::escape::{needs_escape, Escaped};
 use crate::event::Event;
 use crate::fanout::Fanout;
+use crate::kinds::{EventOptions, EventedSubscriber, OwnedEventSubscriber};
 use crate::notifier::{Notifier, Subscription};
 use crate::pattern::Pattern;
 use crate::payload::Payload;
-use crate::subscriber::{EventOptions, EventedSubscriber, OwnedEventSubscriber, Subscriber};
+use crate::subscriber::Subscriber;
 use crate::transaction_id::TransactionId;
 
 /// Builds one method's subscriber from the shared subscriber value.

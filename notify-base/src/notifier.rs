@@ -16,12 +16,13 @@ use crate::event::{monotonic_clock, Event, Name};
 use crate::failure::{FailurePolicy, SubscriberFailure};
 use crate::fanout::{self, Fanout, Pinned};
 use crate::handle::Handle;
+use crate::kinds::SubscriberKind;
 use crate::name_map::name_hash;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 #[cfg(feature = "redaction")]
 use crate::redaction::Redaction;
-use crate::subscriber::{Subscriber, SubscriberKind};
+use crate::subscriber::Subscriber;
 use crate::subscription::SubscriptionId;
 use crate::transaction_id::TransactionId;
 

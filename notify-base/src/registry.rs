@@ -15,16 +15,18 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
 use smallvec::SmallVec;
 
 use crate::callee::Callee;
-use crate::calls::{CallEvented, CallMonotonic, CallSilenceable, CallTimed};
+use crate::calls::{CallClocked, CallEvented, CallSilenceable};
 use crate::event::Name;
+use crate::kinds::{EventOptions, EventSubscriber, OwnedEventSubscriber, SilenceKey};
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
-use crate::subscriber::{EventOptions, EventSubscriber, Kind, OwnedEventSubscriber, SilenceKey, Subscriber};
+use crate::subscriber::{Kind, Subscriber};
 use crate::subscription::SubscriptionId;
 
 /// Ways of a set of the cache of names resolved through patterns: so many names sharing a set all
@@ -100,8 +102,8 @@ impl<T: ?Sized> Listener<T> {
 /// The listeners of one event name, grouped by kind, in subscription order within each group.
 #[derive(Default)]
 pub(crate) struct Listeners {
-    pub(crate) timed: Vec<Listener<dyn CallTimed>>,
-    pub(crate) monotonic: Vec<Listener<dyn CallMonotonic>>,
+    pub(crate) timed: Vec<Listener<dyn CallClocked<SystemTime>>>,
+    pub(crate) monotonic: Vec<Listener<dyn CallClocked<Instant>>>,
     pub(crate) event: Vec<Listener<dyn EventSubscriber>>,
     pub(crate) evented: Vec<Listener<dyn CallEvented>>,
     pub(crate) silenceable: Vec<Listener<dyn CallSilenceable>>,
@@ -748,6 +750,6 @@ mod tests {
         assert_eq!(std::mem::size_of::<Pattern>(), 24);
         assert_eq!(std::mem::size_of::<Subscriber>(), 32);
         assert_eq!(std::mem::size_of::<Entry>(), 64);
-        assert_eq!(std::mem::size_of::<Listener<dyn CallTimed>>(), 24);
+        assert_eq!(std::mem::size_of::<Listener<dyn CallClocked<SystemTime>>>(), 24);
     }
 }
