@@ -196,7 +196,7 @@ impl Callsite {
     #[inline(never)]
     fn handle_listened(&'static self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         let resolved = self.cache.resolved()?;
-        let name = resolved.name.clone();
+        let name = resolved.name().clone();
         let mut prepared = Active::prepare(fanout::global(), resolved)?;
         prepared.set_location(self.location.as_ref());
         Some(Handle::prepared(name, prepared, payload()))

@@ -450,7 +450,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// it stays, with [`Active::new`].
     #[inline(always)]
     fn ask(fanout: &Fanout, resolved: &Resolved) -> Option<Answers> {
-        if !Nesting::allows(fanout, resolved.name.as_str()) {
+        if !Nesting::allows(fanout, resolved.name_str()) {
             return None;
         }
         let listeners = &resolved.listeners;
@@ -458,7 +458,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         if groups.is_empty() {
             return Some(Answers::none());
         }
-        let name = resolved.name.as_str();
+        let name = resolved.name_str();
         let _nesting = Nesting::enter();
         // The groups in order under one unwinding guard, until one is heard or panics: when
         // every group is silenced (the common case) that is all, with nothing built.
@@ -543,9 +543,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         self.context.trace_id = begun.trace;
         self.transaction_id = begun.transaction;
         self.entered = enter;
-        self.panicking_at_start = std::thread::panicking();
         let resolved = &*self.resolved;
-        let name = resolved.name.as_str();
+        let name = resolved.name_str();
         let listeners = &resolved.listeners;
         if self.hears_phases() {
             self.redaction.apply(payload);
@@ -603,7 +602,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         }
         let resolved = &*self.resolved;
         let listeners = &resolved.listeners;
-        let name = resolved.name.as_str();
+        let name = resolved.name_str();
         let mut failures = Failures::new();
         let _nesting = Nesting::enter();
         let args = (name, &self.context);
@@ -643,7 +642,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         self.redaction.apply(payload);
         let hears_phases = self.hears_phases();
         let resolved = &*self.resolved;
-        let name = resolved.name.as_str();
+        let name = resolved.name_str();
         let listeners = &resolved.listeners;
         let _nesting = Nesting::enter();
         let failures = &mut self.failures;
@@ -674,6 +673,52 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         }
         if !self.failures.is_empty() || self.heard.has_failures() {
             handle_failures(fanout, self.take_failures());
+        }
+    }
+
+    /// Drops an event that was never started (its `payload()` closure panicked): nothing is
+    /// delivered, and the failures of its silenceable listeners' `silenced`, asked before, are
+    /// reported now.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn abandon(&mut self, fanout: &Fanout) {
+        debug_assert!(!self.is_started());
+        if self.heard.has_failures() {
+            handle_failures(fanout, self.take_failures());
+        }
+    }
+
+    /// Drops the event in place, field by field: each field's drop is an inline test (the
+    /// compiler's drop glue of the whole `Active` stayed an out-of-line call of 16 instructions,
+    /// once per event of `instrument`). The destructuring names every field, so a new one does not
+    /// compile until it is dropped here too.
+    ///
+    /// # Safety
+    ///
+    /// As [`std::ptr::drop_in_place`]: called once, and `self` is not used afterwards.
+    #[inline(always)]
+    unsafe fn drop_by_fields(&mut self) {
+        let Active {
+            resolved,
+            context: _,
+            transaction_id: _,
+            entered: _,
+            start_wall: _,
+            cpu_start: _,
+            allocations_start: _,
+            heard,
+            failures,
+            redaction,
+            panicking_at_start: _,
+        } = self;
+        const _: () = assert!(!mem::needs_drop::<EventContext>() && !mem::needs_drop::<Option<SystemTime>>());
+        // SAFETY: the caller's obligation (one drop, no use after); the fields not dropped here
+        // need no drop (checked above, or plain integers and booleans).
+        unsafe {
+            std::ptr::drop_in_place(resolved);
+            std::ptr::drop_in_place(heard);
+            std::ptr::drop_in_place(failures);
+            std::ptr::drop_in_place(redaction);
         }
     }
 
@@ -718,9 +763,9 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let name = if resolved.listeners.owned.is_empty() {
             // SAFETY: without owned listeners the event lives in this frame only (its
             // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
-            unsafe { Name::lend(&resolved.name) }
+            unsafe { Name::lend(resolved.name()) }
         } else {
-            resolved.name.clone()
+            resolved.name().clone()
         };
         let mut event = Event {
             name,
@@ -744,9 +789,19 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         deliver_event(&mut self.failures, resolved, event);
     }
 
-    /// The one finish of a drop guard (`instrument`'s, a [`Handle`](crate::Handle)'s, the macro's):
-    /// the event ends as [`Outcome::Panicked`] when the thread is unwinding and was not already
-    /// unwinding at `start`, else as `otherwise`. Call only on a started event.
+    /// Remembers whether the thread is unwinding now, at `start`, for [`Active::finish_on_drop`]:
+    /// what a guard that may be dropped while its thread unwinds for another reason (a
+    /// [`Handle`](crate::Handle), the macro's guard) calls right after `start`. `instrument`'s
+    /// guard needs no such note (see [`FinishOnDrop`]).
+    #[inline]
+    pub(crate) fn note_unwinding_at_start(&mut self) {
+        self.panicking_at_start = std::thread::panicking();
+    }
+
+    /// The one finish of a drop guard (a [`Handle`](crate::Handle)'s, the macro's): the event ends
+    /// as [`Outcome::Panicked`] when the thread is unwinding and was not already unwinding at
+    /// `start` (as [`Active::note_unwinding_at_start`] saw it), else as `otherwise`. Call only on
+    /// a started event.
     pub(crate) fn finish_on_drop(&mut self, fanout: &Fanout, payload: &mut Payload, otherwise: Outcome) {
         let outcome = if std::thread::panicking() && !self.panicking_at_start {
             Outcome::Panicked
@@ -785,7 +840,7 @@ fn deliver_clocked(
 /// monotonic, event-object and owned groups of `resolved`: `wall` are the wall-clock edges as
 /// given, the event's own are the monotonic ones. The fanout's redaction policy applies first.
 pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, SystemTime), mut event: Event) {
-    if !Nesting::allows(fanout, resolved.name.as_str()) {
+    if !Nesting::allows(fanout, resolved.name_str()) {
         return;
     }
     if let Some(policy) = fanout.redaction() {
@@ -795,7 +850,7 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
     let mut failures = Failures::new();
     deliver_clocked(
         &mut failures,
-        resolved.name.as_str(),
+        resolved.name_str(),
         &resolved.listeners,
         Some(wall),
         Some((event.start, event.end)),
@@ -855,7 +910,7 @@ pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>)
 #[inline(always)]
 pub(crate) fn deliver_event(failures: &mut Failures, resolved: &Resolved, event: Event) {
     let listeners = &resolved.listeners;
-    let name = resolved.name.as_str();
+    let name = resolved.name_str();
     each(failures, &listeners.event, name, &event, |s, e| s.call(e));
     if !listeners.owned.is_empty() {
         deliver_owned(failures, resolved, &Arc::new(event));
@@ -875,7 +930,7 @@ fn deliver_owned(failures: &mut Failures, resolved: &Resolved, shared: &Arc<Even
         !matches!(shared.name, Name::Lent(_)),
         "an event that outlives its delivery owns its name"
     );
-    let name = resolved.name.as_str();
+    let name = resolved.name_str();
     // Owned subscribers may defer work to the end of this loop (`defer_to_fanout_end`).
     let _scope = FanoutScope::enter();
     each(failures, &resolved.listeners.owned, name, shared, |s, e| s.deliver(e));
@@ -956,7 +1011,7 @@ pub(crate) fn run<T, R: Deref<Target = Resolved>>(
     // forwarding.
     let mut guard = FinishOnDrop {
         fanout,
-        active: Active::new(fanout, resolved, heard),
+        active: mem::ManuallyDrop::new(Active::new(fanout, resolved, heard)),
         payload: CheapDrop::new(Payload::default()),
         finished: false,
     };
@@ -970,10 +1025,15 @@ pub(crate) fn run<T, R: Deref<Target = Resolved>>(
     value
 }
 
-/// Finishes the event as panicked if the body unwinds.
+/// Finishes the event as panicked if the body unwinds, and drops it undelivered if `payload()`
+/// unwinds before it started. Dropped unfinished only by unwinding from one of the two: if the
+/// thread was already unwinding when `run` was called, a panic in either aborts the process, so
+/// no note of `std::thread::panicking()` at start is needed (one thread-local read fewer per
+/// event than a [`Handle`](crate::Handle)'s).
 struct FinishOnDrop<'a, R: Deref<Target = Resolved>> {
     fanout: &'a Fanout,
-    active: Active<R>,
+    /// Dropped by [`Active::drop_by_fields`], inline.
+    active: mem::ManuallyDrop<Active<R>>,
     payload: CheapDrop,
     finished: bool,
 }
@@ -985,15 +1045,29 @@ impl<R: Deref<Target = Resolved>> FinishOnDrop<'_, R> {
             self.active.finish_in_place(self.fanout, &mut self.payload, outcome);
         }
     }
+
+    /// The drop of a guard whose `payload()` or body unwound.
+    #[cold]
+    #[inline(never)]
+    fn unwound(&mut self) {
+        self.finished = true;
+        if self.active.is_started() {
+            self.active
+                .finish_in_place(self.fanout, &mut self.payload, Outcome::Panicked);
+        } else {
+            self.active.abandon(self.fanout);
+        }
+    }
 }
 
 impl<R: Deref<Target = Resolved>> Drop for FinishOnDrop<'_, R> {
+    #[inline(always)]
     fn drop(&mut self) {
         if !self.finished {
-            self.finished = true;
-            self.active
-                .finish_on_drop(self.fanout, &mut self.payload, Outcome::Completed);
+            self.unwound();
         }
+        // SAFETY: the one drop of `active`, which is not used afterwards.
+        unsafe { self.active.drop_by_fields() }
     }
 }
 

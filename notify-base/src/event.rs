@@ -90,6 +90,36 @@ impl Name {
     }
 }
 
+/// The text of a [`Name`], kept beside it by its owner ([`Resolved`](crate::registry::Resolved)):
+/// read with two loads, where [`Name::as_str`] first matches on the variant (issue 15: three such
+/// reads per event on the delivery path).
+pub(crate) struct NameText(std::ptr::NonNull<str>);
+
+// SAFETY: a shared pointer to immutable text (`str` is `Sync`); only read through `NameText::get`,
+// whose caller keeps the text alive.
+unsafe impl Send for NameText {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for NameText {}
+
+impl NameText {
+    /// The text of `name`. Every variant's text lives behind a pointer, so it stays where it is
+    /// when `name` moves.
+    pub(crate) fn of(name: &Name) -> NameText {
+        NameText(std::ptr::NonNull::from(name.as_str()))
+    }
+
+    /// The text.
+    ///
+    /// # Safety
+    ///
+    /// The [`Name`] this was made from must be alive (not dropped) for the returned borrow.
+    #[inline(always)]
+    pub(crate) unsafe fn get(&self) -> &str {
+        // SAFETY: the caller's obligation: the name, and so its text, is alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
 impl Clone for Name {
     fn clone(&self) -> Name {
         match self {

@@ -113,6 +113,7 @@ impl Handle {
         }
         if let Some(active) = &mut self.active {
             active.start(&mut self.payload, enter, self.parent.as_ref().map(Context::frame));
+            active.note_unwinding_at_start();
             self.id = Some(active.id());
         }
         Ok(())

@@ -324,6 +324,7 @@ impl Guard {
         });
         payload(&mut started.payload);
         started.active.start(&mut started.payload, true, parent);
+        started.active.note_unwinding_at_start();
     }
 
     /// Records what the function returned (`record` is one of the `record_*` functions).
@@ -342,6 +343,8 @@ impl Guard {
                 started
                     .active
                     .finish_on_drop(fanout::global(), &mut started.payload, Outcome::Completed);
+            } else {
+                started.active.abandon(fanout::global());
             }
             // SAFETY: called once, from `drop`; the fields are not used afterwards.
             unsafe {

@@ -368,7 +368,7 @@ impl Notifier {
             return;
         };
         let mut event = Event::named(
-            resolved.name.clone(),
+            resolved.name().clone(),
             monotonic_clock(start),
             monotonic_clock(finish),
             payload,

@@ -63,7 +63,7 @@ pub(crate) fn get<'s>(snapshot: &'s Snapshot, name: &str, hash: u64) -> Option<&
     // caller borrows for `'s`; its exact names are an immutable map of `Arc<Resolved>` once
     // published, so the set lives at least as long as the snapshot and nothing mutates it.
     let resolved = unsafe { &*slot.resolved };
-    same_name(resolved.name.as_str(), name).then_some(resolved)
+    same_name(resolved.name_str(), name).then_some(resolved)
 }
 
 /// Remembers that `resolved`, found in `snapshot`'s exact names for the name whose hash is `hash`,

@@ -22,7 +22,7 @@ use smallvec::SmallVec;
 
 use crate::callee::Callee;
 use crate::calls::{CallClocked, CallEvented, CallSilenceable};
-use crate::event::Name;
+use crate::event::{Name, NameText};
 use crate::kinds::{EventOptions, EventSubscriber, OwnedEventSubscriber, SilenceKey};
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
@@ -216,7 +216,10 @@ pub(crate) struct SilenceGroup {
 
 /// An event name with its listeners: what an event captures when it starts.
 pub(crate) struct Resolved {
-    pub(crate) name: Name,
+    /// Never replaced (a `Resolved` is shared, immutable, once built): `text` points into it.
+    name: Name,
+    /// The text of `name`.
+    text: NameText,
     pub(crate) listeners: Listeners,
     /// For a name in the cache: the [`Snapshot::version`] up to which these listeners are known to
     /// be the name's (raised by readers that check the changes since; see [`Snapshot::is_current`]).
@@ -226,13 +229,31 @@ pub(crate) struct Resolved {
 impl Resolved {
     /// The listeners of `name` among `entries` (which must already be the matching ones).
     pub(crate) fn new(name: Name, entries: &[Arc<Entry>]) -> Option<Arc<Resolved>> {
-        let listeners = Listeners::of(entries);
-        let resolved = Arc::new(Resolved {
+        let resolved = Arc::new(Resolved::with(name, Listeners::of(entries), 0));
+        resolved.has_listeners().then_some(resolved)
+    }
+
+    /// `listeners` of `name`, known to be current up to snapshot version `valid_to`.
+    fn with(name: Name, listeners: Listeners, valid_to: u64) -> Resolved {
+        Resolved {
+            text: NameText::of(&name),
             name,
             listeners,
-            valid_to: AtomicU64::new(0),
-        });
-        resolved.has_listeners().then_some(resolved)
+            valid_to: AtomicU64::new(valid_to),
+        }
+    }
+
+    /// The event name.
+    pub(crate) fn name(&self) -> &Name {
+        &self.name
+    }
+
+    /// The event name's text, without matching on the [`Name`]'s variant.
+    #[inline(always)]
+    pub(crate) fn name_str(&self) -> &str {
+        // SAFETY: `text` was made from `self.name`, which lives as long as `self` and is never
+        // replaced (private, and set only in `Resolved::with`).
+        unsafe { self.text.get() }
     }
 
     /// True when the name has any listener at all (silenced or not).
@@ -463,7 +484,7 @@ impl Snapshot {
         if let Some(cache) = self.cache.get() {
             for slot in &cache.slots[ways_of(name)] {
                 if let Some(hit) = &*slot.load() {
-                    if hit.name.as_str() == name && self.is_current(hit) {
+                    if hit.name_str() == name && self.is_current(hit) {
                         return match hit.has_listeners() {
                             true => Lookup::Found(hit.clone()),
                             false => Lookup::Nobody,
@@ -489,7 +510,7 @@ impl Snapshot {
             return false;
         }
         let since = &self.log[(valid_to - oldest) as usize..];
-        let current = !since.iter().any(|change| change.touches(cached.name.as_str()));
+        let current = !since.iter().any(|change| change.touches(cached.name_str()));
         if current {
             cached.valid_to.fetch_max(self.version, Ordering::Relaxed);
         }
@@ -541,11 +562,7 @@ impl Snapshot {
         #[cfg(test)]
         RESOLUTIONS.with(|n| n.set(n.get() + 1));
         let set = &cache.slots[ways_of(name.as_str())];
-        let resolved = Arc::new(Resolved {
-            name: name.into_name(),
-            listeners,
-            valid_to: AtomicU64::new(self.version),
-        });
+        let resolved = Arc::new(Resolved::with(name.into_name(), listeners, self.version));
         // The way of a stale entry of the name, an empty way, else the next way of the cache's eviction clock: two names
         // evicting in turn take different ways, so they end up both cached.
         let victim = set
@@ -553,7 +570,7 @@ impl Snapshot {
             .position(|slot| {
                 slot.load()
                     .as_ref()
-                    .is_none_or(|old| old.name.as_str() == resolved.name.as_str())
+                    .is_none_or(|old| old.name_str() == resolved.name_str())
             })
             .unwrap_or_else(|| cache.evictions.fetch_add(1, Ordering::Relaxed) % CACHE_WAYS);
         set[victim].store(Some(resolved.clone()));
@@ -569,7 +586,7 @@ impl Snapshot {
                 .iter()
                 .filter(|s| {
                     s.load().as_ref().is_some_and(|r| {
-                        !self.wide.is_empty() && !self.exact.contains_key(r.name.as_str()) && self.is_current(r)
+                        !self.wide.is_empty() && !self.exact.contains_key(r.name_str()) && self.is_current(r)
                     })
                 })
                 .count()

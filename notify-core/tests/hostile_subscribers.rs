@@ -363,3 +363,61 @@ fn a_panic_in_the_middle_of_a_group_resumes_with_the_next_subscriber() {
     }
     assert_eq!(reported, want);
 }
+
+/// A `payload` closure that panics: the event never started, so nothing is delivered (no evented
+/// `finish` without its `start`), the `silenced` failure asked before it is still reported once,
+/// the panic reaches the caller, and the thread's context and nesting are as before.
+#[test]
+fn a_payload_closure_that_panics_delivers_nothing_and_reports_the_silenced_failure() {
+    quiet_panics();
+    struct Recorder(Arc<Mutex<Vec<String>>>);
+    impl EventedSubscriber for Recorder {
+        fn start(&self, name: &str, _: &EventContext, _: &Payload) {
+            self.0.lock().unwrap().push(format!("start {name}"));
+        }
+        fn finish(&self, name: &str, _: &EventContext, _: &Payload) {
+            self.0.lock().unwrap().push(format!("finish {name}"));
+        }
+    }
+    struct Silencer;
+    impl EventedSubscriber for Silencer {
+        fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+    }
+    impl SilenceableSubscriber for Silencer {
+        fn silenced(&self, _: &str) -> bool {
+            panic!("boom in silenced")
+        }
+    }
+    let notifier = Notifier::new();
+    let failures = capture_failures(&notifier);
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let _ = notifier.subscribe("payload.panics", Subscriber::evented(Recorder(calls.clone())));
+    let sink = calls.clone();
+    let _ = notifier.subscribe(
+        "payload.panics",
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(format!("event {}", e.name()))),
+    );
+    let _ = notifier.subscribe("payload.panics", Subscriber::silenceable(Silencer));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notifier.instrument("payload.panics", || panic!("boom in payload"), |_| ())
+    }));
+    let message = notify_core::panic_message(&*caught.unwrap_err());
+    assert_eq!(message, "boom in payload");
+    assert!(calls.lock().unwrap().is_empty(), "{:?}", calls.lock().unwrap());
+    let reported: Vec<(String, String)> = failures
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|f| (f.kind().to_string(), f.message().to_owned()))
+        .collect();
+    assert_eq!(reported, [("silenceable".to_owned(), "boom in silenced".to_owned())]);
+    assert_eq!(notify_core::current_event_id(), None);
+    // The next event is delivered whole, as a root.
+    notifier.instrument("payload.panics", Payload::new, |_| ());
+    assert_eq!(
+        *calls.lock().unwrap(),
+        ["start payload.panics", "finish payload.panics", "event payload.panics"]
+    );
+    assert_eq!(failures.lock().unwrap().len(), 2);
+}
