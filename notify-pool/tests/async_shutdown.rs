@@ -19,6 +19,21 @@ fn threads() -> usize {
     line["Threads:".len()..].trim().parse().expect("thread count")
 }
 
+/// The thread count once it is back at `expected`, or what it still is after 2 s. A joined
+/// thread leaves the count a moment after `join` returns: the kernel wakes the joiner when the
+/// thread releases its memory, and removes it from the process' thread count later in its exit
+/// (seen in CI: 3 against 2, once, right after a shutdown that had joined every thread).
+fn threads_settled_at(expected: usize) -> usize {
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let now = threads();
+        if now == expected || std::time::Instant::now() >= until {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn counter(count: &Arc<AtomicU64>) -> impl Fn(&Event) + Send + Sync + 'static {
     let count = count.clone();
     move |_: &Event| {
@@ -63,14 +78,14 @@ fn a4_shutdown_drains_or_reports_exactly_and_joins_threads() {
         (report.delivered, report.abandoned, report.drained),
         (2 * EVENTS, 0, true)
     );
-    assert_eq!(threads(), baseline, "every pool thread joined");
+    assert_eq!(threads_settled_at(baseline), baseline, "every pool thread joined");
 
     // Publishing after shutdown: refused, counted, never delivered; no thread comes back.
     notifier.instrument("a4", Payload::new, |_| ());
     assert_eq!(pool.rejected(), 2, "one refusal per async subscriber");
     assert_eq!(count.load(Ordering::SeqCst), EVENTS);
     assert_eq!(pool.shutdown(Duration::ZERO), report, "shutdown is idempotent");
-    assert_eq!(threads(), baseline);
+    assert_eq!(threads_settled_at(baseline), baseline);
 
     // Shutdown with a short deadline: a slow subscriber (1 ms per event) cannot drain 1,000 events
     // in 50 ms; what it did not get is reported exactly.
@@ -93,9 +108,14 @@ fn a4_shutdown_drains_or_reports_exactly_and_joins_threads() {
     let report = pool.shutdown(Duration::from_millis(50));
     let delivered = slow.load(Ordering::SeqCst);
     assert!(!report.drained);
+    assert_eq!(
+        report.detached,
+        Vec::<String>::new(),
+        "a 1 ms callback ends within the stop grace"
+    );
     assert_eq!(report.delivered, delivered);
     assert_eq!(report.abandoned, 1_000 - delivered, "abandoned is exact");
     assert!(report.abandoned > 0);
     assert_eq!(pool.pending(), 0, "abandoned events are in the report, not pending");
-    assert_eq!(threads(), baseline, "every pool thread joined");
+    assert_eq!(threads_settled_at(baseline), baseline, "every pool thread joined");
 }
