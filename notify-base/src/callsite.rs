@@ -199,7 +199,11 @@ impl Callsite {
         let name = resolved.name().clone();
         let mut prepared = Active::prepare(fanout::global(), resolved)?;
         prepared.set_location(self.location.as_ref());
-        Some(Handle::prepared(name, prepared, payload()))
+        // The handle first, so that a `payload` that panics drops it unstarted, which reports
+        // the failures of the `silenced` calls just made (`Handle`'s drop).
+        let mut handle = Handle::prepared(name, prepared, Payload::default());
+        *handle.payload_mut() = payload();
+        Some(handle)
     }
 
     /// The listeners of a listened callsite, asked (silenceable ones) and ready to start; `None`

@@ -28,7 +28,9 @@ enum State {
 /// normally, without CPU time or allocation count (those are per-thread counters).
 ///
 /// For callsite handles ([`Callsite::handle`](crate::Callsite::handle)) the listener set is
-/// captured when the handle is made, just before `start`.
+/// captured when the handle is made, just before `start`, and the silenceable subscribers are
+/// asked then: such a handle dropped before `start` delivers nothing, and a `silenced` that
+/// panicked is reported to the failure hook all the same.
 ///
 /// ```
 /// use notify_core::{Event, Notifier, NotifyError, Payload, Subscriber};
@@ -346,11 +348,21 @@ impl Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        if self.state == State::Started {
-            self.state = State::Finished;
-            if let Some(active) = &mut self.active {
-                active.finish_on_drop(self.notifier.fanout(), &mut self.payload, self.outcome);
+        match self.state {
+            State::Started => {
+                self.state = State::Finished;
+                if let Some(active) = &mut self.active {
+                    active.finish_on_drop(self.notifier.fanout(), &mut self.payload, self.outcome);
+                }
             }
+            // A callsite handle dropped unstarted: nothing is delivered, but the failures of the
+            // `silenced` calls made when it was prepared are reported, not lost.
+            State::Built => {
+                if let Some(active) = &mut self.active {
+                    active.abandon(self.notifier.fanout());
+                }
+            }
+            State::Finished => {}
         }
     }
 }
