@@ -30,7 +30,7 @@ use loom::sync::atomic::{fence, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{fence, Ordering};
 
-/// Whether this build can use `membarrier` at all (the syscall number below is known).
+/// The `membarrier` system call, on the targets whose syscall number is known here.
 #[cfg(all(
     target_os = "linux",
     any(target_arch = "x86_64", target_arch = "aarch64"),
@@ -68,8 +68,15 @@ mod membarrier {
     }
 
     /// Set once the process is registered: from then on `light` may be a compiler fence.
-    pub(super) static REGISTERED: AtomicBool = AtomicBool::new(false);
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
     static REGISTRATION: OnceLock<bool> = OnceLock::new();
+
+    /// True once [`register`] succeeded (maybe seen late: then `light` is a real fence a little
+    /// longer).
+    #[inline(always)]
+    pub(super) fn is_registered() -> bool {
+        REGISTERED.load(Ordering::Relaxed)
+    }
 
     /// Registers the process for private expedited barriers (once); true when it is.
     pub(super) fn register() -> bool {
@@ -97,57 +104,53 @@ mod membarrier {
     }
 }
 
+/// Where `membarrier` is not used (other targets, loom, Miri): never registered, so both
+/// halves are `fence(SeqCst)`.
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    not(loom),
+    not(miri)
+)))]
+mod membarrier {
+    #[inline(always)]
+    pub(super) fn is_registered() -> bool {
+        false
+    }
+
+    pub(super) fn register() -> bool {
+        false
+    }
+
+    pub(super) fn barrier() {
+        unreachable!("never registered")
+    }
+}
+
 /// Readies [`light`]'s cheap form: registers the process for `membarrier` on first call (a
 /// system call or two); later calls are a load. Called by each thread before its first pin
 /// (`hazard::Registry::add`).
 pub(crate) fn prepare() {
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64"),
-        not(loom),
-        not(miri)
-    ))]
     membarrier::register();
 }
 
 /// The fast half: a compiler fence once the process is registered, else `fence(SeqCst)`.
 #[inline(always)]
 pub(crate) fn light() {
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64"),
-        not(loom),
-        not(miri)
-    ))]
-    if membarrier::REGISTERED.load(Ordering::Relaxed) {
+    if membarrier::is_registered() {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        return;
+    } else {
+        fence(Ordering::SeqCst);
     }
-    fence(Ordering::SeqCst);
 }
 
 /// The slow half: `membarrier` once the process is registered, else `fence(SeqCst)`. Also a
 /// `fence(SeqCst)` of this thread in both cases.
 pub(crate) fn heavy() {
     fence(Ordering::SeqCst);
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "x86_64", target_arch = "aarch64"),
-        not(loom),
-        not(miri)
-    ))]
     if membarrier::register() {
         membarrier::barrier();
     }
-}
-
-/// True when [`light`] is a compiler fence (the process is registered for `membarrier`).
-#[cfg(all(test, not(loom)))]
-fn is_asymmetric() -> bool {
-    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
-    return membarrier::REGISTERED.load(Ordering::Relaxed);
-    #[allow(unreachable_code)]
-    false
 }
 
 #[cfg(all(test, not(loom)))]
@@ -162,7 +165,7 @@ mod tests {
     fn on_linux_the_process_registers_and_both_halves_run() {
         prepare();
         assert!(
-            is_asymmetric(),
+            membarrier::is_registered(),
             "membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) failed: a kernel older than \
              4.14 or a seccomp policy that refuses the call; events then issue a full fence each"
         );

@@ -5,37 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use notify_core::{Callsite, EventContext, EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber};
+use notify_core::{Callsite, Notifier, Payload, Subscriber};
 
-/// Records its calls.
-struct Recorder(Arc<Mutex<Vec<String>>>);
-
-impl EventedSubscriber for Recorder {
-    fn start(&self, name: &str, _: &EventContext, _: &Payload) {
-        self.0.lock().unwrap().push(format!("start {name}"));
-    }
-    fn finish(&self, name: &str, _: &EventContext, _: &Payload) {
-        self.0.lock().unwrap().push(format!("finish {name}"));
-    }
-}
-
-/// Its `silenced` panics: counted as silenced (never called) and reported as a failure.
-struct PanicsInSilenced;
-
-impl EventedSubscriber for PanicsInSilenced {
-    fn start(&self, _: &str, _: &EventContext, _: &Payload) {
-        panic!("start of a silenced subscriber")
-    }
-    fn finish(&self, _: &str, _: &EventContext, _: &Payload) {
-        panic!("finish of a silenced subscriber")
-    }
-}
-
-impl SilenceableSubscriber for PanicsInSilenced {
-    fn silenced(&self, _: &str) -> bool {
-        panic!("boom in silenced")
-    }
-}
+#[path = "support/phases.rs"]
+mod phases;
+use phases::{PanicsInSilenced, PhaseRecorder};
 
 #[test]
 fn a_callsite_handle_dropped_unstarted_or_whose_payload_panics_reports_the_silenced_failure() {
@@ -58,7 +32,7 @@ fn a_callsite_handle_dropped_unstarted_or_whose_payload_panics_reports_the_silen
     let calls = Arc::new(Mutex::new(Vec::new()));
     // The recorder makes the event listened; the silenceable subscriber is asked when a handle
     // is made.
-    let recorder = notify_core::subscribe("site.handle.dropped", Subscriber::evented(Recorder(calls.clone())));
+    let recorder = notify_core::subscribe("site.handle.dropped", Subscriber::evented(PhaseRecorder(calls.clone())));
     let silenceable = notify_core::subscribe("site.handle.dropped", Subscriber::silenceable(PanicsInSilenced));
     let reported = || failures.lock().unwrap().clone();
     let expected = |n: usize| vec![("silenceable".to_owned(), "boom in silenced".to_owned()); n];

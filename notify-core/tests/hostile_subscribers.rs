@@ -9,6 +9,10 @@ use notify_core::{
     SubscriberErrors, SubscriberFailure, TransactionId,
 };
 
+#[path = "support/phases.rs"]
+mod phases;
+use phases::{PanicsInSilenced, PhaseRecorder};
+
 /// A panic payload whose `Drop` panics too.
 struct Bomb;
 
@@ -370,35 +374,16 @@ fn a_panic_in_the_middle_of_a_group_resumes_with_the_next_subscriber() {
 #[test]
 fn a_payload_closure_that_panics_delivers_nothing_and_reports_the_silenced_failure() {
     quiet_panics();
-    struct Recorder(Arc<Mutex<Vec<String>>>);
-    impl EventedSubscriber for Recorder {
-        fn start(&self, name: &str, _: &EventContext, _: &Payload) {
-            self.0.lock().unwrap().push(format!("start {name}"));
-        }
-        fn finish(&self, name: &str, _: &EventContext, _: &Payload) {
-            self.0.lock().unwrap().push(format!("finish {name}"));
-        }
-    }
-    struct Silencer;
-    impl EventedSubscriber for Silencer {
-        fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
-        fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
-    }
-    impl SilenceableSubscriber for Silencer {
-        fn silenced(&self, _: &str) -> bool {
-            panic!("boom in silenced")
-        }
-    }
     let notifier = Notifier::new();
     let failures = capture_failures(&notifier);
     let calls = Arc::new(Mutex::new(Vec::new()));
-    let _ = notifier.subscribe("payload.panics", Subscriber::evented(Recorder(calls.clone())));
+    let _ = notifier.subscribe("payload.panics", Subscriber::evented(PhaseRecorder(calls.clone())));
     let sink = calls.clone();
     let _ = notifier.subscribe(
         "payload.panics",
         Subscriber::event(move |e: &Event| sink.lock().unwrap().push(format!("event {}", e.name()))),
     );
-    let _ = notifier.subscribe("payload.panics", Subscriber::silenceable(Silencer));
+    let _ = notifier.subscribe("payload.panics", Subscriber::silenceable(PanicsInSilenced));
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         notifier.instrument("payload.panics", || panic!("boom in payload"), |_| ())
     }));
