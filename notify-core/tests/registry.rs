@@ -1223,3 +1223,40 @@ fn silence_groups_after_a_silenced_and_a_panicking_group_are_still_asked_in_orde
     assert!(seen.lock().unwrap().is_empty());
     assert_eq!(failures.lock().unwrap().len(), 3);
 }
+
+#[test]
+fn a_heard_group_before_a_panicking_group_keeps_its_members_in_subscription_order() {
+    let notifier = Notifier::new();
+    let failures = collect_failures(&notifier);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::new(AtomicBool::new(false));
+    // Groups in the order they are asked: "h" (heard, answered for without copying its members
+    // until a later group needs them), then "q" (its first panics); members h1 q1 h2 q2.
+    for (label, key, panics) in [
+        ("h1", "test h", false),
+        ("q1", "test q", true),
+        ("h2", "test h", false),
+        ("q2", "test q", false),
+    ] {
+        let s = Grouped {
+            label,
+            key,
+            quiet: heard.clone(),
+            asked: asked.clone(),
+            seen: seen.clone(),
+            panics,
+        };
+        let _ = notifier.subscribe("w", Subscriber::silenceable(s).named(label));
+    }
+    notifier.instrument("w", Payload::new, |_| ());
+    // h1 for "h"; q1 (panics), then q2 for "q".
+    assert_eq!(asked.swap(0, Ordering::SeqCst), 3);
+    assert_eq!(*seen.lock().unwrap(), ["h1", "h2", "q2"], "subscription order");
+    let failures = failures.lock().unwrap().clone();
+    assert_eq!(failures.len(), 1, "the panicking silenced is reported once");
+    assert_eq!(
+        (failures[0].subscriber(), failures[0].message()),
+        ("q1", "silenced failed")
+    );
+}
