@@ -19,7 +19,10 @@
 //! subscribe_unsubscribe_100000 (the pair on a notifier with 100,000 other exact subscriptions);
 //! unsubscribe_name_100000 (one `unsubscribe_name` of a new name, formatted in the loop, after
 //! 100,000 names were excluded from a glob subscription: the bench's
-//! `registry/unsubscribe_name_100000_exclusions`).
+//! `registry/unsubscribe_name_100000_exclusions`). The bridge: bridge_notify_to_tracing (the bench's
+//! `peers/bridge_notify_to_tracing`: an `#[instrument_event]` fn listened by
+//! `notify_tracing::TracingSubscriber`, each call a span on tracing's `Registry` with a do-nothing
+//! layer) and tracing_fn_listened (the same span made by tracing's `#[instrument]`, its peer).
 
 use std::hint::black_box;
 
@@ -60,6 +63,7 @@ fn main() {
         "subscribe_unsubscribe" | "subscribe_unsubscribe_100000" => {
             (0..iterations).for_each(|_| fixture::subscribe_unsubscribe(notifier));
         }
+        "bridge_notify_to_tracing" | "tracing_fn_listened" => bridge(&case, iterations),
         "payload_3_keys" | "payload_3_keys_redacted" => {
             (0..iterations).for_each(|_| fixture::payload_3_keys(notifier));
         }
@@ -75,4 +79,39 @@ fn instrument_named(notifier: &notify_core::Notifier, name: &str, iterations: u6
     for _ in 0..iterations {
         notifier.instrument(black_box(name), Payload::new, |_| {});
     }
+}
+
+#[notify_core::instrument_event("peer_fn.bench", fields(x))]
+#[inline(never)]
+fn notify_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+#[tracing::instrument(level = "info")]
+#[inline(never)]
+fn tracing_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// A `tracing` layer that does nothing (the bench's).
+struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
+
+/// The bridge's case and its peer, as in the bench: `notify_fn` through the bridge, or
+/// `tracing_fn`, on a `Registry` with a do-nothing layer.
+fn bridge(case: &str, iterations: u64) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let bridge = notify_tracing::TracingSubscriber::new().subscribe(notify_core::Notifier::global(), "peer_fn.bench");
+    let subscriber = tracing_subscriber::registry().with(NoopLayer);
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..iterations {
+            if case == "bridge_notify_to_tracing" {
+                notify_fn(black_box(7));
+            } else {
+                tracing_fn(black_box(7));
+            }
+        }
+    });
+    bridge.unsubscribe().expect("subscribed above");
 }
