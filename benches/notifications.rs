@@ -28,7 +28,8 @@
 //!   `Instrument::instrument` with a callsite handle and the evented listener) or one span (tracing's
 //!   `Instrument::instrument`, the do-nothing layer), polled to completion.
 //! * `clock/*`: `Instant::now()` and `SystemTime::now()`, the floor of the timed cases (each timed
-//!   event reads its clock twice).
+//!   event reads its clock twice); `dyn_calls_20`, the floor of `evented`: twenty indirect calls
+//!   of a do-nothing trait object (its 10 subscribers' starts and finishes) and nothing else.
 //!
 //! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 19 cases finish in about 75 s
 //! on 2 cores. Quick mode (`NOTIFY_BENCH_QUICK=1`): 0.2 s, 0.5 s, 10 samples, about 20 s: for
@@ -187,7 +188,32 @@ fn clock(c: &mut Criterion) {
     let mut group = c.benchmark_group("clock");
     group.bench_function("instant_now", |b| b.iter(Instant::now));
     group.bench_function("system_time_now", |b| b.iter(SystemTime::now));
+    // The floor of `evented`: its 20 subscriber calls (10 starts, 10 finishes) alone, each an
+    // indirect call of a do-nothing trait object with one pointer argument, as the delivery loop
+    // makes them, and nothing else (no lookup, ids, guard or unwinding guard).
+    let callees: Vec<Box<dyn Callee>> = (0..fixture::SUBSCRIBERS)
+        .map(|_| Box::new(NoopCallee) as Box<dyn Callee>)
+        .collect();
+    let args = (7_u64, 11_u64);
+    group.bench_function("dyn_calls_20", |b| {
+        b.iter(|| {
+            let (callees, args) = (black_box(&callees), black_box(&args));
+            callees.iter().for_each(|c| c.call(args));
+            callees.iter().for_each(|c| c.call(args));
+        })
+    });
     group.finish();
+}
+
+/// What `clock/dyn_calls_20` calls: one method, one pointer argument.
+trait Callee {
+    fn call(&self, args: &(u64, u64));
+}
+
+struct NoopCallee;
+
+impl Callee for NoopCallee {
+    fn call(&self, _: &(u64, u64)) {}
 }
 
 /// The suite's settings; `NOTIFY_BENCH_QUICK=1` for the quick mode; command-line flags win.
