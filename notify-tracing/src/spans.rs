@@ -9,7 +9,6 @@ use notify_core::{
 };
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 use tracing::{Level, Span};
 use tracing_core::field::{self, DisplayValue, Value as TracingValue};
 use tracing_core::span::Id;
@@ -268,19 +267,39 @@ fn with_values<T>(
         ];
         return f(meta, &meta.fields().value_set_all(&values));
     }
-    let holders: SmallVec<[Option<FieldValue<'_>>; 8]> = site
-        .keys()
-        .iter()
-        .map(|key| payload.get(key).map(FieldValue::of))
-        .collect();
-    let mut values: SmallVec<[Option<&dyn TracingValue>; 10]> = SmallVec::new();
+    let keys = site.keys();
+    let has_duration = meta.fields().field(DURATION_FIELD).is_some();
+    if keys.len() <= INLINE_KEYS {
+        // The common case, on the stack with no collecting: the values of the payload's keys, then
+        // the field values (the event id, the duration when declared, then those).
+        let mut holders: [Option<FieldValue<'_>>; INLINE_KEYS] = [const { None }; INLINE_KEYS];
+        for (holder, key) in holders.iter_mut().zip(keys) {
+            *holder = payload.get(key).map(FieldValue::of);
+        }
+        let mut values: [Option<&dyn TracingValue>; INLINE_KEYS + 2] = [None; INLINE_KEYS + 2];
+        values[0] = Some(&event_id);
+        let mut len = 1;
+        if has_duration {
+            values[1] = duration_ns.as_ref().map(|d| d as &dyn TracingValue);
+            len = 2;
+        }
+        for (value, holder) in values[len..].iter_mut().zip(&holders[..keys.len()]) {
+            *value = holder.as_ref().map(FieldValue::as_value);
+        }
+        return f(meta, &meta.fields().value_set_all(&values[..len + keys.len()]));
+    }
+    let holders: Vec<Option<FieldValue<'_>>> = keys.iter().map(|key| payload.get(key).map(FieldValue::of)).collect();
+    let mut values: Vec<Option<&dyn TracingValue>> = Vec::with_capacity(holders.len() + 2);
     values.push(Some(&event_id));
-    if meta.fields().field(DURATION_FIELD).is_some() {
+    if has_duration {
         values.push(duration_ns.as_ref().map(|d| d as &dyn TracingValue));
     }
     values.extend(holders.iter().map(|h| h.as_ref().map(FieldValue::as_value)));
     f(meta, &meta.fields().value_set_all(&values))
 }
+
+/// Payload keys of a callsite whose field values are gathered on the stack (more: in a `Vec`).
+const INLINE_KEYS: usize = 8;
 
 impl EventedSubscriber for TracingSubscriber {
     fn start(&self, name: &str, event: &EventContext, payload: &Payload) {

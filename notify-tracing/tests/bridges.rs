@@ -227,6 +227,42 @@ fn keys_added_by_the_block_are_recorded_at_finish_once_declared() {
 }
 
 #[test]
+fn every_payload_key_becomes_a_field_with_eight_keys_and_past_eight() {
+    // Up to 8 keys the bridge gathers the field values on the stack, past 8 in a `Vec`: both
+    // carry every key's value, in spans and in events-at-finish mode.
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _spans = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_wide").unwrap());
+    let _events = TracingSubscriber::new()
+        .events_at_finish()
+        .subscribe(&notifier, Pattern::glob("*.n2t_wide").unwrap());
+    let payload = |n: u64| (0..n).fold(Payload::new(), |p, i| p.with(format!("k{i}"), i * 10));
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
+        notifier.instrument("eight.n2t_wide", || payload(8), |_| ());
+        notifier.instrument("twelve.n2t_wide", || payload(12), |_| ());
+    });
+    let spans = capture.spans();
+    let events = capture.events();
+    assert_eq!((spans.len(), events.len()), (2, 2), "{spans:#?} {events:#?}");
+    for (fields, n) in [
+        (&spans[0].fields, 8),
+        (&spans[1].fields, 12),
+        (&events[0].fields, 8),
+        (&events[1].fields, 12),
+    ] {
+        for i in 0..n {
+            assert_eq!(fields.get(&format!("k{i}")), Some(&(i * 10).to_string()), "{fields:?}");
+        }
+        assert!(fields.contains_key(BRIDGE_FIELD));
+        assert_eq!(
+            fields.len(),
+            n as usize + 1 + usize::from(fields.contains_key("notify.duration_ns"))
+        );
+    }
+    assert!(events.iter().all(|e| e.fields.contains_key("notify.duration_ns")));
+}
+
+#[test]
 fn events_at_finish_mode_emits_one_tracing_event_with_duration() {
     let capture = Capture::default();
     let notifier = Notifier::new();
