@@ -63,7 +63,8 @@ impl Visit for PayloadVisitor<'_> {
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.put(field, Value::display(value));
+        // Through `&dyn Error`'s own Display impl: an upcast to `dyn Display` needs Rust 1.86.
+        self.put(field, Value::display(&value));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {

@@ -259,11 +259,12 @@ fn with_values<T>(
     let event_id = event_id.get();
     if site.overflow {
         let text = format!("{payload:?}");
+        let text = text.as_str();
         let values: [Option<&dyn TracingValue>; 4] = [
             Some(&event_id),
             duration_ns.as_ref().map(|d| d as &dyn TracingValue),
             Some(&name),
-            Some(&text.as_str()),
+            Some(&text),
         ];
         return f(meta, &meta.fields().value_set_all(&values));
     }
