@@ -415,3 +415,51 @@ fn a_subscriber_that_logs_does_not_loop_through_the_logger() {
     assert_eq!(*count.lock().unwrap(), 1);
     assert_eq!(*lines.0.lock().unwrap(), ["WARN slow query", "INFO saw warn.db"]);
 }
+
+#[test]
+fn a_thread_keeps_at_most_256_synchronous_spans_and_exits_the_oldest_past_that() {
+    // Handles started on this thread (synchronous events: each is current at its start) and
+    // finished on another leave their spans on this thread's stack; past 256 the oldest is exited
+    // and dropped.
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let bridge = TracingSubscriber::new();
+    let _s = bridge.clone().subscribe(&notifier, "job.n2t_many");
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    let handles = tracing::dispatcher::with_default(&dispatch, || {
+        let handles: Vec<_> = (0..300)
+            .map(|_| {
+                let mut handle = notifier.build_handle("job.n2t_many", Payload::new());
+                handle.start().unwrap();
+                handle
+            })
+            .collect();
+        assert_eq!(bridge.open_spans(), 256, "at most 256 kept on this thread");
+        handles
+    });
+    let spans = capture.spans();
+    assert_eq!(spans.len(), 300);
+    // Each span is a child of the one before (its event's parent), so tracing keeps them all
+    // open while a child is; the 44 oldest are exited on this thread, where they were entered.
+    let exited: Vec<usize> = spans.iter().map(|s| s.exited).collect();
+    assert!(spans.iter().all(|s| s.entered == 1 && !s.closed), "{spans:#?}");
+    assert!(exited[..44].iter().all(|&e| e == 1), "the 44 oldest exited: {exited:?}");
+    assert!(
+        exited[44..].iter().all(|&e| e == 0),
+        "the 256 newest still entered: {exited:?}"
+    );
+    std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&dispatch, || {
+            for mut handle in handles {
+                handle.finish().unwrap();
+            }
+        })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(
+        bridge.open_spans(),
+        256,
+        "finished elsewhere: this thread's stack keeps them"
+    );
+}
