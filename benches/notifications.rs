@@ -42,12 +42,15 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::{instrument_event, Callsite, Notifier, Payload, Subscriber};
+use notify_core::{Callsite, Notifier, Payload, Subscriber};
 
 #[path = "support/fixture.rs"]
 mod fixture;
 
-use fixture::{fixture, many_exact, payload_3_keys, redacting_notifier, subscribe_unsubscribe, NoopEvented};
+use fixture::{
+    fixture, many_exact, notify_fn, payload_3_keys, redacting_notifier, subscribe_unsubscribe, tracing_fn, NoopEvented,
+    NoopLayer,
+};
 
 fn as_notifications(c: &mut Criterion) {
     let fixture = fixture();
@@ -92,29 +95,12 @@ fn as_notifications(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same function three ways. The body is small on purpose: the cases measure the wrapper.
+/// The same function three ways (`fixture::notify_fn` and `fixture::tracing_fn` are the other
+/// two). The body is small on purpose: the cases measure the wrapper.
 #[inline(never)]
 fn plain_fn(x: u64) -> u64 {
     black_box(x).wrapping_mul(3)
 }
-
-#[instrument_event("peer_fn.bench", fields(x))]
-#[inline(never)]
-fn notify_fn(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-#[tracing::instrument(level = "info")]
-#[inline(never)]
-fn tracing_fn(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-/// A `tracing` layer that does nothing: what the `Registry` under it does (span slots, the
-/// current-span stack) is the cost measured.
-struct NoopLayer;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
 
 fn peers(c: &mut Criterion) {
     let mut group = c.benchmark_group("peers");

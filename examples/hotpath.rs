@@ -81,35 +81,18 @@ fn instrument_named(notifier: &notify_core::Notifier, name: &str, iterations: u6
     }
 }
 
-#[notify_core::instrument_event("peer_fn.bench", fields(x))]
-#[inline(never)]
-fn notify_fn(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-#[tracing::instrument(level = "info")]
-#[inline(never)]
-fn tracing_fn(x: u64) -> u64 {
-    black_box(x).wrapping_mul(3)
-}
-
-/// A `tracing` layer that does nothing (the bench's).
-struct NoopLayer;
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
-
 /// The bridge's case and its peer, as in the bench: `notify_fn` through the bridge, or
 /// `tracing_fn`, on a `Registry` with a do-nothing layer.
 fn bridge(case: &str, iterations: u64) {
     use tracing_subscriber::layer::SubscriberExt;
     let bridge = notify_tracing::TracingSubscriber::new().subscribe(notify_core::Notifier::global(), "peer_fn.bench");
-    let subscriber = tracing_subscriber::registry().with(NoopLayer);
+    let subscriber = tracing_subscriber::registry().with(fixture::NoopLayer);
     tracing::subscriber::with_default(subscriber, || {
         for _ in 0..iterations {
             if case == "bridge_notify_to_tracing" {
-                notify_fn(black_box(7));
+                fixture::notify_fn(black_box(7));
             } else {
-                tracing_fn(black_box(7));
+                fixture::tracing_fn(black_box(7));
             }
         }
     });

@@ -152,3 +152,23 @@ pub fn many_exact(n: usize) -> Notifier {
     }));
     notifier
 }
+
+/// The bench's `peers` function under `#[instrument_event]` (also the bridge's case).
+#[notify_core::instrument_event("peer_fn.bench", fields(x))]
+#[inline(never)]
+pub fn notify_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// The same function under tracing's `#[instrument]`, the peer.
+#[tracing::instrument(level = "info")]
+#[inline(never)]
+pub fn tracing_fn(x: u64) -> u64 {
+    black_box(x).wrapping_mul(3)
+}
+
+/// A `tracing` layer that does nothing: what the `Registry` under it does (span slots, the
+/// current-span stack) is the cost measured.
+pub struct NoopLayer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for NoopLayer {}
