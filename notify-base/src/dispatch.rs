@@ -400,7 +400,8 @@ struct Heard {
 ///   subscriber, or several of one level and target; the tracing bridge): the indices are that
 ///   group's, read from the listener set, so nothing is allocated (boxed, this answer cost a
 ///   `malloc` and a `free` per event, about 340 instructions);
-/// * `Boxed`: anything else (several groups heard, a `silenced` that panicked).
+/// * `Boxed`: anything else (several groups heard, a `silenced` that panicked), in a `ColdBox`
+///   for its drop out of line; never empty.
 enum Answers {
     None,
     Group(u32),

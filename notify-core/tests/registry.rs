@@ -1056,6 +1056,28 @@ impl SilenceableSubscriber for Grouped {
     }
 }
 
+/// Subscribes to `name` one named `Grouped` per `(label, silence key, quiet, panics)` of
+/// `members`, in order, sharing `asked` and `seen`.
+fn subscribe_grouped(
+    notifier: &Notifier,
+    name: &str,
+    members: &[(&'static str, &'static str, &Arc<AtomicBool>, bool)],
+    asked: &Arc<AtomicUsize>,
+    seen: &Arc<Mutex<Vec<&'static str>>>,
+) {
+    for &(label, key, quiet, panics) in members {
+        let s = Grouped {
+            label,
+            key,
+            quiet: quiet.clone(),
+            asked: asked.clone(),
+            seen: seen.clone(),
+            panics,
+        };
+        let _ = notifier.subscribe(name, Subscriber::silenceable(s).named(label));
+    }
+}
+
 #[test]
 fn silence_groups_are_asked_once_per_event_exactly_and_deliver_in_subscription_order() {
     let notifier = Notifier::new();
@@ -1156,24 +1178,20 @@ fn silence_groups_after_a_silenced_and_a_panicking_group_are_still_asked_in_orde
     );
     // Groups in the order they are asked: "p" (silenced), "q" (its first panics), "r" (heard);
     // members interleaved: p1 q1 r1 p2 q2 r2.
-    for (label, key, quiet, panics) in [
-        ("p1", "test p", &p_quiet, false),
-        ("q1", "test q", &q_quiet, true),
-        ("r1", "test r", &r_quiet, false),
-        ("p2", "test p", &p_quiet, false),
-        ("q2", "test q", &q_quiet, false),
-        ("r2", "test r", &r_quiet, false),
-    ] {
-        let s = Grouped {
-            label,
-            key,
-            quiet: quiet.clone(),
-            asked: asked.clone(),
-            seen: seen.clone(),
-            panics,
-        };
-        let _ = notifier.subscribe("z", Subscriber::silenceable(s).named(label));
-    }
+    subscribe_grouped(
+        &notifier,
+        "z",
+        &[
+            ("p1", "test p", &p_quiet, false),
+            ("q1", "test q", &q_quiet, true),
+            ("r1", "test r", &r_quiet, false),
+            ("p2", "test p", &p_quiet, false),
+            ("q2", "test q", &q_quiet, false),
+            ("r2", "test r", &r_quiet, false),
+        ],
+        &asked,
+        &seen,
+    );
     notifier.instrument("z", Payload::new, |_| ());
     // p1 for "p"; q1 (panics), then q2 for "q"; r1 for "r".
     assert_eq!(asked.swap(0, Ordering::SeqCst), 4);
@@ -1233,22 +1251,18 @@ fn a_heard_group_before_a_panicking_group_keeps_its_members_in_subscription_orde
     let heard = Arc::new(AtomicBool::new(false));
     // Groups in the order they are asked: "h" (heard, answered for without copying its members
     // until a later group needs them), then "q" (its first panics); members h1 q1 h2 q2.
-    for (label, key, panics) in [
-        ("h1", "test h", false),
-        ("q1", "test q", true),
-        ("h2", "test h", false),
-        ("q2", "test q", false),
-    ] {
-        let s = Grouped {
-            label,
-            key,
-            quiet: heard.clone(),
-            asked: asked.clone(),
-            seen: seen.clone(),
-            panics,
-        };
-        let _ = notifier.subscribe("w", Subscriber::silenceable(s).named(label));
-    }
+    subscribe_grouped(
+        &notifier,
+        "w",
+        &[
+            ("h1", "test h", &heard, false),
+            ("q1", "test q", &heard, true),
+            ("h2", "test h", &heard, false),
+            ("q2", "test q", &heard, false),
+        ],
+        &asked,
+        &seen,
+    );
     notifier.instrument("w", Payload::new, |_| ());
     // h1 for "h"; q1 (panics), then q2 for "q".
     assert_eq!(asked.swap(0, Ordering::SeqCst), 3);

@@ -270,33 +270,35 @@ fn with_values<T>(
     }
     let keys = site.keys();
     let has_duration = meta.fields().field(DURATION_FIELD).is_some();
-    if keys.len() <= INLINE_KEYS {
-        // The common case, on the stack with no collecting: the values of the payload's keys, then
-        // the field values (the event id, the duration when declared, then those).
-        let mut holders: [Option<FieldValue<'_>>; INLINE_KEYS] = [const { None }; INLINE_KEYS];
-        for (holder, key) in holders.iter_mut().zip(keys) {
-            *holder = payload.get(key).map(FieldValue::of);
-        }
-        let mut values: [Option<&dyn TracingValue>; INLINE_KEYS + 2] = [None; INLINE_KEYS + 2];
-        values[0] = Some(&event_id);
-        let mut len = 1;
-        if has_duration {
-            values[1] = duration_ns.as_ref().map(|d| d as &dyn TracingValue);
-            len = 2;
-        }
-        for (value, holder) in values[len..].iter_mut().zip(&holders[..keys.len()]) {
-            *value = holder.as_ref().map(FieldValue::as_value);
-        }
-        return f(meta, &meta.fields().value_set_all(&values[..len + keys.len()]));
+    // The payload's values of the callsite's keys (`holders`), then the field values (`values`:
+    // the event id, the duration when declared, then those), on the stack for up to
+    // `INLINE_KEYS` keys, else in `Vec`s.
+    let (mut inline_holders, mut spilled_holders) = ([const { None }; INLINE_KEYS], Vec::new());
+    let holders: &mut [Option<FieldValue<'_>>] = if keys.len() <= INLINE_KEYS {
+        &mut inline_holders[..keys.len()]
+    } else {
+        spilled_holders.resize_with(keys.len(), || None);
+        &mut spilled_holders
+    };
+    for (holder, key) in holders.iter_mut().zip(keys) {
+        *holder = payload.get(key).map(FieldValue::of);
     }
-    let holders: Vec<Option<FieldValue<'_>>> = keys.iter().map(|key| payload.get(key).map(FieldValue::of)).collect();
-    let mut values: Vec<Option<&dyn TracingValue>> = Vec::with_capacity(holders.len() + 2);
-    values.push(Some(&event_id));
+    let len = 1 + usize::from(has_duration) + keys.len();
+    let (mut inline_values, mut spilled_values) = ([None; INLINE_KEYS + 2], Vec::new());
+    let values: &mut [Option<&dyn TracingValue>] = if len <= INLINE_KEYS + 2 {
+        &mut inline_values[..len]
+    } else {
+        spilled_values.resize(len, None);
+        &mut spilled_values
+    };
+    values[0] = Some(&event_id);
     if has_duration {
-        values.push(duration_ns.as_ref().map(|d| d as &dyn TracingValue));
+        values[1] = duration_ns.as_ref().map(|d| d as &dyn TracingValue);
     }
-    values.extend(holders.iter().map(|h| h.as_ref().map(FieldValue::as_value)));
-    f(meta, &meta.fields().value_set_all(&values))
+    for (value, holder) in values[len - keys.len()..].iter_mut().zip(&*holders) {
+        *value = holder.as_ref().map(FieldValue::as_value);
+    }
+    f(meta, &meta.fields().value_set_all(values))
 }
 
 /// Payload keys of a callsite whose field values are gathered on the stack (more: in a `Vec`).
@@ -342,6 +344,7 @@ impl EventedSubscriber for TracingSubscriber {
                 let mut sync = sync.borrow_mut();
                 let full = sync.len() >= MAX_SYNC;
                 if !full {
+                    // Pushes the entry (an `Option`, always `Some` here).
                     sync.extend(entry.take());
                 }
                 full
