@@ -228,11 +228,11 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
             .unwrap()
             .iter()
             .filter(|t| t["root"] == "request.bookstore")
-            .max_by_key(|t| t["events"].as_u64().unwrap())
+            .max_by_key(|t| t["event_count"].as_u64().unwrap())
             .map(|t| {
                 (
                     t["trace_id"].as_str().unwrap().to_owned(),
-                    t["events"].as_u64().unwrap(),
+                    t["event_count"].as_u64().unwrap(),
                 )
             });
         match biggest {

@@ -1,22 +1,40 @@
-//! The page's data as JSON (serde_json). Times are nanoseconds: offsets from the trace's start,
-//! durations, and wall-clock starts since the Unix epoch.
+//! The page's data as JSON (serde_json).
+//!
+//! Every key of every object is unique. Wall-clock times are RFC 3339 UTC strings with
+//! nanoseconds (`"start": "2025-12-06T05:46:40.123456789Z"`), as in notify's own event JSON:
+//! nanoseconds since 1970 are about 2^60, and JavaScript (browsers, `jq`) reads a JSON number as
+//! an IEEE double, exact only up to 2^53, so as a number their last digits would silently change.
+//! The other integers are numbers, as in notify's event JSON: durations and offsets in
+//! nanoseconds (exact in JavaScript up to 2^53 ns, 104 days), event ids (the process-wide
+//! counter stays far below 2^53) and counts.
 
-use notify_core::EventId;
+use notify_core::{EventId, Value};
 use std::time::SystemTime;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::record::Trace;
 use crate::recorder::{RecorderCounts, TraceRecorder};
 use crate::stats::NameStats;
 
+/// A wall-clock time written as its RFC 3339 text (nanoseconds, UTC), never as a number.
+struct WallClock(SystemTime);
+
+impl Serialize for WallClock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Value::Time displays as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`, the form of an event's `start`.
+        s.collect_str(&Value::Time(self.0))
+    }
+}
+
 #[derive(Serialize)]
 struct TraceSummary<'a> {
     trace_id: String,
     root: Option<&'a str>,
-    start_unix_ns: u128,
+    start: Option<WallClock>,
     duration_ns: u128,
-    events: usize,
+    /// The number of events kept; `"events"` is the list of them in [`trace_json`].
+    event_count: usize,
     dropped_events: u64,
     complete: bool,
 }
@@ -29,12 +47,14 @@ struct EventJson<'a> {
     depth: usize,
     offset_ns: u128,
     duration_ns: u128,
-    start_unix_ns: u128,
+    start: WallClock,
     outcome: notify_core::Outcome,
     payload: Vec<(&'a str, &'a str)>,
     payload_truncated: bool,
 }
 
+/// A trace summary's keys and `"events"`: [`TraceSummary`] has no key named `events`, so the
+/// flattened object has each key once.
 #[derive(Serialize)]
 struct TraceJson<'a> {
     #[serde(flatten)]
@@ -49,33 +69,41 @@ struct StatsJson {
     names: Vec<NameStats>,
 }
 
-fn unix_ns(t: Option<SystemTime>) -> u128 {
-    t.and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos())
-}
-
 fn summary(trace: &Trace) -> TraceSummary<'_> {
     TraceSummary {
         trace_id: trace.trace_id().to_string(),
         root: trace.root().map(|e| e.name()),
-        start_unix_ns: unix_ns(trace.start_time()),
+        start: trace.start_time().map(WallClock),
         duration_ns: trace.duration().as_nanos(),
-        events: trace.events().len(),
+        event_count: trace.events().len(),
         dropped_events: trace.dropped_events(),
         complete: trace.is_complete(),
     }
 }
 
-/// The recorder's finished traces, newest first: `[{"trace_id", "root", "start_unix_ns",
-/// "duration_ns", "events", "dropped_events", "complete"}]`.
+/// The recorder's finished traces, newest first: `[{"trace_id", "root", "start", "duration_ns",
+/// "event_count", "dropped_events", "complete"}]`.
+///
+/// `trace_id` is 32 lowercase hex digits; `root` the root event's name or `null`; `start` the
+/// earliest wall-clock start of its events as an RFC 3339 UTC string with nanoseconds
+/// (`"2025-12-06T05:46:40.123456789Z"`; a string, not nanoseconds as a number, which JavaScript
+/// would round), or `null` for a trace without events; `duration_ns` from that start to the
+/// latest end, in nanoseconds; `event_count` the events kept; `dropped_events` those left out
+/// ([`WebOptions::events_per_trace`](crate::WebOptions::events_per_trace)); `complete` whether
+/// its root has finished.
 pub fn traces_json(recorder: &TraceRecorder) -> String {
     let traces = recorder.traces();
     serde_json::to_string(&traces.iter().map(|t| summary(t)).collect::<Vec<_>>()).expect("serializable")
 }
 
-/// One trace: the fields of [`traces_json`] and `"events"`, in display order (depth-first),
-/// each `{"name", "id", "parent_id", "depth", "offset_ns", "duration_ns", "start_unix_ns",
-/// "outcome", "payload": [[key, value text]], "payload_truncated"}`.
+/// One trace: the keys of [`traces_json`] (`event_count` included) and `"events"`, in display
+/// order (depth-first), each `{"name", "id", "parent_id", "depth", "offset_ns", "duration_ns",
+/// "start", "outcome", "payload": [[key, value text]], "payload_truncated"}`.
+///
+/// `id` and `parent_id` are event ids as numbers (as in notify's event JSON; `parent_id` `null`
+/// for a root); `offset_ns` is the event's start after the trace's, `duration_ns` its duration,
+/// both in nanoseconds; `start` its wall-clock start as an RFC 3339 UTC string with nanoseconds;
+/// `outcome` `"completed"`, `"panicked"` or `"cancelled"`. Every key appears once in each object.
 pub fn trace_json(trace: &Trace) -> String {
     let start = trace.start();
     let events = trace
@@ -88,7 +116,7 @@ pub fn trace_json(trace: &Trace) -> String {
             depth,
             offset_ns: start.map_or(0, |s| e.start().saturating_duration_since(s).as_nanos()),
             duration_ns: e.duration().as_nanos(),
-            start_unix_ns: unix_ns(Some(e.start_time())),
+            start: WallClock(e.start_time()),
             outcome: e.outcome(),
             payload: e.payload().collect(),
             payload_truncated: e.is_truncated(),
@@ -103,7 +131,8 @@ pub fn trace_json(trace: &Trace) -> String {
 
 /// The per-name statistics and the recorder's counts: `{"window_ns", "counts": {...},
 /// "names": [{"name", "count", "window_count", "rate", "p50_ns", "p90_ns", "p99_ns", "max_ns",
-/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}]}]}`.
+/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}]}]}`. Durations are nanoseconds as
+/// numbers, `rate` events per second, `seconds_ago` seconds (both floats).
 pub fn stats_json(recorder: &TraceRecorder) -> String {
     serde_json::to_string(&StatsJson {
         window_ns: recorder.window().as_nanos(),

@@ -19,6 +19,14 @@
 //! | `/api/trace/<trace id>` | one trace with its events (JSON) |
 //! | `/api/stats` | per-name statistics and the recorder's counts (JSON) |
 //!
+//! The JSON ([`traces_json`], [`trace_json`], [`stats_json`]) has each key once per object (a
+//! trace's event count is `event_count`, its list of events `events`), and writes wall-clock
+//! times as RFC 3339 UTC strings with nanoseconds (`"start": "2025-12-06T05:46:40.123456789Z"`),
+//! as notify's event JSON does: nanoseconds since 1970 are above 2^53, where JavaScript (browsers,
+//! `jq`) stops reading JSON numbers exactly. Durations and offsets are nanoseconds as numbers
+//! (exact there up to 2^53 ns, 104 days), event ids numbers as in the event JSON, trace ids 32
+//! hex digits.
+//!
 //! ```no_run
 //! use notify_core::{Notifier, Pattern};
 //! use notify_pool::WorkerPool;

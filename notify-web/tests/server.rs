@@ -106,7 +106,7 @@ fn routes_answer_json_and_clear_errors() {
     assert_eq!(traces[0]["trace_id"], trace_id.to_string());
     assert_eq!(traces[0]["root"], "request.app");
     assert_eq!(
-        (traces[0]["events"].as_u64(), traces[0]["complete"].as_bool()),
+        (traces[0]["event_count"].as_u64(), traces[0]["complete"].as_bool()),
         (Some(2), Some(true))
     );
 

@@ -1,0 +1,313 @@
+//! The JSON endpoints: each key once per object, exact shapes and values, wall-clock times as
+//! strings that keep every nanosecond.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, SystemTime};
+
+use notify_core::{Event, EventId, Payload, TraceId, TransactionId, Value};
+use notify_web::{TraceRecorder, WebOptions, WebServer};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+/// The body of `GET target` (HTTP/1.0, so the server closes the connection), which must be a 200
+/// with JSON.
+fn get_json(addr: SocketAddr, target: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
+        "{head}"
+    );
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    body.to_owned()
+}
+
+/// Any JSON value, read only to check that no object in it has a key twice (serde_json's `Value`
+/// keeps the last of duplicate keys silently, as JavaScript does).
+struct UniqueKeys;
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UniqueKeys, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
+}
+
+/// Checks that `json` is valid JSON with no key twice in any object.
+fn unique_keys(json: &str) -> Result<(), String> {
+    serde_json::from_str::<UniqueKeys>(json)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryJson {
+    trace_id: String,
+    root: Option<String>,
+    start: Option<String>,
+    duration_ns: u64,
+    event_count: u64,
+    dropped_events: u64,
+    complete: bool,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceJson {
+    trace_id: String,
+    root: Option<String>,
+    start: Option<String>,
+    duration_ns: u64,
+    event_count: u64,
+    dropped_events: u64,
+    complete: bool,
+    events: Vec<EventJson>,
+}
+
+#[derive(Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventJson {
+    name: String,
+    id: u64,
+    parent_id: Option<u64>,
+    depth: u64,
+    offset_ns: u64,
+    duration_ns: u64,
+    start: String,
+    outcome: String,
+    payload: Vec<(String, String)>,
+    payload_truncated: bool,
+}
+
+/// The wall-clock time an RFC 3339 text stands for, read by notify-core's own event reader (an
+/// independent check that the text keeps every nanosecond).
+fn parse_time(text: &str) -> SystemTime {
+    let event: Event = serde_json::from_value(serde_json::json!({
+        "name": "t.parse", "start": text, "duration_ns": 0, "id": 1, "transaction_id": 1,
+        "trace_id": "00000000000000000000000000000001",
+    }))
+    .unwrap();
+    event.start_time()
+}
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+#[test]
+fn the_duplicate_key_check_finds_duplicates_at_any_depth() {
+    assert_eq!(unique_keys(r#"{"a":[{"b":1,"c":{"b":2}}],"d":null}"#), Ok(()));
+    assert_eq!(
+        unique_keys(r#"{"events":2,"complete":true,"events":[]}"#),
+        Err("duplicate key \"events\" at line 1 column 36".to_owned())
+    );
+    assert_eq!(
+        unique_keys(r#"[{"x":{"y":1,"y":2}}]"#),
+        Err("duplicate key \"y\" at line 1 column 16".to_owned())
+    );
+}
+
+#[test]
+fn api_trace_has_each_key_once_and_exact_values() {
+    let recorder = TraceRecorder::new(WebOptions::new());
+    // A whole second in the recent past (after this machine booted, so the monotonic start of an
+    // event made from it is not clamped), with 123,456,789 ns: nanoseconds since 1970 above 2^53,
+    // which a JSON number read as a double would not keep.
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap();
+    let t0 = SystemTime::UNIX_EPOCH + Duration::new(now.as_secs() - 10, 123_456_789);
+    let t0_ns = t0.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    assert!(t0_ns > 1 << 53);
+    assert_ne!(
+        t0_ns as f64 as u64, t0_ns,
+        "a double would change this time's last digits"
+    );
+    let trace_id = TraceId::new(u128::from_str_radix(TRACE, 16).unwrap()).unwrap();
+    let child_start = t0 + Duration::from_nanos(500);
+    let child = Event::at_wall_clock(
+        "query.sql",
+        child_start,
+        Duration::from_nanos(1_000),
+        Payload::new().with("sql", "SELECT 1"),
+    )
+    .with_ids(EventId::new(8), Some(EventId::new(7)), TransactionId::new(1))
+    .with_trace_id(trace_id);
+    let root = Event::at_wall_clock(
+        "request.app",
+        t0,
+        Duration::from_nanos(2_000),
+        Payload::new().with("path", "/orders"),
+    )
+    .with_ids(EventId::new(7), None, TransactionId::new(1))
+    .with_trace_id(trace_id);
+    recorder.record(&child);
+    recorder.record(&root);
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+
+    let body = get_json(addr, &format!("/api/trace/{TRACE}"));
+    assert_eq!(unique_keys(&body), Ok(()), "{body}");
+    let trace: TraceJson = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let (t0_text, child_text) = (Value::Time(t0).to_string(), Value::Time(child_start).to_string());
+    assert!(t0_text.ends_with(".123456789Z"), "{t0_text}");
+    assert!(child_text.ends_with(".123457289Z"), "{child_text}");
+    assert_eq!(
+        trace,
+        TraceJson {
+            trace_id: TRACE.to_owned(),
+            root: Some("request.app".to_owned()),
+            start: Some(t0_text.clone()),
+            duration_ns: 2_000,
+            event_count: 2,
+            dropped_events: 0,
+            complete: true,
+            events: vec![
+                EventJson {
+                    name: "request.app".to_owned(),
+                    id: 7,
+                    parent_id: None,
+                    depth: 0,
+                    offset_ns: 0,
+                    duration_ns: 2_000,
+                    start: t0_text.clone(),
+                    outcome: "completed".to_owned(),
+                    payload: vec![("path".to_owned(), "/orders".to_owned())],
+                    payload_truncated: false,
+                },
+                EventJson {
+                    name: "query.sql".to_owned(),
+                    id: 8,
+                    parent_id: Some(7),
+                    depth: 1,
+                    offset_ns: 500,
+                    duration_ns: 1_000,
+                    start: child_text.clone(),
+                    outcome: "completed".to_owned(),
+                    payload: vec![("sql".to_owned(), "SELECT 1".to_owned())],
+                    payload_truncated: false,
+                },
+            ],
+        }
+    );
+    // The times come back to the nanosecond.
+    assert_eq!(parse_time(trace.start.as_deref().unwrap()), t0);
+    assert_eq!(parse_time(&trace.events[0].start), t0);
+    assert_eq!(parse_time(&trace.events[1].start), child_start);
+
+    let body = get_json(addr, "/api/traces");
+    assert_eq!(unique_keys(&body), Ok(()), "{body}");
+    let traces: Vec<SummaryJson> = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(
+        traces,
+        [SummaryJson {
+            trace_id: TRACE.to_owned(),
+            root: Some("request.app".to_owned()),
+            start: Some(t0_text),
+            duration_ns: 2_000,
+            event_count: 2,
+            dropped_events: 0,
+            complete: true,
+        }]
+    );
+
+    let body = get_json(addr, "/api/stats");
+    assert_eq!(unique_keys(&body), Ok(()), "{body}");
+    server.stop();
+}
+
+/// No integer in the JSON is above 2^53 (where JavaScript stops reading numbers exactly) for a
+/// trace of events made now: wall-clock times are strings.
+#[test]
+fn no_json_number_is_above_2_pow_53() {
+    let notifier = notify_core::Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let r = recorder.clone();
+    let _s = notifier.subscribe(
+        notify_core::Pattern::all(),
+        notify_core::Subscriber::event(move |e: &Event| r.record(e)),
+    );
+    notifier.instrument("request.app", Payload::new, |_| {
+        notifier.instrument("query.sql", || Payload::new().with("rows", 3_u64), |_| ());
+    });
+    let trace_id = recorder.traces()[0].trace_id();
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    fn numbers(value: &serde_json::Value, out: &mut Vec<serde_json::Number>) {
+        match value {
+            serde_json::Value::Number(n) => out.push(n.clone()),
+            serde_json::Value::Array(items) => items.iter().for_each(|v| numbers(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| numbers(v, out)),
+            _ => (),
+        }
+    }
+    for target in [
+        "/api/traces".to_owned(),
+        format!("/api/trace/{trace_id}"),
+        "/api/stats".to_owned(),
+    ] {
+        let body = get_json(addr, &target);
+        let mut found = Vec::new();
+        numbers(&serde_json::from_str(&body).unwrap(), &mut found);
+        assert!(!found.is_empty(), "{target}");
+        for n in found {
+            assert!(
+                n.as_f64().is_some_and(|f| f.abs() <= (1_u64 << 53) as f64),
+                "{target}: {n} is beyond 2^53: {body}"
+            );
+        }
+    }
+    server.stop();
+}
