@@ -213,6 +213,9 @@ pub struct EventContext {
     pub(crate) start: Option<Instant>,
     pub(crate) end: Option<Instant>,
     pub(crate) location: Option<&'static Location>,
+    /// Set at finish when the event was entered on another thread (see
+    /// [`EventContext::finished_on_another_thread`]).
+    pub(crate) finished_on_another_thread: bool,
 }
 
 impl EventContext {
@@ -234,6 +237,7 @@ impl EventContext {
             start: None,
             end: None,
             location: None,
+            finished_on_another_thread: false,
         }
     }
 
@@ -280,6 +284,38 @@ impl EventContext {
     /// ```
     pub fn duration(&self) -> Option<Duration> {
         Some(self.end?.saturating_duration_since(self.start?))
+    }
+
+    /// `true` at `finish` when the event was entered on one thread and is finished on another: a
+    /// started [`Handle`](crate::Handle) moved to another thread before its `finish`. A bridge that
+    /// keeps per-thread state for the event from its `start` (notify-tracing's entered span) finds
+    /// it missing on the finishing thread and must have the starting thread release it. `false` at
+    /// `start`, for events finished where they were entered, and for events never entered (async
+    /// events between polls, [`Notifier::publish`](crate::Notifier::publish)).
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// #[derive(Default)]
+    /// struct Moved(Mutex<Vec<bool>>);
+    /// impl EventedSubscriber for Moved {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, event: &EventContext, _: &Payload) {
+    ///         self.0.lock().unwrap().push(event.finished_on_another_thread());
+    ///     }
+    /// }
+    /// let notifier = Notifier::new();
+    /// let moved = Arc::new(Moved::default());
+    /// notifier.subscribe("job", Subscriber::evented(moved.clone()));
+    /// notifier.instrument("job", Payload::new, |_| ());
+    /// let mut handle = notifier.build_handle("job", Payload::new());
+    /// handle.start()?;
+    /// std::thread::spawn(move || handle.finish()).join().unwrap()?;
+    /// assert_eq!(*moved.0.lock().unwrap(), [false, true]);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn finished_on_another_thread(&self) -> bool {
+        self.finished_on_another_thread
     }
 
     /// The context of this event: events started under it become its children.

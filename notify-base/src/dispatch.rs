@@ -675,7 +675,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             Measured::default()
         };
         if self.entered {
-            ids::leave(self.context.id.0);
+            self.context.finished_on_another_thread = !ids::leave(self.context.id.0);
         }
         record::take_into(self.context.id.0, payload);
         self.redaction.apply(payload);

@@ -438,12 +438,14 @@ pub fn current_event_id() -> Option<EventId> {
 
 /// Removes the frame `key` from this thread's stack, wherever it is (events may finish out of
 /// order). When it is not there — it was entered on another thread — it is orphaned for that
-/// thread to drop.
+/// thread to drop, and the answer is `false`.
 #[inline]
-pub(crate) fn leave(key: u64) {
-    if !this_thread().remove(key) {
+pub(crate) fn leave(key: u64) -> bool {
+    let here = this_thread().remove(key);
+    if !here {
         orphan(key);
     }
+    here
 }
 
 #[cold]

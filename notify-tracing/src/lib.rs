@@ -54,9 +54,11 @@ mod fields;
 mod layer;
 mod logger;
 mod names;
+mod open;
 mod reentry;
 mod sites;
 mod spans;
+mod sync_spans;
 
 pub use crate::layer::NotifyLayer;
 pub use crate::logger::NotifyLogger;

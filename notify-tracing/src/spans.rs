@@ -1,21 +1,22 @@
 //! [`TracingSubscriber`]: notify events as tracing spans or events (notify -> tracing).
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use notify_core::{
     EventContext, EventId, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber,
-    Subscriber, Subscription, Value,
+    Subscriber, Subscription,
 };
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use tracing::{Level, Span};
-use tracing_core::field::{self, DisplayValue, Value as TracingValue};
+use tracing_core::field::{self, Value as TracingValue};
 use tracing_core::span::Id;
 use tracing_core::Metadata;
 
 use crate::dyn_sites::{registry, DynSite, DURATION_FIELD};
+use crate::open::{FieldValue, Open};
 use crate::reentry;
+use crate::sync_spans::{self, SyncOpen};
 
 /// A notify subscriber that re-emits events into `tracing`, so tracing-subscriber's fmt and JSON
 /// layers, `tracing-opentelemetry` and any other tracing subscriber show them.
@@ -34,6 +35,14 @@ use crate::reentry;
 ///   finish, an async event (instrumented future, `async fn` under `#[instrument_event]`) around
 ///   each poll, on the polling thread — so concurrent tasks never nest under each other;
 /// * closed when the event finishes.
+///
+/// **Threads.** tracing keeps the entered spans per thread, and only the thread that entered a
+/// span can exit it. A started [`Handle`](notify_core::Handle) moved to another thread and
+/// finished there leaves its span entered on the starting thread until that thread's next bridged
+/// event (its start or finish, or [`TracingSubscriber::open_spans`]) or its exit: then the fields
+/// the block added are recorded, the span is exited and closed. Until then what that thread emits
+/// to tracing still nests under it. A thread keeps at most 256 entered spans (of handles started
+/// there and not finished); past that the oldest is exited and closed.
 ///
 /// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at
 /// finish, with every payload entry and `notify.duration_ns`, parented to the tracing span current
@@ -126,11 +135,12 @@ impl TracingSubscriber {
     }
 
     /// How many bridged spans are open now (started, not finished): those of async events, and
-    /// those of synchronous events on the calling thread.
+    /// those of synchronous events on the calling thread. The spans of this thread's events
+    /// finished on other threads are closed first (see "Threads" above).
     pub fn open_spans(&self) -> usize {
+        sync_spans::claim_orphans();
         let owner = self.owner();
-        let sync = SYNC.with(|sync| sync.borrow().iter().filter(|s| s.owner == owner).count());
-        self.inner.open.len() + sync
+        self.inner.open.len() + sync_spans::count(owner)
     }
 }
 
@@ -142,43 +152,6 @@ impl From<TracingSubscriber> for Subscriber {
         };
         Subscriber::silenceable_with(options, bridge).named("tracing")
     }
-}
-
-/// An open bridged span.
-struct Open {
-    span: Span,
-    site: &'static DynSite,
-    /// How many payload entries there were at start (recorded then; at finish only the entries
-    /// after them, which the block added, are recorded).
-    started: usize,
-}
-
-impl Open {
-    fn enter(&self) {
-        self.span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
-    }
-
-    fn exit(&self) {
-        self.span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
-    }
-}
-
-/// A synchronous event's open span, on the thread that runs the event.
-struct SyncOpen {
-    /// The bridge (address of its shared state), so two bridges of one event keep apart.
-    owner: usize,
-    event: EventId,
-    open: Open,
-}
-
-/// Synchronous events' spans kept per thread at most; past that the oldest is closed (only a
-/// handle started on this thread and finished on another can leave one behind).
-const MAX_SYNC: usize = 256;
-
-thread_local! {
-    /// The open spans of synchronous events started on this thread, innermost last: no lock, no
-    /// hash map on the common path.
-    static SYNC: RefCell<Vec<SyncOpen>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Open spans of async events (not entered at start, so they may move between threads), by notify
@@ -209,40 +182,6 @@ impl OpenSpans {
 
     fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
-    }
-}
-
-/// A payload value as a tracing field value.
-enum FieldValue<'a> {
-    I64(i64),
-    U64(u64),
-    F64(f64),
-    Bool(bool),
-    Str(&'a str),
-    Text(DisplayValue<&'a Value>),
-}
-
-impl<'a> FieldValue<'a> {
-    fn of(value: &'a Value) -> FieldValue<'a> {
-        match value {
-            Value::I64(v) => FieldValue::I64(*v),
-            Value::U64(v) => FieldValue::U64(*v),
-            Value::F64(v) => FieldValue::F64(*v),
-            Value::Bool(v) => FieldValue::Bool(*v),
-            Value::Str(v) => FieldValue::Str(v),
-            other => FieldValue::Text(field::display(other)),
-        }
-    }
-
-    fn as_value(&self) -> &dyn TracingValue {
-        match self {
-            FieldValue::I64(v) => v,
-            FieldValue::U64(v) => v,
-            FieldValue::F64(v) => v,
-            FieldValue::Bool(v) => v,
-            FieldValue::Str(v) => v,
-            FieldValue::Text(v) => v,
-        }
     }
 }
 
@@ -310,6 +249,7 @@ impl EventedSubscriber for TracingSubscriber {
         if !inner.spans || reentry::is_publishing() {
             return;
         }
+        sync_spans::claim_orphans();
         let site = registry().site(name, true, inner.level, payload);
         if !site.is_enabled() {
             return;
@@ -332,26 +272,11 @@ impl EventedSubscriber for TracingSubscriber {
         // `enter`/`exit` per poll, on whatever thread polls it.
         if notify_core::current_event_id() == Some(event.id()) {
             open.enter();
-            // Moved into the thread's stack from here, through a reference: captured by value,
-            // the ~70 bytes were copied once more into the closure, with 16-byte loads of the
-            // 8-byte stores just made (store forwarding stalls).
-            let mut entry = Some(SyncOpen {
+            sync_spans::push(SyncOpen {
                 owner: self.owner(),
                 event: event.id(),
                 open,
             });
-            let full = SYNC.with(|sync| {
-                let mut sync = sync.borrow_mut();
-                let full = sync.len() >= MAX_SYNC;
-                if !full {
-                    // Pushes the entry (an `Option`, always `Some` here).
-                    sync.extend(entry.take());
-                }
-                full
-            });
-            if full {
-                push_evicting(entry);
-            }
         } else {
             inner.open.shard(event.id()).lock().insert(event.id(), open);
         }
@@ -378,59 +303,26 @@ impl EventedSubscriber for TracingSubscriber {
             emit_event(inner.level, name, event, payload);
             return;
         }
+        sync_spans::claim_orphans();
         let owner = self.owner();
-        let sync = SYNC.with(|sync| {
-            let mut sync = sync.borrow_mut();
-            let at = sync.iter().rposition(|s| s.event == event.id() && s.owner == owner)?;
-            Some(sync.remove(at).open)
-        });
-        let (open, entered) = match sync {
+        let (open, entered) = match sync_spans::take(owner, event.id()) {
             Some(open) => (open, true),
             None => match inner.open.shard(event.id()).lock().remove(&event.id()) {
                 Some(open) => (open, false),
-                None => return,
+                None => {
+                    if event.finished_on_another_thread() {
+                        // A handle moved here: its span is entered on the thread that started it,
+                        // and only that thread can exit it.
+                        sync_spans::orphan(owner, event.id(), payload);
+                    }
+                    return;
+                }
             },
         };
-        let mut missing = false;
-        for (key, value) in payload.iter().skip(open.started) {
-            if !open.site.keys().contains(&key) {
-                missing = true;
-                continue;
-            }
-            match FieldValue::of(value) {
-                FieldValue::I64(v) => open.span.record(key, v),
-                FieldValue::U64(v) => open.span.record(key, v),
-                FieldValue::F64(v) => open.span.record(key, v),
-                FieldValue::Bool(v) => open.span.record(key, v),
-                FieldValue::Str(v) => open.span.record(key, v),
-                FieldValue::Text(v) => open.span.record(key, v),
-            };
-        }
-        if missing && !open.site.overflow {
+        if open.finish(payload, entered) {
             // Declare the new keys for the next events of this name.
             registry().site(name, true, inner.level, payload);
         }
-        if entered {
-            open.exit();
-        }
-    }
-}
-
-/// Pushes `entry` onto this thread's full stack of synchronous spans, exiting and closing the
-/// oldest (outside the borrow: both call into tracing, which may bridge back into notify). Its
-/// span was entered on this thread at start; left entered, tracing's registry would keep it open
-/// (its stack of entered spans holds a reference) however it is dropped.
-#[cold]
-#[inline(never)]
-fn push_evicting(entry: Option<SyncOpen>) {
-    let evicted = SYNC.with(|sync| {
-        let mut sync = sync.borrow_mut();
-        let evicted = (sync.len() >= MAX_SYNC).then(|| sync.remove(0));
-        sync.extend(entry);
-        evicted
-    });
-    if let Some(evicted) = evicted {
-        evicted.open.exit();
     }
 }
 
@@ -441,13 +333,7 @@ impl TracingSubscriber {
 
     /// The tracing span id of the bridged event `parent`, if it is open.
     fn parent_span(&self, parent: EventId) -> Option<Id> {
-        let owner = self.owner();
-        let sync = SYNC.with(|sync| {
-            let sync = sync.borrow();
-            let open = sync.iter().rev().find(|s| s.event == parent && s.owner == owner)?;
-            open.open.span.id()
-        });
-        sync.or_else(|| self.inner.open.span(parent)?.id())
+        sync_spans::span_id(self.owner(), parent).or_else(|| self.inner.open.span(parent)?.id())
     }
 }
 

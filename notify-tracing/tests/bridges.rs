@@ -448,8 +448,9 @@ fn a_thread_keeps_at_most_256_synchronous_spans_and_exits_the_oldest_past_that()
         exited[44..].iter().all(|&e| e == 0),
         "the 256 newest still entered: {exited:?}"
     );
+    let finisher = dispatch.clone();
     std::thread::spawn(move || {
-        tracing::dispatcher::with_default(&dispatch, || {
+        tracing::dispatcher::with_default(&finisher, || {
             for mut handle in handles {
                 handle.finish().unwrap();
             }
@@ -457,9 +458,90 @@ fn a_thread_keeps_at_most_256_synchronous_spans_and_exits_the_oldest_past_that()
     })
     .join()
     .unwrap();
-    assert_eq!(
-        bridge.open_spans(),
-        256,
-        "finished elsewhere: this thread's stack keeps them"
+    // Finished elsewhere: this thread closes them at its next look (here `open_spans`).
+    tracing::dispatcher::with_default(&dispatch, || assert_eq!(bridge.open_spans(), 0));
+    let spans = capture.spans();
+    assert!(
+        spans.iter().all(|s| s.entered == 1 && s.exited == 1 && s.closed),
+        "{spans:#?}"
     );
+}
+
+#[test]
+fn a_handle_finished_on_another_thread_has_its_span_exited_and_closed_where_it_started() {
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_moved").unwrap());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let mut handle = notifier.build_handle("job.n2t_moved", Payload::new().with("k", 1_u64));
+        handle.start().unwrap();
+        let finisher = dispatch.clone();
+        std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&finisher, || {
+                handle.payload_mut().insert("k", 2_u64);
+                handle.payload_mut().insert("rows", 3_u64);
+                handle.finish().unwrap();
+            })
+        })
+        .join()
+        .unwrap();
+        // Until this thread's next bridged event, what it emits still nests under the span.
+        tracing::info!("between");
+        notifier.instrument("later.n2t_moved", Payload::new, |_| tracing::info!("inside later"));
+        tracing::info!("after");
+    });
+    let spans = capture.spans();
+    let names: Vec<_> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["job", "later"]);
+    let (job, later) = (&spans[0], &spans[1]);
+    assert_eq!((job.entered, job.exited, job.closed), (1, 1, true), "{job:#?}");
+    assert_eq!(
+        later.parent, None,
+        "the moved handle's span was closed first: {later:#?}"
+    );
+    assert_eq!((later.entered, later.exited, later.closed), (1, 1, true));
+    // `rows`, added by the block, is not a field of the first span of the name (see the docs);
+    // `k` keeps its value from the start (a replaced value is not reflected).
+    assert_eq!(job.fields.get("k").map(String::as_str), Some("1"));
+    let scopes: Vec<(String, Vec<u64>)> = capture
+        .events()
+        .into_iter()
+        .map(|e| (e.fields["message"].clone(), e.scope))
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            ("between".to_owned(), vec![0]),
+            ("inside later".to_owned(), vec![1]),
+            ("after".to_owned(), vec![])
+        ]
+    );
+}
+
+#[test]
+fn a_thread_that_exits_with_bridged_spans_entered_exits_and_closes_them() {
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_exit").unwrap());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    let starter = dispatch.clone();
+    let (n, for_thread) = (notifier.clone(), notifier.clone());
+    let handle = std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&starter, || {
+            let mut handle = for_thread.build_handle("job.n2t_exit", Payload::new());
+            handle.start().unwrap();
+            handle
+        })
+    })
+    .join()
+    .expect("the thread exits without a panic in a thread-local's destructor");
+    let spans = capture.spans();
+    assert_eq!(spans.len(), 1);
+    assert_eq!((spans[0].entered, spans[0].exited), (1, 1), "{spans:#?}");
+    // Finished after its thread is gone: nothing left to close, nothing fails.
+    let mut handle = handle;
+    tracing::dispatcher::with_default(&dispatch, || handle.finish().unwrap());
+    drop(n);
+    assert!(capture.spans()[0].closed);
 }
