@@ -38,14 +38,17 @@ mod mailer {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // tracing: fmt output on stderr, plus the tracing -> notify layer.
-    tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_span_events(FmtSpan::CLOSE)
-                .with_target(true),
-        )
-        .with(NotifyLayer::new())
-        .init();
+    // `set_global_default`, not `.init()`: with tracing-subscriber's default features `.init()`
+    // also installs a `log` logger, and `NotifyLogger::install` would then fail.
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_span_events(FmtSpan::CLOSE)
+                    .with_target(true),
+            )
+            .with(NotifyLayer::new()),
+    )?;
     // log -> notify (a real app would forward to its logger: `.forward_to(env_logger::Logger::…)`).
     NotifyLogger::new().install()?;
     // notify -> tracing for the app's own events.
