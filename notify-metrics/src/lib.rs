@@ -16,7 +16,11 @@
 //! * Each payload key chosen with [`MetricsSubscriber::label`] becomes a label whose value is the
 //!   payload value's text (`"books"`, `"3"`, `"true"`); an event without that key has no such
 //!   label. Choose keys with few distinct values (a table name, a status code), never the SQL text
-//!   or an id: every distinct label set is a time series.
+//!   or an id: every distinct label set is a time series. A key must be a Prometheus label name
+//!   (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`), chosen once, and none of `event`,
+//!   `outcome` (set by the subscriber), `le`, `quantile` (added by Prometheus):
+//!   [`MetricsSubscriber::label`] panics on such a key, [`MetricsSubscriber::try_label`] returns a
+//!   [`LabelError`].
 //! * The metric names start with `notify` unless [`MetricsSubscriber::prefix`] says otherwise.
 //!
 //! ```
@@ -67,7 +71,10 @@
 
 mod subscriber;
 
-pub use crate::subscriber::{MetricsSubscriber, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS};
+pub use crate::subscriber::{
+    LabelError, MetricsSubscriber, BUILTIN_LABELS, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS,
+    PROMETHEUS_RESERVED_LABELS,
+};
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

@@ -23,6 +23,97 @@ const EVENT_LABEL: &str = "event";
 /// The label of the outcome.
 const OUTCOME_LABEL: &str = "outcome";
 
+/// The labels [`MetricsSubscriber::record`] sets itself: a payload key of one of these names as a
+/// label would replace the event name or the outcome (or give the histogram an `outcome`).
+pub const BUILTIN_LABELS: &[&str] = &[EVENT_LABEL, OUTCOME_LABEL];
+
+/// The labels Prometheus' exposition format adds itself: `le` to each bucket of a histogram,
+/// `quantile` to each quantile of a summary (what `metrics-exporter-prometheus` renders a histogram
+/// as when it has no buckets). A payload label of that name would be mixed up with them.
+pub const PROMETHEUS_RESERVED_LABELS: &[&str] = &["le", "quantile"];
+
+/// Why [`MetricsSubscriber::try_label`] refused a payload key as a label (and
+/// [`MetricsSubscriber::label`] panicked). Each variant holds the refused key.
+///
+/// ```
+/// use notify_metrics::{LabelError, MetricsSubscriber};
+/// let err = MetricsSubscriber::new().try_label("event").unwrap_err();
+/// assert_eq!(err, LabelError::Builtin { key: "event" });
+/// assert_eq!(err.key(), "event");
+/// assert_eq!(
+///     err.to_string(),
+///     "label \"event\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LabelError {
+    /// The key is one of [`BUILTIN_LABELS`] (`event`, `outcome`), which the subscriber sets
+    /// itself.
+    Builtin {
+        /// The refused key.
+        key: &'static str,
+    },
+    /// The key is one of [`PROMETHEUS_RESERVED_LABELS`] (`le`, `quantile`), which Prometheus'
+    /// exposition format adds to histogram buckets and summary quantiles.
+    Reserved {
+        /// The refused key.
+        key: &'static str,
+    },
+    /// The key was already chosen as a label of this subscriber.
+    Duplicate {
+        /// The refused key.
+        key: &'static str,
+    },
+    /// The key is not a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`
+    /// (reserved for Prometheus' internal labels), not empty.
+    InvalidName {
+        /// The refused key.
+        key: &'static str,
+    },
+}
+
+impl LabelError {
+    /// The payload key that was refused.
+    pub fn key(&self) -> &'static str {
+        match *self {
+            LabelError::Builtin { key }
+            | LabelError::Reserved { key }
+            | LabelError::Duplicate { key }
+            | LabelError::InvalidName { key } => key,
+        }
+    }
+}
+
+impl std::fmt::Display for LabelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabelError::Builtin { key } => write!(
+                f,
+                "label {key:?} is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+            ),
+            LabelError::Reserved { key } => write!(
+                f,
+                "label {key:?} is reserved by Prometheus for histogram buckets and summary quantiles (le, quantile)"
+            ),
+            LabelError::Duplicate { key } => write!(f, "label {key:?} is already chosen"),
+            LabelError::InvalidName { key } => write!(
+                f,
+                "label {key:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LabelError {}
+
+/// Whether `key` is a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`.
+fn is_prometheus_label_name(key: &str) -> bool {
+    let mut bytes = key.bytes();
+    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+    first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_') && !key.starts_with("__")
+}
+
 static METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 /// Records every event it receives as `metrics` counters and histograms (see the
@@ -92,21 +183,81 @@ impl MetricsSubscriber {
         self
     }
 
-    /// Adds the payload key `key` as a label of both metrics (after `event`, in the order added;
-    /// adding a key twice keeps one). Its value is the payload value's text; events without the
-    /// key get no such label. Pick keys with few distinct values: each label set is a series.
+    /// Adds the payload key `key` as a label of both metrics (after `event`, in the order added).
+    /// Its value is the payload value's text; events without the key get no such label. Pick keys
+    /// with few distinct values: each label set is a series.
+    ///
+    /// Use it with keys written in the code; [`try_label`](MetricsSubscriber::try_label) is the
+    /// same without the panic, for keys chosen at run time. A refused key is a mistake in the
+    /// configuration, found when the subscriber is built, before any event is recorded; checking
+    /// here, rather than in [`subscribe`](MetricsSubscriber::subscribe), means every
+    /// `MetricsSubscriber` (also one delivered to through `From<MetricsSubscriber> for Subscriber`
+    /// or a worker pool) has valid labels, and the builder keeps chaining, as the workspace's
+    /// `WorkerPool::builder().build()` panics where `try_build` returns the error.
+    ///
+    /// # Panics
+    /// When [`try_label`](MetricsSubscriber::try_label) refuses `key`, with the message
+    /// `notify-metrics: MetricsSubscriber::label: ` and the [`LabelError`]: `key` is `event` or
+    /// `outcome` (labels the subscriber sets itself), `le` or `quantile` (labels Prometheus adds),
+    /// already chosen, or not a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with
+    /// `__`).
     ///
     /// ```
-    /// let m = notify_metrics::MetricsSubscriber::new().label("table").label("table");
-    /// assert_eq!(m.labels(), ["table"]);
+    /// let m = notify_metrics::MetricsSubscriber::new().label("table").label("status");
+    /// assert_eq!(m.labels(), ["table", "status"]);
+    /// ```
+    ///
+    /// ```should_panic
+    /// // Panics: notify-metrics: MetricsSubscriber::label: label "outcome" is set by
+    /// // MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label
+    /// let _ = notify_metrics::MetricsSubscriber::new().label("outcome");
     /// ```
     #[must_use]
-    pub fn label(mut self, key: &'static str) -> MetricsSubscriber {
-        let config = self.config_mut();
-        if !config.labels.contains(&key) {
-            config.labels.push(key);
+    #[track_caller]
+    pub fn label(self, key: &'static str) -> MetricsSubscriber {
+        match self.try_label(key) {
+            Ok(subscriber) => subscriber,
+            Err(e) => panic!("notify-metrics: MetricsSubscriber::label: {e}"),
         }
-        self
+    }
+
+    /// Adds the payload key `key` as a label of both metrics, as [`label`](MetricsSubscriber::label)
+    /// does, or says why it cannot be one.
+    ///
+    /// # Errors
+    /// * [`LabelError::Builtin`]: `key` is `event` or `outcome` ([`BUILTIN_LABELS`]), which the
+    ///   subscriber sets itself; as a payload label it would replace the event name (merging the
+    ///   series of different events) or the outcome.
+    /// * [`LabelError::Reserved`]: `key` is `le` or `quantile` ([`PROMETHEUS_RESERVED_LABELS`]).
+    /// * [`LabelError::Duplicate`]: `key` was already chosen.
+    /// * [`LabelError::InvalidName`]: `key` is not a Prometheus label name
+    ///   (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`, not empty).
+    ///
+    /// The subscriber is consumed either way (it is cheap to clone).
+    ///
+    /// ```
+    /// use notify_metrics::{LabelError, MetricsSubscriber};
+    /// let m = MetricsSubscriber::new().try_label("table")?;
+    /// assert_eq!(m.labels(), ["table"]);
+    /// assert_eq!(m.clone().try_label("table").unwrap_err(), LabelError::Duplicate { key: "table" });
+    /// assert_eq!(m.try_label("http.status").unwrap_err(), LabelError::InvalidName { key: "http.status" });
+    /// # Ok::<(), LabelError>(())
+    /// ```
+    pub fn try_label(mut self, key: &'static str) -> Result<MetricsSubscriber, LabelError> {
+        if BUILTIN_LABELS.contains(&key) {
+            return Err(LabelError::Builtin { key });
+        }
+        if PROMETHEUS_RESERVED_LABELS.contains(&key) {
+            return Err(LabelError::Reserved { key });
+        }
+        if !is_prometheus_label_name(key) {
+            return Err(LabelError::InvalidName { key });
+        }
+        if self.config.labels.contains(&key) {
+            return Err(LabelError::Duplicate { key });
+        }
+        self.config_mut().labels.push(key);
+        Ok(self)
     }
 
     /// The payload keys used as labels, in order.

@@ -1,0 +1,211 @@
+//! Which payload keys `MetricsSubscriber` takes as labels: not the labels it sets itself
+//! (`event`, `outcome`), not Prometheus' own (`le`, `quantile`), not twice, only Prometheus label
+//! names; and the keys it takes label the series as documented.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use metrics::Label;
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::MetricKind;
+use notify_core::{Notifier, Payload};
+use notify_metrics::{LabelError, MetricsSubscriber, BUILTIN_LABELS, PROMETHEUS_RESERVED_LABELS};
+
+/// The panic message of `f`, which must panic with a `String` message.
+fn panic_message(f: impl FnOnce()) -> String {
+    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("no panic");
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(other) => panic!("not a String message: {:?}", other.downcast_ref::<&str>()),
+    }
+}
+
+#[test]
+fn the_labels_the_subscriber_sets_itself_are_refused() {
+    assert_eq!(BUILTIN_LABELS, ["event", "outcome"]);
+    for key in ["event", "outcome"] {
+        let err = MetricsSubscriber::new().try_label(key).unwrap_err();
+        assert_eq!(err, LabelError::Builtin { key });
+        assert_eq!(err.key(), key);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "label \"{key}\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+            )
+        );
+        // Also after accepted keys (the reviewer's case: .label("event") after others).
+        let err = MetricsSubscriber::new().label("table").try_label(key).unwrap_err();
+        assert_eq!(err, LabelError::Builtin { key });
+    }
+}
+
+#[test]
+fn the_labels_prometheus_adds_are_refused() {
+    assert_eq!(PROMETHEUS_RESERVED_LABELS, ["le", "quantile"]);
+    for key in ["le", "quantile"] {
+        let err = MetricsSubscriber::new().try_label(key).unwrap_err();
+        assert_eq!(err, LabelError::Reserved { key });
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "label \"{key}\" is reserved by Prometheus for histogram buckets and summary quantiles (le, quantile)"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_label_chosen_twice_is_refused() {
+    let err = MetricsSubscriber::new()
+        .label("table")
+        .label("status")
+        .try_label("table")
+        .unwrap_err();
+    assert_eq!(err, LabelError::Duplicate { key: "table" });
+    assert_eq!(err.to_string(), "label \"table\" is already chosen");
+}
+
+#[test]
+fn keys_that_are_not_prometheus_label_names_are_refused() {
+    for key in [
+        "",
+        "http.status",
+        "a-b",
+        "1st",
+        "9",
+        "with space",
+        "tablé",
+        "__name__",
+        "__x",
+        "__",
+    ] {
+        let err = MetricsSubscriber::new().try_label(key).unwrap_err();
+        assert_eq!(err, LabelError::InvalidName { key }, "{key:?}");
+        assert_eq!(
+            err.to_string(),
+            format!("label {key:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")")
+        );
+    }
+    // The edges of the rule are accepted.
+    let m = MetricsSubscriber::new()
+        .try_label("_")
+        .and_then(|m| m.try_label("_x"))
+        .and_then(|m| m.try_label("a"))
+        .and_then(|m| m.try_label("Z9_z"))
+        .and_then(|m| m.try_label("x__y"))
+        .unwrap();
+    assert_eq!(m.labels(), ["_", "_x", "a", "Z9_z", "x__y"]);
+}
+
+#[test]
+fn label_panics_with_the_error_it_refuses_with() {
+    assert_eq!(
+        panic_message(|| drop(MetricsSubscriber::new().label("event").label("outcome"))),
+        "notify-metrics: MetricsSubscriber::label: label \"event\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+    );
+    assert_eq!(
+        panic_message(|| drop(MetricsSubscriber::new().label("outcome"))),
+        "notify-metrics: MetricsSubscriber::label: label \"outcome\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+    );
+    assert_eq!(
+        panic_message(|| drop(MetricsSubscriber::new().label("le"))),
+        "notify-metrics: MetricsSubscriber::label: label \"le\" is reserved by Prometheus for histogram buckets and summary quantiles (le, quantile)"
+    );
+    assert_eq!(
+        panic_message(|| drop(MetricsSubscriber::new().label("table").label("table"))),
+        "notify-metrics: MetricsSubscriber::label: label \"table\" is already chosen"
+    );
+    assert_eq!(
+        panic_message(|| drop(MetricsSubscriber::new().label("http.status"))),
+        "notify-metrics: MetricsSubscriber::label: label \"http.status\" is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")"
+    );
+}
+
+/// Every series, as (kind, name, [(label, value)], value), sorted.
+type Series = (String, String, Vec<(String, String)>, String);
+
+#[test]
+fn accepted_labels_keep_every_event_in_its_own_series() {
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let notifier = Notifier::new();
+    metrics::with_local_recorder(&recorder, || {
+        let _s = MetricsSubscriber::new()
+            .try_label("table")
+            .and_then(|m| m.try_label("status"))
+            .unwrap()
+            .subscribe(&notifier, notify_core::Pattern::all());
+        // Payload keys named like the built-in labels are not labels: they cannot replace the
+        // event name or the outcome.
+        let payload = || {
+            Payload::new()
+                .with("table", "books")
+                .with("event", "checkout")
+                .with("outcome", "ok")
+        };
+        notifier.instrument("query.sql", payload, |_| ());
+        notifier.instrument("order.checkout", || payload().with("status", 201_u16), |_| ());
+    });
+    let mut series: Vec<Series> = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let kind = match key.kind() {
+                MetricKind::Counter => "counter",
+                MetricKind::Gauge => "gauge",
+                MetricKind::Histogram => "histogram",
+            };
+            let labels = key
+                .key()
+                .labels()
+                .map(|l: &Label| (l.key().to_owned(), l.value().to_owned()))
+                .collect();
+            let value = match value {
+                DebugValue::Counter(n) => n.to_string(),
+                DebugValue::Histogram(v) => format!("{} observations", v.len()),
+                DebugValue::Gauge(g) => g.to_string(),
+            };
+            (kind.to_owned(), key.key().name().to_owned(), labels, value)
+        })
+        .collect();
+    series.sort();
+    let s = |v: &[(&str, &str)]| {
+        v.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        series,
+        [
+            (
+                "counter".to_owned(),
+                "notify_events_total".to_owned(),
+                s(&[
+                    ("event", "order.checkout"),
+                    ("table", "books"),
+                    ("status", "201"),
+                    ("outcome", "completed")
+                ]),
+                "1".to_owned()
+            ),
+            (
+                "counter".to_owned(),
+                "notify_events_total".to_owned(),
+                s(&[("event", "query.sql"), ("table", "books"), ("outcome", "completed")]),
+                "1".to_owned()
+            ),
+            (
+                "histogram".to_owned(),
+                "notify_event_duration_seconds".to_owned(),
+                s(&[("event", "order.checkout"), ("table", "books"), ("status", "201")]),
+                "1 observations".to_owned()
+            ),
+            (
+                "histogram".to_owned(),
+                "notify_event_duration_seconds".to_owned(),
+                s(&[("event", "query.sql"), ("table", "books")]),
+                "1 observations".to_owned()
+            ),
+        ]
+    );
+}
