@@ -218,6 +218,11 @@ impl Notifier {
     /// True when an event named `name` would reach a subscriber now: somebody matches it and is not
     /// silenced. Silencing is asked on every call. Never allocates, never locks.
     ///
+    /// A silenceable subscriber whose `silenced` panics counts as silenced here, and the panic is
+    /// not reported: no failure hook, no detach, no panic under `FailurePolicy::Strict`: a probe
+    /// reports nothing. The next event of the name asks
+    /// again and reports it per the policy.
+    ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
     /// assert!(!notifier.listening("query.sql"));

@@ -1,0 +1,98 @@
+//! `notify_core::record`: facts added to the current event from code that does not hold it.
+
+use std::sync::{Arc, Mutex};
+
+use notify_core::{Event, Notifier, Pattern, Payload, Subscriber, Value};
+
+/// Each finished event's name and payload, in finish order.
+type Seen = Arc<Mutex<Vec<(String, Payload)>>>;
+
+/// A notifier whose every event's payload is collected.
+fn collecting() -> (Notifier, Seen) {
+    let notifier = Notifier::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _ = notifier.subscribe(
+        Pattern::all(),
+        Subscriber::event(move |e: &Event| sink.lock().unwrap().push((e.name().to_owned(), e.payload().clone()))),
+    );
+    (notifier, seen)
+}
+
+#[test]
+fn one_key_recorded_many_times_keeps_its_last_value_and_pushes_out_no_other_key() {
+    let (notifier, seen) = collecting();
+    notifier.instrument("job.record", Payload::new, |_| {
+        notify_core::record("user_id", 42_u64);
+        for i in 0..300_u64 {
+            notify_core::record("progress", i);
+        }
+    });
+    let seen = seen.lock().unwrap();
+    let payload = &seen[0].1;
+    assert_eq!(payload.len(), 2, "{payload:?}");
+    assert_eq!(payload.get("user_id"), Some(&Value::U64(42)));
+    assert_eq!(payload.get("progress"), Some(&Value::U64(299)));
+}
+
+#[test]
+fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped() {
+    let (notifier, seen) = collecting();
+    let keys: Vec<&'static str> = (0..300).map(|i| &*format!("k{i}").leak()).collect();
+    notifier.instrument("many.record", Payload::new, |_| {
+        for (i, key) in keys.iter().enumerate() {
+            notify_core::record(key, i as u64);
+        }
+    });
+    let seen = seen.lock().unwrap();
+    let payload = &seen[0].1;
+    let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
+    assert_eq!(got, keys[44..], "the 256 newest, in record order");
+}
+
+#[test]
+fn a_handle_finished_on_another_thread_gets_the_facts_recorded_where_it_started() {
+    let (notifier, seen) = collecting();
+    let mut handle = notifier.build_handle("moved.record", Payload::new().with("given", 1_u64));
+    handle.start().unwrap();
+    notify_core::record("status", 200_u64);
+    notify_core::record("status", 201_u64);
+    std::thread::spawn(move || handle.finish().unwrap()).join().unwrap();
+    // Nothing waits on this thread any more: a later event here gets none of those facts.
+    notifier.instrument("later.record", Payload::new, |_| ());
+    let seen = seen.lock().unwrap();
+    let payloads: Vec<(&str, Vec<(&str, &Value)>)> = seen
+        .iter()
+        .map(|(name, p)| (name.as_str(), p.iter().collect()))
+        .collect();
+    assert_eq!(
+        payloads,
+        [
+            (
+                "moved.record",
+                vec![("given", &Value::U64(1)), ("status", &Value::U64(201))]
+            ),
+            ("later.record", vec![]),
+        ]
+    );
+}
+
+#[test]
+fn facts_recorded_on_a_thread_that_exited_reach_the_handle_finished_later() {
+    let (notifier, seen) = collecting();
+    let for_thread = notifier.clone();
+    let mut handle = std::thread::spawn(move || {
+        let mut handle = for_thread.build_handle("orphan.record", Payload::new());
+        handle.start().unwrap();
+        notify_core::record("step", "started on a thread that then exits");
+        handle
+    })
+    .join()
+    .unwrap();
+    handle.finish().unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen[0].1.get("step"),
+        Some(&Value::from("started on a thread that then exits"))
+    );
+}
