@@ -15,6 +15,8 @@ use smallvec::SmallVec;
 pub use self::convert::ToValue;
 use self::index::{Index, INDEX_FROM};
 pub use self::key::Key;
+#[cfg(feature = "serde")]
+pub(crate) use self::rfc3339::parse as parse_rfc3339;
 pub(crate) use self::rfc3339::Rfc3339;
 pub use self::text::Text;
 pub use self::value::Value;

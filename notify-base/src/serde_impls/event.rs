@@ -278,6 +278,25 @@ mod tests {
     }
 
     #[test]
+    fn events_before_1970_and_after_9999_read_back() {
+        for (start, end) in [
+            ("1960-01-04T00:00:00.000000000Z", "1960-01-04T00:00:01.000000000Z"),
+            ("+11476-08-15T05:20:00.000000000Z", "+11476-08-15T05:20:00.000000007Z"),
+        ] {
+            let json = format!(
+                r#"{{"name":"old.job","start":"{start}","end":"{end}","id":9,"transaction_id":2,
+                "trace_id":"0af7651916cd43dd8448eb211c80319c"}}"#
+            );
+            let event: Event = serde_json::from_str(&json).unwrap();
+            let again: serde_json::Value = serde_json::to_value(&event).unwrap();
+            assert_eq!(
+                (again["start"].as_str(), again["end"].as_str()),
+                (Some(start), Some(end))
+            );
+        }
+    }
+
+    #[test]
     fn reads_a_minimal_event_and_skips_unknown_fields() {
         let json = r#"{"name":"done.job","start":"2024-05-01T12:00:00.5Z","end":"2024-05-01T12:00:01Z",
             "id":9,"transaction_id":2,"trace_id":"0af7651916cd43dd8448eb211c80319c"}"#;
@@ -304,7 +323,7 @@ mod tests {
         );
         assert_eq!(
             err(r#"{"name":"a","start":"yesterday"}"#),
-            "invalid RFC 3339 UTC time \"yesterday\": timestamp format is invalid at line 1 column 31"
+            "invalid RFC 3339 UTC time \"yesterday\": the year is 4 digits at line 1 column 31"
         );
         assert_eq!(
             err(r#"{"name":"a","outcome":"failed"}"#),

@@ -11,14 +11,15 @@ pub(crate) fn serialize<S: Serializer>(time: SystemTime, s: S) -> Result<S::Ok, 
     s.collect_str(&crate::payload::Rfc3339(time))
 }
 
-/// Reads an RFC 3339 UTC time (`Z`; fraction optional, up to nanoseconds).
+/// Reads an RFC 3339 UTC time (`Z`; fraction optional, up to nanoseconds; any year
+/// [`Rfc3339`](crate::payload::Rfc3339) writes, before 1970 and past 9999 included).
 pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
     d.deserialize_str(TimeVisitor)
 }
 
 /// Parses one RFC 3339 UTC time, with an error naming the text.
 pub(crate) fn parse<E: de::Error>(text: &str) -> Result<SystemTime, E> {
-    humantime::parse_rfc3339(text).map_err(|e| E::custom(format_args!("invalid RFC 3339 UTC time {text:?}: {e}")))
+    crate::payload::parse_rfc3339(text).map_err(|e| E::custom(format_args!("invalid RFC 3339 UTC time {text:?}: {e}")))
 }
 
 struct TimeVisitor;
