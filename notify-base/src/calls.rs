@@ -16,6 +16,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::context::EventContext;
+use crate::event::Event;
 use crate::kinds::{EventedSubscriber, MonotonicSubscriber, SilenceableSubscriber, TimedSubscriber};
 use crate::payload::Payload;
 use crate::transaction_id::TransactionId;
@@ -87,6 +88,8 @@ pub(crate) trait CallEvented: Send + Sync + 'static {
     fn enter_with(&self, name: &str, context: &EventContext);
     /// [`EventedSubscriber::exit`].
     fn exit_with(&self, name: &str, context: &EventContext);
+    /// [`EventedSubscriber::publish`].
+    fn publish_with(&self, event: &Event);
 }
 
 impl<S: EventedSubscriber> CallEvented for S {
@@ -108,6 +111,10 @@ impl<S: EventedSubscriber> CallEvented for S {
     #[inline]
     fn exit_with(&self, name: &str, context: &EventContext) {
         self.exit(name, context);
+    }
+
+    fn publish_with(&self, event: &Event) {
+        self.publish(event);
     }
 }
 

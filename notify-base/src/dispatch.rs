@@ -899,6 +899,17 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
         event.transaction_id,
         &event.payload,
     );
+    let (listeners, name) = (&resolved.listeners, resolved.name_str());
+    each(&mut failures, &listeners.evented, name, &event, |s, e| {
+        s.publish_with(e)
+    });
+    // Asked one by one (no silence groups here: a published event is rare); a panic in
+    // `silenced` is that listener's failure, as in `instrument`.
+    each(&mut failures, &listeners.silenceable, name, &event, |s, e| {
+        if !s.is_silenced(name) {
+            s.publish_with(e);
+        }
+    });
     deliver_event(&mut failures, resolved, event);
     if !failures.is_empty() {
         handle_failures(fanout, failures.take());

@@ -133,6 +133,35 @@ pub trait EventedSubscriber: Send + Sync + 'static {
     fn exit(&self, name: &str, event: &EventContext) {
         let _ = (name, event);
     }
+    /// Called, instead of `start` and `finish`, with an event published whole: by
+    /// [`Notifier::publish`](crate::Notifier::publish) or
+    /// [`Notifier::publish_event`](crate::Notifier::publish_event), e.g. imported from another
+    /// process (notify-nats' `Importer`). It had no start here, so there is nothing to pair.
+    /// Does nothing unless implemented, as AS::N's evented subscribers get `publish_event` only
+    /// when they respond to it. A silenceable subscriber is asked `silenced(name)` first.
+    ///
+    /// ```
+    /// use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Instant;
+    /// #[derive(Default)]
+    /// struct Seen(Mutex<Vec<String>>);
+    /// impl EventedSubscriber for Seen {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, name: &str, _: &EventContext, _: &Payload) { self.0.lock().unwrap().push(format!("finish {name}")); }
+    ///     fn publish(&self, event: &Event) { self.0.lock().unwrap().push(format!("publish {}", event.name())); }
+    /// }
+    /// let notifier = Notifier::new();
+    /// let seen = Arc::new(Seen::default());
+    /// notifier.subscribe("done.job", Subscriber::evented(seen.clone()));
+    /// notifier.instrument("done.job", Payload::new, |_| ());
+    /// let now = Instant::now();
+    /// notifier.publish_event(Event::new("done.job", now, now, Payload::new()));
+    /// assert_eq!(*seen.0.lock().unwrap(), ["finish done.job", "publish done.job"]);
+    /// ```
+    fn publish(&self, event: &Event) {
+        let _ = event;
+    }
 }
 
 /// What an evented (or silenceable) subscriber asks to be measured; off by default.
@@ -271,6 +300,9 @@ impl<T: EventedSubscriber + ?Sized> EventedSubscriber for Arc<T> {
     }
     fn exit(&self, name: &str, event: &EventContext) {
         (**self).exit(name, event);
+    }
+    fn publish(&self, event: &Event) {
+        (**self).publish(event);
     }
 }
 

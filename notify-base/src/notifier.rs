@@ -347,8 +347,9 @@ impl Notifier {
 
     /// Delivers an event timed by the caller (AS::N's `publish`): timed subscribers receive the
     /// arguments as given, monotonic subscribers the same times on the monotonic clock, event-object
-    /// and owned subscribers an [`Event`] built from them. Evented and silenceable subscribers are not
-    /// called (they need a start). The notifier reads no clock.
+    /// and owned subscribers an [`Event`] built from them, evented and unsilenced silenceable
+    /// subscribers that event through [`EventedSubscriber::publish`](crate::EventedSubscriber::publish)
+    /// (never `start`/`finish`: there was no start here). The notifier reads no clock.
     ///
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
@@ -383,7 +384,9 @@ impl Notifier {
     }
 
     /// Delivers an already-built [`Event`] (AS::N's `publish_event`) to the timed, monotonic,
-    /// event-object and owned subscribers of its name.
+    /// event-object and owned subscribers of its name, and to the evented and unsilenced
+    /// silenceable ones through [`EventedSubscriber::publish`](crate::EventedSubscriber::publish)
+    /// (log subscribers and the tracing bridge implement it; it does nothing unless implemented).
     ///
     /// ```
     /// use notify_core::{Event, Notifier, Payload, Subscriber};

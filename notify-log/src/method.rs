@@ -7,6 +7,7 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Duration;
 
 use log::Level;
 
@@ -16,7 +17,9 @@ use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
 use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
-use notify_core::{EventContext, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber};
+use notify_core::{
+    Event, EventContext, EventId, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber,
+};
 
 /// A log subscriber's shared state and its notify-core declaration.
 type Declared<T> = (Arc<Shared<T>>, Methods<Shared<T>>);
@@ -240,9 +243,28 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
     fn start(&self, _name: &str, _event: &EventContext, _payload: &Payload) {}
 
     fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
-        let id = event.id();
-        let location = event.location();
-        let duration = event.duration();
+        self.log(name, event.id(), event.location(), payload, event.duration());
+    }
+
+    /// An event published whole (e.g. imported from another process by notify-nats) is logged as
+    /// a finished one, with its own duration.
+    fn publish(&self, event: &Event) {
+        let duration = Some(event.duration());
+        self.log(event.name(), event.id(), event.location(), event.payload(), duration);
+    }
+}
+
+impl<T: Send + Sync + 'static> LogMethod<T> {
+    /// Formats the line of a finished event and hands it to the `log` facade (a panicking format
+    /// logs `could not log <name>: <panic>` at `ERROR` instead).
+    fn log(
+        &self,
+        name: &str,
+        id: EventId,
+        location: Option<&'static Location>,
+        payload: &Payload,
+        duration: Option<Duration>,
+    ) {
         let shared = &*self.shared;
         let spec = self.spec();
         let event = LogEvent::from_parts(

@@ -472,6 +472,36 @@ fn durations_come_from_the_event_for_nested_events_and_events_finished_on_anothe
     );
 }
 
+#[test]
+fn a_published_event_is_logged_with_its_own_duration_and_a_silenced_one_is_not() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let _attached = Timed.attach_to(&notifier).unwrap();
+    let _jobs = Jobs.attach_to(&notifier).unwrap();
+    let start = std::time::Instant::now();
+    let imported = |name: &'static str, key: &'static str, value: &'static str, ms: u64| {
+        let end = start + std::time::Duration::from_millis(ms);
+        notify_core::Event::new(name, start, end, Payload::new().with(key, value))
+    };
+    // As notify-nats' Importer republishes an event of another process.
+    notifier.publish_event(imported("query.timed", "sql", "imported", 12));
+    notifier.publish_event(imported("perform.jobs", "job", "7", 1500));
+    // Silenced by the logger: not formatted, not logged.
+    LOGGER
+        .filters
+        .lock()
+        .unwrap()
+        .insert("timed".to_owned(), LevelFilter::Warn);
+    notifier.publish_event(imported("query.timed", "sql", "silenced", 3));
+    assert_eq!(
+        lines(),
+        [
+            line(Level::Info, "timed", "imported known N.Nms"),
+            line(Level::Info, "jobs", "Performed job 7 in 1500.0ms"),
+        ]
+    );
+}
+
 /// "Performed job N in X.Yms", as a job-queue log subscriber writes it.
 struct Jobs;
 impl LogSubscriber for Jobs {

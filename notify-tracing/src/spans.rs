@@ -1,9 +1,10 @@
 //! [`TracingSubscriber`]: notify events as tracing spans or events (notify -> tracing).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use notify_core::{
-    EventContext, EventId, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber,
+    Event, EventContext, EventId, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber,
     Subscriber, Subscription,
 };
 use parking_lot::Mutex;
@@ -47,6 +48,10 @@ use crate::sync_spans::{self, SyncOpen};
 /// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at
 /// finish, with every payload entry and `notify.duration_ns`, parented to the tracing span current
 /// on the finishing thread.
+///
+/// **Published events** ([`Notifier::publish_event`](notify_core::Notifier::publish_event), e.g.
+/// imported from another process by notify-nats): one tracing event each, with
+/// `notify.duration_ns`, in both modes (a tracing span cannot be given times in the past).
 ///
 /// tracing declares a span's fields when it is created, so the bridge makes one tracing callsite
 /// per event name with the payload keys seen so far, widened when a new key shows up; the first
@@ -300,7 +305,7 @@ impl EventedSubscriber for TracingSubscriber {
             return;
         }
         if !inner.spans {
-            emit_event(inner.level, name, event, payload);
+            emit_event(inner.level, name, event.id(), event.duration(), payload);
             return;
         }
         sync_spans::claim_orphans();
@@ -324,6 +329,17 @@ impl EventedSubscriber for TracingSubscriber {
             registry().site(name, true, inner.level, payload);
         }
     }
+
+    /// An event published whole (imported from another process by notify-nats, or given to
+    /// `publish`/`publish_event`) is one tracing event with `notify.duration_ns`, in both modes:
+    /// a tracing span cannot be given times in the past.
+    fn publish(&self, event: &Event) {
+        if reentry::is_publishing() {
+            return;
+        }
+        let duration = Some(event.duration());
+        emit_event(self.inner.level, event.name(), event.id(), duration, event.payload());
+    }
 }
 
 impl TracingSubscriber {
@@ -337,16 +353,14 @@ impl TracingSubscriber {
     }
 }
 
-/// The tracing event of a finished notify event (events mode).
-fn emit_event(level: Level, name: &str, event: &EventContext, payload: &Payload) {
+/// The tracing event of a finished notify event (events mode, and published events).
+fn emit_event(level: Level, name: &str, id: EventId, duration: Option<Duration>, payload: &Payload) {
     let site = registry().site(name, false, level, payload);
     if !site.is_enabled() {
         return;
     }
-    let duration = event
-        .duration()
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    with_values(site, name, event.id(), duration, payload, |meta, values| {
+    let duration = duration.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    with_values(site, name, id, duration, payload, |meta, values| {
         tracing_core::Event::dispatch(meta, values);
     });
 }

@@ -291,6 +291,48 @@ fn events_at_finish_mode_emits_one_tracing_event_with_duration() {
 }
 
 #[test]
+fn a_published_event_is_one_tracing_event_with_its_duration_in_both_modes() {
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _spans = TracingSubscriber::new().subscribe(&notifier, "query.n2t_published");
+    let _events = TracingSubscriber::new()
+        .events_at_finish()
+        .subscribe(&notifier, "query.n2t_published");
+    let start = std::time::Instant::now();
+    // As notify-nats' Importer republishes an event of another process.
+    let event = Event::new(
+        "query.n2t_published",
+        start,
+        start + Duration::from_millis(12),
+        Payload::new().with("table", "orders"),
+    );
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
+        notifier.publish_event(event)
+    });
+    assert!(capture.spans().is_empty(), "a span cannot be given past times");
+    let events = capture.events();
+    let seen: Vec<(&str, &str, &str, &str)> = events
+        .iter()
+        .map(|e| {
+            let field = |key: &str| e.fields.get(key).map_or("", String::as_str);
+            (
+                e.name.as_str(),
+                e.target.as_str(),
+                field("table"),
+                field("notify.duration_ns"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("query", "n2t_published", "orders", "12000000"),
+            ("query", "n2t_published", "orders", "12000000")
+        ]
+    );
+}
+
+#[test]
 fn the_bridge_is_silenced_when_tracing_filters_its_level_out() {
     let capture = Capture::default();
     let notifier = Notifier::new();
