@@ -25,6 +25,18 @@ use crate::span::span_data;
 /// notify event); processors that only act at `on_end`, as the SDK's batch and simple processors
 /// do, see every span. Cloning shares the processor.
 ///
+/// **Parents.** A notify event's parent is the innermost event *listened to by anyone* that is
+/// current when it starts, not the innermost one this exporter exports. With the exporter on
+/// `*.sql` only, a query inside a request is a root span while nobody listens to the request, and
+/// the child of an unexported span (parent span id set, parent never exported) as soon as some
+/// other subscriber listens to it. Backends show such a span as having a missing parent. To get
+/// linked traces, subscribe the exporter to every event whose span should appear in them
+/// (`Pattern::all()`, or a pattern that covers the enclosing events too).
+///
+/// **Span ids** are the notify event ids: unique in one process, but small counters that start at
+/// 1 in every process, not the random 8 bytes W3C trace-context asks for. Spans of two processes
+/// sharing a trace (through NATS or a propagated context) can therefore have equal span ids.
+///
 /// ```
 /// use notify_core::{Notifier, Pattern, Payload};
 /// use notify_opentelemetry::OpenTelemetryExporter;
