@@ -103,6 +103,11 @@ impl NatsOptions {
         self
     }
 
+    /// The connection timeout ([`NatsOptions::connection_timeout`]).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.connection_timeout
+    }
+
     /// Connects; reconnects forever afterwards (the exporter and importer count what a
     /// disconnection costs).
     pub(crate) async fn connect(
@@ -257,5 +262,50 @@ pub(crate) fn spawn_connected<T: Send + 'static>(
                 format!("the {name} thread ended before {what}"),
             ))
         }
+    }
+}
+
+/// A real round trip with the server: a message to a private inbox this client subscribes to,
+/// awaited until it comes back. The server handles each connection's messages in order, so the
+/// echo proves that it processed everything this client sent before it (`Client::flush` of
+/// async-nats only writes the client's buffer to the socket: nothing comes back from the server).
+pub(crate) struct RoundTrip {
+    subject: String,
+    echoes: async_nats::Subscriber,
+    sequence: u64,
+}
+
+impl RoundTrip {
+    /// Subscribes to a fresh inbox of `client`.
+    pub(crate) async fn new(client: &async_nats::Client) -> Result<RoundTrip, async_nats::SubscribeError> {
+        let subject = client.new_inbox();
+        let echoes = client.subscribe(subject.clone()).await?;
+        Ok(RoundTrip {
+            subject,
+            echoes,
+            sequence: 0,
+        })
+    }
+
+    /// Sends the next echo and waits (without a time limit: wrap it in one) until it comes back;
+    /// false when the publish failed or the subscription ended. Echoes of earlier calls that came
+    /// back late are skipped by their sequence number.
+    pub(crate) async fn confirm(&mut self, client: &async_nats::Client) -> bool {
+        use futures_util::StreamExt;
+        self.sequence += 1;
+        let sequence = self.sequence.to_be_bytes();
+        if client
+            .publish(self.subject.clone(), bytes::Bytes::copy_from_slice(&sequence))
+            .await
+            .is_err()
+        {
+            return false;
+        }
+        while let Some(echo) = self.echoes.next().await {
+            if echo.payload.as_ref() == sequence {
+                return true;
+            }
+        }
+        false
     }
 }

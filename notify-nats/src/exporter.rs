@@ -15,7 +15,7 @@ use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions};
+use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
 use crate::queue::{self, Queue};
 use crate::subject::subject_for;
@@ -96,8 +96,14 @@ impl ExporterBuilder {
         self
     }
 
-    /// Core mode: how long a round of messages may take to be confirmed by the server (a flush
-    /// round trip) before its events are counted as lost with the connection (default 2 s).
+    /// Core mode: how long the server may take to confirm a round of messages (default 2 s).
+    ///
+    /// After publishing a round, the exporter publishes one more message to a private inbox it
+    /// subscribes to and waits up to this long for it to come back: the server handles a
+    /// connection's messages in order, so the echo proves that it processed the whole round.
+    /// The same limit bounds each wait of a publish for room in the client's buffer. The events of
+    /// a round not confirmed in time, or whose connection was replaced by a reconnection before
+    /// the echo came back, are counted in [`Dropped::disconnected`], never as exported.
     #[must_use]
     pub fn flush_timeout(mut self, timeout: Duration) -> ExporterBuilder {
         self.flush_timeout = timeout;
@@ -195,8 +201,11 @@ pub struct Dropped {
     /// The queue was full (see [`ExporterBuilder::overflow`]); with [`Overflow::DropOldest`] the
     /// evicted events.
     pub overflow: u64,
-    /// Core mode: lost with the connection (the publish failed, or the server did not confirm
-    /// the round within the flush timeout). Some of them may still have reached the server.
+    /// Core mode: lost with the connection, or not confirmed: the publish failed, or the server
+    /// did not echo the round's confirmation within [`ExporterBuilder::flush_timeout`] (a frozen
+    /// or overloaded server, a dead connection not yet noticed), or the client reconnected before
+    /// the echo came back. Some of them may still have reached the server (a frozen server that
+    /// resumes delivers what it had read).
     pub disconnected: u64,
     /// The event alone encodes larger than the largest message.
     pub too_large: u64,
@@ -220,8 +229,9 @@ impl Dropped {
 pub struct ExporterStats {
     /// Events handed to the exporter by its subscriber.
     pub published: u64,
-    /// Events the server confirmed: core mode, a flush round trip after their message; JetStream
-    /// mode, the stream's publish acknowledgement.
+    /// Events the server confirmed: core mode, a round trip through the exporter's own inbox
+    /// after their round, on the same connection (see [`ExporterBuilder::flush_timeout`]);
+    /// JetStream mode, the stream's publish acknowledgement.
     pub exported: u64,
     /// Events dropped, by cause.
     pub dropped: Dropped,
@@ -262,7 +272,8 @@ impl std::error::Error for FlushTimeout {}
 /// exporter's thread takes everything queued, groups it by event name, encodes each group into
 /// messages of up to [`ExporterBuilder::max_message_bytes`], publishes them under
 /// `<prefix>.<event name>` ([`subject_for`]) with the headers [`ENCODING_HEADER`],
-/// [`VERSION_HEADER`] and [`TRACEPARENT_HEADER`], and confirms them (core mode: a flush round trip;
+/// [`VERSION_HEADER`] and [`TRACEPARENT_HEADER`], and confirms them (core mode: one message to a
+/// private inbox the exporter subscribes to, which the server echoes after it processed the round;
 /// JetStream: the publish acknowledgements, re-sending unacknowledged messages with the same
 /// `Nats-Msg-Id` until the server has them). Batches form by themselves: what queues while one
 /// round is on the wire goes in the next; no timer, no wake-up when idle.
@@ -443,8 +454,19 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
             .max_message_bytes
             .min(if server_max > 0 { server_max } else { usize::MAX });
         let sink = match &config.jetstream {
-            None => Sink::Core {
-                flush_timeout: config.flush_timeout,
+            None => match RoundTrip::new(&client).await {
+                Ok(round_trip) => Sink::Core {
+                    flush_timeout: config.flush_timeout,
+                    round_trip: Box::new(round_trip),
+                },
+                Err(e) => {
+                    let _ = ready.send(Err(ConnectError::new(
+                        config.options.servers(),
+                        ConnectErrorKind::Unreachable,
+                        format!("subscribing to the exporter's confirmation inbox: {e}"),
+                    )));
+                    return;
+                }
             },
             Some(js) => {
                 let mut context = jetstream::new(client.clone());
@@ -478,7 +500,11 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
 const MAX_KEPT_GROUPS: usize = 64;
 
 enum Sink {
-    Core { flush_timeout: Duration },
+    /// Core NATS: each round is confirmed by a round trip through the exporter's own inbox.
+    Core {
+        flush_timeout: Duration,
+        round_trip: Box<RoundTrip>,
+    },
     JetStream(Box<jetstream::Context>),
 }
 
@@ -534,9 +560,12 @@ impl Round {
     }
 
     /// Core mode: while disconnected, leave events in the bounded queue (the overflow policy
-    /// decides), unless shutdown gave up.
+    /// decides), unless shutdown gave up or was called with nothing left to send.
     async fn wait_connected(&self) {
-        while !self.shared.connected.load(Ordering::Acquire) && !self.shared.abandon.load(Ordering::Acquire) {
+        while !self.shared.connected.load(Ordering::Acquire)
+            && !self.shared.abandon.load(Ordering::Acquire)
+            && !self.shared.queue.is_closed_and_empty()
+        {
             let changed = self.shared.connection.notified();
             let abandoned = self.shared.abandon_now.notified();
             tokio::pin!(changed, abandoned);
@@ -634,39 +663,35 @@ impl Round {
 
     async fn send(&mut self) {
         let messages = std::mem::take(&mut self.messages);
-        match &self.sink {
-            Sink::Core { flush_timeout } => self.send_core(messages, *flush_timeout).await,
+        match &mut self.sink {
+            Sink::Core {
+                flush_timeout,
+                round_trip,
+            } => {
+                let flush_timeout = *flush_timeout;
+                let counts = &self.shared.queue.counts;
+                let events: u64 = messages.iter().map(|m| m.events).sum();
+                let core = send_core(&self.client, round_trip, messages, flush_timeout);
+                match until_abandoned(&self.shared, core).await {
+                    Some(CoreRound {
+                        confirmed,
+                        messages,
+                        lost,
+                    }) => {
+                        counts.exported.fetch_add(confirmed, Ordering::AcqRel);
+                        counts.disconnected.fetch_add(lost, Ordering::AcqRel);
+                        self.shared.batches.fetch_add(messages, Ordering::Relaxed);
+                    }
+                    // Shutdown gave up while the round was unconfirmed.
+                    None => {
+                        counts.shutdown.fetch_add(events, Ordering::AcqRel);
+                    }
+                }
+            }
             Sink::JetStream(context) => {
                 let context = context.clone();
                 self.send_jetstream(&context, messages).await;
             }
-        }
-    }
-
-    async fn send_core(&self, messages: Vec<Message>, flush_timeout: Duration) {
-        let counts = &self.shared.queue.counts;
-        let mut sent = 0;
-        let mut sent_messages = 0;
-        for m in messages {
-            match self.client.publish_with_headers(m.subject, m.headers, m.body).await {
-                Ok(()) => {
-                    sent += m.events;
-                    sent_messages += 1;
-                }
-                Err(_) => {
-                    counts.disconnected.fetch_add(m.events, Ordering::AcqRel);
-                }
-            }
-        }
-        if sent == 0 {
-            return;
-        }
-        let flushed = tokio::time::timeout(flush_timeout, self.client.flush()).await;
-        if let Ok(Ok(())) = flushed {
-            counts.exported.fetch_add(sent, Ordering::AcqRel);
-            self.shared.batches.fetch_add(sent_messages, Ordering::Relaxed);
-        } else {
-            counts.disconnected.fetch_add(sent, Ordering::AcqRel);
         }
     }
 
@@ -713,6 +738,93 @@ impl Round {
             let _ = future::select(abandoned, timer).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
+    }
+}
+
+/// What became of a core-mode round: `confirmed + lost` is every event of it.
+struct CoreRound {
+    /// Events the server confirmed.
+    confirmed: u64,
+    /// Messages the server confirmed.
+    messages: u64,
+    /// Events whose publish failed or whose round the server did not confirm.
+    lost: u64,
+}
+
+/// Publishes a round of messages and confirms it with a round trip through the exporter's inbox
+/// ([`RoundTrip`]). A publish that fails or waits longer than `timeout` for room, an echo that does
+/// not come back within `timeout`, or a reconnection between the first publish and the echo
+/// (messages written to the old connection may be lost with it, while the echo travels on the
+/// new one) leave the round's events unconfirmed.
+async fn send_core(
+    client: &async_nats::Client,
+    round_trip: &mut RoundTrip,
+    messages: Vec<Message>,
+    timeout: Duration,
+) -> CoreRound {
+    let connects = || client.statistics().connects.load(Ordering::Acquire);
+    let connection = connects();
+    let mut sent = 0;
+    let mut sent_messages = 0;
+    let mut lost = 0;
+    let mut stalled = false;
+    for m in messages {
+        if stalled {
+            lost += m.events;
+            continue;
+        }
+        match tokio::time::timeout(timeout, client.publish_with_headers(m.subject, m.headers, m.body)).await {
+            Ok(Ok(())) => {
+                sent += m.events;
+                sent_messages += 1;
+            }
+            Ok(Err(_)) => lost += m.events,
+            Err(_) => {
+                lost += m.events;
+                stalled = true;
+            }
+        }
+    }
+    if sent == 0 {
+        return CoreRound {
+            confirmed: 0,
+            messages: 0,
+            lost,
+        };
+    }
+    let confirmed = !stalled
+        && matches!(
+            tokio::time::timeout(timeout, round_trip.confirm(client)).await,
+            Ok(true)
+        )
+        && connects() == connection;
+    if confirmed {
+        CoreRound {
+            confirmed: sent,
+            messages: sent_messages,
+            lost,
+        }
+    } else {
+        CoreRound {
+            confirmed: 0,
+            messages: 0,
+            lost: lost + sent,
+        }
+    }
+}
+
+/// Runs `work` to its end, or until shutdown gives up (`None`; `work` is dropped unfinished).
+async fn until_abandoned<T>(shared: &Shared, work: impl std::future::Future<Output = T>) -> Option<T> {
+    let abandoned = shared.abandon_now.notified();
+    tokio::pin!(abandoned, work);
+    // Registered before the flag is read: a give-up signalled in between still wakes it.
+    abandoned.as_mut().enable();
+    if shared.abandon.load(Ordering::Acquire) {
+        return None;
+    }
+    match future::select(work, abandoned).await {
+        future::Either::Left((done, _)) => Some(done),
+        future::Either::Right(_) => None,
     }
 }
 

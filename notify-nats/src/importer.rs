@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use notify_core::Notifier;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions};
+use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
 use crate::queue;
@@ -409,12 +409,23 @@ fn run_thread(
                         return;
                     }
                 };
-                // The subscription is registered once the server processed it.
-                if let Err(e) = client.flush().await {
+                // The subscription is registered once the server processed it: a round trip after
+                // it (async-nats's flush only writes the socket) proves that.
+                let confirmed = match RoundTrip::new(&client).await {
+                    Ok(mut round_trip) => {
+                        let confirm = round_trip.confirm(&client);
+                        matches!(tokio::time::timeout(config.options.timeout(), confirm).await, Ok(true))
+                    }
+                    Err(_) => false,
+                };
+                if !confirmed {
                     let _ = ready.send(Err(ConnectError::new(
                         &servers,
                         ConnectErrorKind::Unreachable,
-                        e.to_string(),
+                        format!(
+                            "the server did not confirm the subscription to {subject} within {:?}",
+                            config.options.timeout()
+                        ),
                     )));
                     return;
                 }

@@ -159,6 +159,12 @@ impl Queue {
         self.state.lock().closed
     }
 
+    /// Closed with nothing queued: the consumer has nothing left to do.
+    pub(crate) fn is_closed_and_empty(&self) -> bool {
+        let state = self.state.lock();
+        state.closed && state.events.is_empty()
+    }
+
     pub(crate) fn producer_counts(&self) -> ProducerCounts {
         let state = self.state.lock();
         ProducerCounts {

@@ -497,3 +497,104 @@ fn shutdown_with_the_server_gone_reports_what_it_abandoned() {
     let s = exporter.stats();
     assert_eq!((s.published, s.dropped.total()), (151, 151));
 }
+
+/// A frozen server (`kill -STOP`) still accepts bytes into its socket but processes nothing: a
+/// round published meanwhile must not count as exported (async-nats's `flush` only writes the
+/// socket; the exporter confirms with a real round trip), and instrumented code never waits.
+#[test]
+fn a_round_the_server_does_not_confirm_is_counted_as_disconnected_never_as_exported() {
+    let mut server = NatsServer::start();
+    let remote = Notifier::new();
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&remote)
+        .unwrap();
+    let confirmation = Duration::from_millis(300);
+    let exporter = Exporter::builder(NatsOptions::new(server.url()))
+        .flush_timeout(confirmation)
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+    // Returns how long the instrumenting thread took for `n` events.
+    let publish = |name: &str, n: usize| {
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            local.instrument(name, Payload::new, |_| ());
+        }
+        started.elapsed()
+    };
+    let counts = |s: &notify_nats::ExporterStats| (s.published, s.exported, s.dropped.disconnected, s.pending);
+
+    publish("before.test", 100);
+    let up = exporter.flush(WAIT).unwrap();
+    assert_eq!(counts(&up), (100, 100, 0, 0), "{up:?}");
+    assert_eq!(importer.wait_until(WAIT, |s| s.events == 100).events, 100);
+
+    server.freeze();
+    let took = publish("frozen.test", 100);
+    assert!(
+        took < Duration::from_secs(1),
+        "instrumenting waited {took:?} for a frozen server"
+    );
+    // Resolved once the confirmation timed out: the 100 are unconfirmed, not exported.
+    let frozen = exporter.flush(Duration::from_secs(3)).unwrap();
+    assert_eq!(counts(&frozen), (200, 100, 100, 0), "{frozen:?}");
+    assert_eq!(frozen.dropped.total(), 100, "{frozen:?}");
+
+    // Resumed, the server handles what it had read (the frozen round reaches the importer, as
+    // `Dropped::disconnected` allows) and confirms new rounds on the same connection.
+    server.thaw();
+    publish("after.test", 100);
+    let after = exporter.flush(WAIT).unwrap();
+    assert_eq!(counts(&after), (300, 200, 100, 0), "{after:?}");
+    assert_eq!(importer.wait_until(WAIT, |s| s.events == 300).events, 300);
+
+    // Frozen, then killed (`kill -9`) before the confirmation: these never arrive anywhere, and
+    // none is counted as exported. The round in flight is lost with the connection; what queued
+    // behind it waits for a reconnection, and shutdown gives up on it.
+    server.freeze();
+    let took = publish("killed.test", 100);
+    assert!(
+        took < Duration::from_secs(1),
+        "instrumenting waited {took:?} for a frozen server"
+    );
+    server.kill();
+    std::thread::sleep(confirmation * 2);
+    let killed = exporter.stats();
+    assert_eq!((killed.published, killed.exported), (400, 200), "{killed:?}");
+    assert!(
+        killed.dropped.disconnected > 100,
+        "the round in flight is lost: {killed:?}"
+    );
+    assert_eq!(killed.dropped.disconnected + killed.pending, 200, "{killed:?}");
+    let report = exporter.shutdown(Duration::from_millis(200));
+    let s = report.stats;
+    assert_eq!((s.published, s.exported, s.pending), (400, 200, 0), "{report:?}");
+    assert_eq!(s.dropped.disconnected + s.dropped.shutdown, 200, "{report:?}");
+    assert_eq!(s.dropped.total(), 200, "{report:?}");
+    assert_eq!(importer.stats().events, 300);
+}
+
+/// Shutdown with nothing left to send returns at once, even while the server is gone (the
+/// exporter's thread used to wait for a reconnection forever, and `shutdown` to join it).
+#[test]
+fn shutdown_with_nothing_pending_returns_while_the_server_is_gone() {
+    let mut server = NatsServer::start();
+    let exporter = Exporter::builder(NatsOptions::new(server.url())).start().unwrap();
+    let now = std::time::Instant::now();
+    exporter.export(&Arc::new(Event::new("sent.test", now, now, Payload::new())));
+    assert_eq!(exporter.flush(WAIT).unwrap().exported, 1);
+    server.kill();
+    // Let the client notice the connection is gone.
+    std::thread::sleep(Duration::from_millis(300));
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(exporter.shutdown(Duration::from_secs(1)));
+    });
+    let report = finished
+        .recv_timeout(Duration::from_secs(5))
+        .expect("shutdown returned within 5 s");
+    assert!(report.drained, "{report:?}");
+    let s = report.stats;
+    assert_eq!((s.published, s.exported, s.dropped.total(), s.pending), (1, 1, 0, 0), "{s:?}");
+}

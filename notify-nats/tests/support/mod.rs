@@ -1,5 +1,5 @@
 //! A real nats-server per test, on a free loopback port, killed when the guard drops (also when
-//! the test fails).
+//! the test fails; a frozen one too).
 
 #![allow(dead_code)]
 
@@ -12,6 +12,7 @@ pub struct NatsServer {
     child: Option<Child>,
     port: u16,
     args: Vec<String>,
+    frozen: bool,
     _store: Option<tempfile::TempDir>,
 }
 
@@ -39,6 +40,7 @@ impl NatsServer {
             child: None,
             port,
             args,
+            frozen: false,
             _store: store,
         };
         server.spawn();
@@ -49,8 +51,34 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
-    /// `kill -9`, then waits for the process to be gone.
+    /// `kill -STOP`: the process stops reading and answering, its connections stay open (the
+    /// kernel still accepts what clients send, up to the socket buffers). [`NatsServer::thaw`],
+    /// or dropping the guard, resumes it.
+    pub fn freeze(&mut self) {
+        self.signal("STOP");
+        self.frozen = true;
+    }
+
+    /// `kill -CONT`: resumes a frozen server.
+    pub fn thaw(&mut self) {
+        if std::mem::take(&mut self.frozen) {
+            self.signal("CONT");
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("nats-server is running").id();
+        let status = Command::new("kill")
+            .args([format!("-{signal}"), pid.to_string()])
+            .status()
+            .unwrap_or_else(|e| panic!("could not run kill -{signal} {pid}: {e}"));
+        assert!(status.success(), "kill -{signal} {pid}: {status}");
+    }
+
+    /// `kill -9` (a frozen server too, without resuming it: it dies without handling what it
+    /// had read), then waits for the process to be gone.
     pub fn kill(&mut self) {
+        self.frozen = false;
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
