@@ -53,6 +53,7 @@ mod remote;
 mod serde_impls;
 mod subscriber;
 mod subscription;
+mod suppress;
 mod sync;
 mod trace_id;
 mod transaction_id;
@@ -99,6 +100,7 @@ pub use crate::record::*;
 pub use crate::redaction::*;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
+pub use crate::suppress::*;
 pub use crate::trace_id::*;
 pub use crate::transaction_id::*;
 

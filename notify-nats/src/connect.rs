@@ -237,6 +237,11 @@ impl std::error::Error for ConnectError {}
 /// (`Ok`) or could not connect (`Err`, after which it ends), and waits for that answer. The
 /// exporter and the importer start their threads this way; `what` names the step a thread that
 /// ended without answering did not finish ("connecting", "subscribing").
+///
+/// The thread is marked telemetry-suppressed
+/// ([`notify_core::suppress_telemetry_on_this_thread`]): the tracing and log output of async-nats
+/// and of this crate on it must not come back as notify events (the tracing -> notify bridges
+/// ignore it), or an exporter of every event would export its own client's logs, forever.
 pub(crate) fn spawn_connected<T: Send + 'static>(
     name: &str,
     servers: &str,
@@ -246,7 +251,10 @@ pub(crate) fn spawn_connected<T: Send + 'static>(
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name(name.to_owned())
-        .spawn(move || run(ready_tx))
+        .spawn(move || {
+            notify_core::suppress_telemetry_on_this_thread();
+            run(ready_tx)
+        })
         .map_err(|e| ConnectError::new(servers, ConnectErrorKind::Thread, e.to_string()))?;
     match ready_rx.recv() {
         Ok(Ok(value)) => Ok((value, thread)),
@@ -263,6 +271,16 @@ pub(crate) fn spawn_connected<T: Send + 'static>(
             ))
         }
     }
+}
+
+/// The exporter's or importer's single-threaded tokio runtime (it runs on the calling thread);
+/// the threads it starts itself (its blocking pool: name resolution) are telemetry-suppressed as
+/// the calling one is (see [`spawn_connected`]).
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_start(notify_core::suppress_telemetry_on_this_thread)
+        .build()
 }
 
 /// A real round trip with the server: a message to a private inbox this client subscribes to,

@@ -15,7 +15,7 @@ use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
+use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
 use crate::queue::{self, Queue};
 use crate::subject::subject_for;
@@ -417,7 +417,7 @@ pub(crate) fn random_u64() -> u64 {
 
 fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mpsc::Sender<Result<u64, ConnectError>>) {
     queue::forbid_blocking();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match connect::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
             let _ = ready.send(Err(ConnectError::new(

@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use notify_core::Notifier;
 use parking_lot::{Condvar, Mutex};
 
-use crate::connect::{spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
+use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
 use crate::queue;
@@ -366,7 +366,7 @@ fn run_thread(
 ) {
     queue::forbid_blocking();
     let servers = config.options.servers().to_owned();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match connect::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
             let _ = ready.send(Err(ConnectError::new(

@@ -596,5 +596,9 @@ fn shutdown_with_nothing_pending_returns_while_the_server_is_gone() {
         .expect("shutdown returned within 5 s");
     assert!(report.drained, "{report:?}");
     let s = report.stats;
-    assert_eq!((s.published, s.exported, s.dropped.total(), s.pending), (1, 1, 0, 0), "{s:?}");
+    assert_eq!(
+        (s.published, s.exported, s.dropped.total(), s.pending),
+        (1, 1, 0, 0),
+        "{s:?}"
+    );
 }

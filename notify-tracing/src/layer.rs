@@ -4,7 +4,10 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use notify_core::{Context as NotifyContext, ContextGuard, Handle, Notifier, Outcome, Payload, Value, EXCEPTION_KEY};
+use notify_core::{
+    is_telemetry_suppressed, Context as NotifyContext, ContextGuard, Handle, Notifier, Outcome, Payload, Value,
+    EXCEPTION_KEY,
+};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -37,6 +40,11 @@ use crate::sites::Sites;
 ///   notifier, one [`Notifier::listening`] lookup); `enter`, `exit`, `record` and `close` of spans
 ///   cost one atomic load while no published span is open. Measured in `benches/notifications.rs`
 ///   (`peers/layer_*`).
+/// * **Telemetry suppression**: spans and events made on a thread where
+///   [`notify_core::is_telemetry_suppressed`] holds (an exporter's own threads, a
+///   [`notify_core::enter_telemetry_suppressed_scope`]) are ignored, so an exporter subscribed to
+///   every event does not export its client library's own tracing output, which would make more
+///   of it, forever. Checked only for spans and events somebody listens to.
 /// * Spans made by the notify -> tracing bridge ([`TracingSubscriber`](crate::TracingSubscriber))
 ///   are skipped, and notify events this layer publishes are skipped by that bridge, so with both
 ///   installed nothing is delivered twice.
@@ -136,7 +144,7 @@ impl Shared {
     #[inline]
     fn handle(&self, meta: &'static Metadata<'static>, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         let target = self.sites.get(meta).target()?;
-        if !target.is_enabled(&self.notifier) {
+        if !target.is_enabled(&self.notifier) || is_telemetry_suppressed() {
             return None;
         }
         let handle = match target.callsite {
@@ -208,13 +216,13 @@ where
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let shared = &*self.shared;
         let meta = event.metadata();
-        if *meta.level() == Level::ERROR && shared.open.load(Ordering::Relaxed) != 0 {
+        if *meta.level() == Level::ERROR && shared.open.load(Ordering::Relaxed) != 0 && !is_telemetry_suppressed() {
             record_error_in_span(event, &ctx);
         }
         let Some(target) = shared.sites.get(meta).target() else {
             return;
         };
-        if !target.is_enabled(&shared.notifier) {
+        if !target.is_enabled(&shared.notifier) || is_telemetry_suppressed() {
             return;
         }
         let parent = match event.parent() {
@@ -319,5 +327,57 @@ impl std::fmt::Debug for NotifyLayer {
             .field("notifier", &self.shared.notifier)
             .field("open_spans", &self.shared.open.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use notify_core::{
+        enter_telemetry_suppressed_scope, suppress_telemetry_on_this_thread, Event, Notifier, Pattern, Subscriber,
+    };
+    use tracing_subscriber::prelude::*;
+
+    use super::NotifyLayer;
+
+    #[test]
+    fn spans_and_events_made_while_telemetry_is_suppressed_are_ignored() {
+        let notifier = Notifier::new();
+        let names: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = names.clone();
+        let _subscription = notifier.subscribe(
+            Pattern::all(),
+            Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.name().to_owned())),
+        );
+        let subscriber = tracing_subscriber::registry().with(NotifyLayer::with_notifier(notifier));
+        tracing::subscriber::with_default(subscriber, || {
+            {
+                let _suppressed = enter_telemetry_suppressed_scope();
+                tracing::info!(target: "quiet", "an event");
+                tracing::info_span!(target: "quiet", "span").in_scope(|| {
+                    tracing::debug!(target: "quiet", "inside");
+                });
+            }
+            // A span made before the scope is published; an event made inside the scope is not,
+            // nor does its error reach the span.
+            tracing::info_span!(target: "loud", "span").in_scope(|| {
+                let _suppressed = enter_telemetry_suppressed_scope();
+                tracing::error!(target: "quiet", error = "refused", "failed");
+            });
+            tracing::info!(target: "loud", "an event");
+            // A thread suppressed for its whole life, with the same subscriber.
+            let dispatch = tracing::dispatcher::get_default(Clone::clone);
+            std::thread::spawn(move || {
+                suppress_telemetry_on_this_thread();
+                tracing::dispatcher::with_default(&dispatch, || {
+                    tracing::info!(target: "quiet", "from a suppressed thread");
+                    tracing::info_span!(target: "quiet", "span").in_scope(|| {});
+                });
+            })
+            .join()
+            .unwrap();
+        });
+        assert_eq!(*names.lock().unwrap(), ["span.loud", "info.loud"]);
     }
 }

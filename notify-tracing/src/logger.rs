@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 
 use log::{LevelFilter, Log, Metadata, Record, SetLoggerError};
-use notify_core::{Notifier, Payload, Value};
+use notify_core::{is_telemetry_suppressed, Notifier, Payload, Value};
 
 thread_local! {
     /// The event name being built (reused: no allocation per record).
@@ -26,7 +26,9 @@ thread_local! {
 /// A record is published only when somebody listens to its name; [`Log::enabled`] answers true
 /// when the forward logger or a notify subscriber wants it. A record logged by a notify subscriber
 /// while a record is being published (say, a log subscriber of every event) goes to the forward
-/// logger only, so nothing loops.
+/// logger only, so nothing loops. Records logged on a thread where
+/// [`notify_core::is_telemetry_suppressed`] holds (an exporter's own threads) also go to the
+/// forward logger only: published, they would be exported and log again.
 ///
 /// ```
 /// use notify_core::{Event, Notifier, Subscriber};
@@ -131,6 +133,7 @@ impl Log for NotifyLogger {
             return true;
         }
         !PUBLISHING.with(Cell::get)
+            && !is_telemetry_suppressed()
             && NotifyLogger::with_name(metadata.level(), metadata.target(), |name| {
                 self.notifier.listening(name)
             })
@@ -142,7 +145,7 @@ impl Log for NotifyLogger {
                 forward.log(record);
             }
         }
-        if !PUBLISHING.with(Cell::get) {
+        if !PUBLISHING.with(Cell::get) && !is_telemetry_suppressed() {
             PUBLISHING.with(|p| p.set(true));
             struct Reset;
             impl Drop for Reset {
@@ -192,5 +195,61 @@ impl std::fmt::Debug for NotifyLogger {
             .field("forwards", &self.forward.is_some())
             .field("max_level", &self.max_level)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use log::Log;
+    use notify_core::{enter_telemetry_suppressed_scope, Event, Notifier, Pattern, Subscriber};
+
+    use super::NotifyLogger;
+
+    struct Counting(Arc<AtomicUsize>);
+
+    impl Log for Counting {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, _: &log::Record<'_>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        fn flush(&self) {}
+    }
+
+    #[test]
+    fn records_logged_while_telemetry_is_suppressed_are_only_forwarded() {
+        let notifier = Notifier::new();
+        let names: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = names.clone();
+        let _subscription = notifier.subscribe(
+            Pattern::all(),
+            Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.name().to_owned())),
+        );
+        let forwarded = Arc::new(AtomicUsize::new(0));
+        let logger = NotifyLogger::with_notifier(notifier.clone());
+        let forwarding = NotifyLogger::with_notifier(notifier).forward_to(Counting(forwarded.clone()));
+        let record = |target| {
+            log::Record::builder()
+                .args(format_args!("text"))
+                .level(log::Level::Warn)
+                .target(target)
+                .build()
+        };
+        let metadata = log::Metadata::builder().level(log::Level::Warn).target("db").build();
+        {
+            let _suppressed = enter_telemetry_suppressed_scope();
+            assert!(!logger.enabled(&metadata), "notify does not want it while suppressed");
+            assert!(forwarding.enabled(&metadata), "the forward logger still does");
+            logger.log(&record("quiet"));
+            forwarding.log(&record("quiet"));
+        }
+        assert!(logger.enabled(&metadata));
+        logger.log(&record("db"));
+        assert_eq!(*names.lock().unwrap(), ["warn.db"]);
+        assert_eq!(forwarded.load(Ordering::Relaxed), 1);
     }
 }
