@@ -192,6 +192,10 @@ pub enum ConnectErrorKind {
     JetStream,
     /// The exporter's or importer's thread could not be started.
     Thread,
+    /// A subject setting is not a valid NATS subject: the exporter's prefix, the importer's
+    /// prefix and subject, or its queue group (empty, whitespace, a misplaced wildcard). The
+    /// message names the setting and the bad token; nothing was connected.
+    Subject,
 }
 
 /// Why an exporter or importer could not start.
@@ -226,6 +230,7 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::Unreachable => "could not connect to",
             ConnectErrorKind::JetStream => "JetStream setup failed on",
             ConnectErrorKind::Thread => "could not start a thread for",
+            ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", self.message),
         };
         write!(f, "{what} {}: {}", self.servers, self.message)
     }

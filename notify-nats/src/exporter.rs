@@ -18,7 +18,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
 use crate::queue::{self, Queue};
-use crate::subject::subject_for;
+use crate::subject::{check_prefix, subject_for};
 use crate::wire::{BatchEncoder, Encoding, PushError, WIRE_VERSION};
 
 /// Header naming the encoding of a message body (`postcard` or `json`).
@@ -57,7 +57,9 @@ pub struct ExporterBuilder {
 }
 
 impl ExporterBuilder {
-    /// The subject prefix (default `"notify"`): events go to `<prefix>.<event name>`.
+    /// The subject prefix (default `"notify"`): events go to `<prefix>.<event name>`. One or more
+    /// dot-separated tokens, none empty, without whitespace or wildcards (`*`, `>`); another
+    /// prefix is a [`ConnectErrorKind::Subject`] error from [`ExporterBuilder::start`].
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> ExporterBuilder {
         self.prefix = prefix.into();
@@ -122,9 +124,17 @@ impl ExporterBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConnectError`]: wrong credentials ([`ConnectErrorKind::Authorization`]), no server,
-    /// TLS, or JetStream not enabled on the server.
+    /// A [`ConnectError`]: an invalid prefix ([`ConnectErrorKind::Subject`], naming the bad
+    /// token, before connecting), wrong credentials ([`ConnectErrorKind::Authorization`]), no
+    /// server, TLS, or JetStream not enabled on the server.
     pub fn start(self) -> Result<Exporter, ConnectError> {
+        if let Err(why) = check_prefix(&self.prefix) {
+            return Err(ConnectError::new(
+                self.options.servers(),
+                ConnectErrorKind::Subject,
+                why,
+            ));
+        }
         let shared = Arc::new(Shared {
             queue: Queue::new(self.capacity, self.overflow),
             connected: AtomicBool::new(true),

@@ -18,6 +18,7 @@ use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, Nats
 use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
 use crate::queue;
+use crate::subject::{check_filter, check_queue_group};
 use crate::wire::{self, DecodeError, Encoding};
 
 type ErrorHook = Arc<dyn Fn(&ImportError) + Send + Sync>;
@@ -49,7 +50,8 @@ pub struct ImporterBuilder {
 }
 
 impl ImporterBuilder {
-    /// The subject prefix (default `"notify"`), as the exporter's.
+    /// The subject prefix (default `"notify"`), as the exporter's (checked with the subject by
+    /// [`ImporterBuilder::start`]).
     #[must_use]
     pub fn prefix(mut self, prefix: impl Into<String>) -> ImporterBuilder {
         self.prefix = prefix.into();
@@ -57,7 +59,8 @@ impl ImporterBuilder {
     }
 
     /// The subjects to import, after the prefix, with NATS wildcards (default `">"`: every
-    /// event): `"query.sql"`, `"*.sql"` (the `sql` namespace), `"request.>"`.
+    /// event): `"query.sql"`, `"*.sql"` (the `sql` namespace), `"request.>"`. `*` must be a whole
+    /// token and `>` the whole last one (`"a.>.b"` is refused by [`ImporterBuilder::start`]).
     #[must_use]
     pub fn subject(mut self, subject: impl Into<String>) -> ImporterBuilder {
         self.subject = subject.into();
@@ -103,9 +106,20 @@ impl ImporterBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConnectError`]: wrong credentials, no server, an invalid subject, JetStream not
-    /// enabled.
+    /// A [`ConnectError`]: an invalid `<prefix>.<subject>` or queue group
+    /// ([`ConnectErrorKind::Subject`], naming the bad token, before connecting: tokens not empty,
+    /// without whitespace, `*` a whole token, `>` only the whole last token), wrong credentials,
+    /// no server, JetStream not enabled.
     pub fn start(self, notifier: &Notifier) -> Result<Importer, ConnectError> {
+        let checked = check_filter(&format!("{}.{}", self.prefix, self.subject))
+            .and_then(|()| self.queue_group.as_deref().map_or(Ok(()), check_queue_group));
+        if let Err(why) = checked {
+            return Err(ConnectError::new(
+                self.options.servers(),
+                ConnectErrorKind::Subject,
+                why,
+            ));
+        }
         let shared = Arc::new(Shared {
             stats: Counters::default(),
             stop: AtomicBool::new(false),
@@ -401,10 +415,11 @@ fn run_thread(
                 let mut subscriber = match subscribed {
                     Ok(s) => s,
                     Err(e) => {
+                        // Subjects and queue groups were checked in `start`: this is the client.
                         let _ = ready.send(Err(ConnectError::new(
                             &servers,
-                            ConnectErrorKind::Address,
-                            format!("subject {subject}: {e}"),
+                            ConnectErrorKind::Unreachable,
+                            format!("subscribing to {subject}: {e}"),
                         )));
                         return;
                     }

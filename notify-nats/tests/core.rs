@@ -602,3 +602,62 @@ fn shutdown_with_nothing_pending_returns_while_the_server_is_gone() {
         "{s:?}"
     );
 }
+
+#[test]
+fn an_invalid_prefix_or_subject_is_a_subject_error_naming_the_bad_token() {
+    let server = NatsServer::start();
+    let options = || NatsOptions::new(server.url());
+    for (prefix, message) in [
+        (
+            "bad prefix",
+            r#"prefix "bad prefix": token "bad prefix" contains whitespace"#,
+        ),
+        ("", r#"prefix "": empty token (token 1 of 1)"#),
+        (
+            "shop.*",
+            r#"prefix "shop.*": token "*" holds a wildcard (`*`, `>`), not allowed here"#,
+        ),
+    ] {
+        let err = Exporter::builder(options()).prefix(prefix).start().unwrap_err();
+        assert_eq!(err.kind(), ConnectErrorKind::Subject, "{err}");
+        assert_eq!(err.to_string(), format!("invalid NATS subject: {message}"));
+    }
+    for (subject, message) in [
+        ("a b", r#"subject "notify.a b": token "a b" contains whitespace"#),
+        (
+            "a.>.b",
+            r#"subject "notify.a.>.b": token ">" is allowed only as the last token"#,
+        ),
+        ("a..b", r#"subject "notify.a..b": empty token (token 3 of 4)"#),
+    ] {
+        let err = Importer::builder(options())
+            .subject(subject)
+            .start(&Notifier::new())
+            .unwrap_err();
+        assert_eq!(err.kind(), ConnectErrorKind::Subject, "{err}");
+        assert_eq!(err.to_string(), format!("invalid NATS subject: {message}"));
+    }
+    let err = Importer::builder(options())
+        .prefix("")
+        .start(&Notifier::new())
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string()),
+        (
+            ConnectErrorKind::Subject,
+            r#"invalid NATS subject: subject ".>": empty token (token 1 of 2)"#.to_owned()
+        )
+    );
+    let err = Importer::builder(options())
+        .queue_group("dash boards")
+        .start(&Notifier::new())
+        .unwrap_err();
+    assert_eq!(err.kind(), ConnectErrorKind::Subject, "{err}");
+    // Valid ones still start.
+    Exporter::builder(options()).prefix("shop.eu-1").start().unwrap();
+    Importer::builder(options())
+        .prefix("shop")
+        .subject("*.sql")
+        .start(&Notifier::new())
+        .unwrap();
+}
