@@ -40,9 +40,11 @@ use crate::sync_spans::{self, SyncOpen};
 /// **Threads.** tracing keeps the entered spans per thread, and only the thread that entered a
 /// span can exit it. A started [`Handle`](notify_core::Handle) moved to another thread and
 /// finished there leaves its span entered on the starting thread until that thread's next bridged
-/// event (its start or finish, or [`TracingSubscriber::open_spans`]) or its exit: then the fields
-/// the block added are recorded, the span is exited and closed. Until then what that thread emits
-/// to tracing still nests under it. A thread keeps at most 256 entered spans (of handles started
+/// event (its start or finish, or [`TracingSubscriber::open_spans`]): then the fields the block
+/// added are recorded, the span is exited and closed. Until then what that thread emits to
+/// tracing still nests under it. A thread that exits before that leaves the span open for good
+/// (exiting or closing a span from a thread-local's destructor can panic inside tracing's
+/// layers). A thread keeps at most 256 entered spans (of handles started
 /// there and not finished); past that the oldest is exited and closed.
 ///
 /// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at

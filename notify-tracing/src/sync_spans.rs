@@ -5,11 +5,10 @@
 //! lock and no hash map on the common path. tracing keeps entered spans per thread, so only the
 //! thread that entered a span can exit it: when a handle finishes on another thread, that thread
 //! leaves an [`Orphan`] (the event and its finished payload) in a global list, and the thread that
-//! holds the span claims it at its next bridged start or finish, or when it exits: it records the
-//! fields the block added, exits the span and closes it.
+//! holds the span claims it at its next bridged start or finish: it records the fields the block
+//! added, exits the span and closes it. A thread that exits first leaves its spans open.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use notify_core::{EventId, Payload};
@@ -29,8 +28,8 @@ pub(crate) struct SyncOpen {
 /// started on this thread and never finished can leave one behind).
 const MAX_SYNC: usize = 256;
 
-/// This thread's spans, innermost last. At thread exit the spans still there are exited, then
-/// closed: tracing would otherwise close them while still entered.
+/// This thread's spans, innermost last. At thread exit the spans still there are left open (see
+/// its `Drop`).
 struct SyncStack(Vec<SyncOpen>);
 
 thread_local! {
@@ -172,13 +171,16 @@ fn claim(spans: &mut Vec<SyncOpen>) -> Vec<(Open, Payload)> {
 }
 
 impl Drop for SyncStack {
+    /// The thread is exiting with spans still entered (handles started here and not finished, or
+    /// finished elsewhere after this thread's last bridged event). They are left open, never
+    /// exited or closed: by now tracing's layers may have lost their own thread-locals (the fmt
+    /// layer's buffer), and exiting or closing a span here panicked inside them — an abort under
+    /// `panic = "abort"`. Dropping them while entered is no better: tracing-subscriber's fmt layer
+    /// asserts on a span closed while entered (debug builds), and a panic in a thread-local's
+    /// destructor aborts. A span left open costs its registry slot, once per such thread.
     fn drop(&mut self) {
-        let mut claimed = claim(&mut self.0);
-        claimed.extend(self.0.drain(..).rev().map(|s| (s.open, Payload::new())));
-        for (open, payload) in claimed {
-            // A panic here (a tracing layer's, or one reaching thread-locals already gone) must
-            // not escape a thread-local's destructor, which aborts the process.
-            let _ = catch_unwind(AssertUnwindSafe(|| open.finish(&payload, true)));
+        for span in self.0.drain(..) {
+            std::mem::forget(span);
         }
     }
 }

@@ -562,14 +562,19 @@ fn a_handle_finished_on_another_thread_has_its_span_exited_and_closed_where_it_s
 }
 
 #[test]
-fn a_thread_that_exits_with_bridged_spans_entered_exits_and_closes_them() {
+fn a_thread_that_exits_with_bridged_spans_entered_leaves_them_open_without_a_panic() {
+    // A fmt layer with close events: its own thread-local buffer may be gone when the exiting
+    // thread's stack of spans is dropped, so exiting or closing a span there would panic in it.
     let capture = Capture::default();
     let notifier = Notifier::new();
     let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_exit").unwrap());
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE);
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()).with(fmt));
     let starter = dispatch.clone();
-    let (n, for_thread) = (notifier.clone(), notifier.clone());
-    let handle = std::thread::spawn(move || {
+    let for_thread = notifier.clone();
+    let mut handle = std::thread::spawn(move || {
         tracing::dispatcher::with_default(&starter, || {
             let mut handle = for_thread.build_handle("job.n2t_exit", Payload::new());
             handle.start().unwrap();
@@ -577,13 +582,14 @@ fn a_thread_that_exits_with_bridged_spans_entered_exits_and_closes_them() {
         })
     })
     .join()
-    .expect("the thread exits without a panic in a thread-local's destructor");
+    .expect("the thread exits without a panic");
+    // Finished after its thread is gone: nothing fails, and the span stays open.
+    tracing::dispatcher::with_default(&dispatch, || handle.finish().unwrap());
     let spans = capture.spans();
     assert_eq!(spans.len(), 1);
-    assert_eq!((spans[0].entered, spans[0].exited), (1, 1), "{spans:#?}");
-    // Finished after its thread is gone: nothing left to close, nothing fails.
-    let mut handle = handle;
-    tracing::dispatcher::with_default(&dispatch, || handle.finish().unwrap());
-    drop(n);
-    assert!(capture.spans()[0].closed);
+    assert_eq!(
+        (spans[0].entered, spans[0].exited, spans[0].closed),
+        (1, 0, false),
+        "{spans:#?}"
+    );
 }
