@@ -144,6 +144,7 @@ impl ExporterBuilder {
             progress: Mutex::new(()),
             progressed: Condvar::new(),
             batches: AtomicU64::new(0),
+            not_reexported: AtomicU64::new(0),
         });
         let thread_shared = shared.clone();
         let servers = self.options.servers().to_owned();
@@ -169,6 +170,8 @@ struct Shared {
     progress: Mutex<()>,
     progressed: Condvar,
     batches: AtomicU64,
+    /// [`ExporterStats::not_reexported`].
+    not_reexported: AtomicU64,
 }
 
 impl Shared {
@@ -195,6 +198,7 @@ impl Shared {
             pending: p.published - exported - dropped.total(),
             dropped,
             messages: self.batches.load(Ordering::Relaxed),
+            not_reexported: self.not_reexported.load(Ordering::Relaxed),
         }
     }
 
@@ -249,6 +253,12 @@ pub struct ExporterStats {
     pub pending: u64,
     /// NATS messages (batches) confirmed.
     pub messages: u64,
+    /// Events an [`Importer`](crate::Importer) of this process republished that this exporter's
+    /// subscriber received and did not export again: exporting them would send them back to
+    /// where they came from (a process that exports and imports the same subjects, or two that
+    /// export and import each other's, would pass every event round for ever). Not counted in
+    /// `published`.
+    pub not_reexported: u64,
 }
 
 /// What [`Exporter::shutdown`] did.
@@ -310,6 +320,8 @@ impl Exporter {
 
     /// An owned-event subscriber that hands each event to this exporter; subscribe it to the
     /// events to export (`notifier.subscribe(Pattern::glob("*.sql")?, exporter.subscriber())`).
+    /// Events an [`Importer`](crate::Importer) of this process republishes are not exported
+    /// again (counted in [`ExporterStats::not_reexported`]).
     pub fn subscriber(&self) -> Subscriber {
         Subscriber::owned(ExportSubscriber(self.shared.clone())).named("notify-nats exporter")
     }
@@ -408,6 +420,10 @@ struct ExportSubscriber(Arc<Shared>);
 impl OwnedEventSubscriber for ExportSubscriber {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
+        if crate::imported::is_republishing() {
+            self.0.not_reexported.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         self.0.queue.push(event);
     }
 }

@@ -345,7 +345,7 @@ impl Republisher {
                             continue;
                         }
                     }
-                    self.notifier.publish_event(event.into_event());
+                    crate::imported::republishing(|| self.notifier.publish_event(event.into_event()));
                     events += 1;
                 }
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);

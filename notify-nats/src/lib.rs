@@ -18,6 +18,7 @@
 
 mod connect;
 mod exporter;
+mod imported;
 mod importer;
 mod jetstream;
 mod queue;

@@ -661,3 +661,33 @@ fn an_invalid_prefix_or_subject_is_a_subject_error_naming_the_bad_token() {
         .start(&Notifier::new())
         .unwrap();
 }
+
+#[test]
+fn a_process_that_exports_and_imports_the_same_subjects_does_not_send_imported_events_back() {
+    let server = NatsServer::start();
+    let notifier = Notifier::new();
+    let seen = recorder(&notifier, Pattern::all());
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&notifier)
+        .unwrap();
+    let exporter = Exporter::builder(NatsOptions::new(server.url())).start().unwrap();
+    let _ = notifier.subscribe(Pattern::all(), exporter.subscriber());
+    notifier.instrument("order.app", Payload::new, |_| ());
+    let stats = exporter.flush(WAIT).unwrap();
+    assert_eq!((stats.published, stats.exported), (1, 1));
+    // The event comes back once through the importer, which republishes it here; the exporter's
+    // subscriber gets it again and does not send it out a second time.
+    let got = importer.wait_until(WAIT, |s| s.events == 1);
+    assert_eq!(got.events, 1, "{got:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = exporter.flush(WAIT).unwrap();
+    assert_eq!(
+        (stats.published, stats.exported, stats.not_reexported, stats.pending),
+        (1, 1, 1, 0)
+    );
+    assert_eq!(importer.stats().events, 1, "nothing came back a second time");
+    let names: Vec<String> = seen.lock().unwrap().iter().map(|e| e.name().to_owned()).collect();
+    assert_eq!(names, ["order.app", "order.app"], "the local event, then its import");
+    exporter.shutdown(WAIT);
+    importer.shutdown();
+}
