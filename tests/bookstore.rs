@@ -370,6 +370,7 @@ Arguments:
 Options:
       --db <DATABASE_FILE>  Use this SQLite database file and keep it (its tables are dropped and re-created). Without it, a new temporary file is used and removed at exit
       --serve [<ADDR>]      Serve the live page of the requests' events on ADDR [default: 127.0.0.1:7878] and run the requests once a second until stopped (a DATA_FILE goes before it, or write --serve=ADDR)
+      --traces <COUNT>      With --serve: how many finished traces the live page keeps (older ones are forgotten) [default: 100]
       --color <WHEN>        Colour the log lines: `auto` when stderr, where the log goes, is a terminal (and NO_COLOR is unset) [default: auto] [possible values: auto, always, never]
   -h, --help                Print help
 

@@ -195,7 +195,9 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let addr = free_port();
     let child = Command::new(bookstore_binary())
-        .args(["--serve", &addr.to_string(), "--db"])
+        // Room for every trace of the test's ~30 s (about 17 a second), so the one chosen is
+        // never forgotten before chromium, slow to start on a busy machine, loads its page.
+        .args(["--serve", &addr.to_string(), "--traces", "100000", "--db"])
         .arg(dir.path().join("bookstore.sqlite"))
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -220,40 +222,43 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
     );
 
     // Wait for an order: the POST /orders trace nests a transaction's queries under the request.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let (trace_id, events) = loop {
-        let traces: serde_json::Value = serde_json::from_str(&http_get(addr, "/api/traces")).unwrap();
-        let biggest = traces
+    // The newest such trace (with `--traces 100000` none is forgotten during the test anyway).
+    let the_insert = |trace: &serde_json::Value| {
+        trace["events"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|t| t["root"] == "request.bookstore")
-            .max_by_key(|t| t["event_count"].as_u64().unwrap())
-            .map(|t| {
-                (
-                    t["trace_id"].as_str().unwrap().to_owned(),
-                    t["event_count"].as_u64().unwrap(),
-                )
-            });
-        match biggest {
-            Some((id, events)) if events >= 4 => break (id, events),
-            _ if Instant::now() > deadline => panic!("no trace with 4 events in 30 s: {traces}"),
-            _ => std::thread::sleep(Duration::from_millis(200)),
-        }
+            .find(|e| {
+                e["payload"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|kv| kv[1].as_str().is_some_and(|v| v.starts_with("INSERT")))
+            })
+            .cloned()
     };
-    let trace: serde_json::Value = serde_json::from_str(&http_get(addr, &format!("/api/trace/{trace_id}"))).unwrap();
-    let insert = trace["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| {
-            e["payload"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|kv| kv[1].as_str().unwrap().starts_with("INSERT"))
-        })
-        .expect("the order's INSERT");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (trace_id, events, insert) = 'wait: loop {
+        let traces: serde_json::Value = serde_json::from_str(&http_get(addr, "/api/traces")).unwrap();
+        let mut candidates: Vec<&serde_json::Value> = traces
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["root"] == "request.bookstore" && t["event_count"].as_u64().unwrap() >= 4)
+            .collect();
+        candidates.sort_by_key(|t| std::cmp::Reverse(t["start"].as_str().unwrap_or_default().to_owned()));
+        for summary in candidates {
+            let id = summary["trace_id"].as_str().unwrap();
+            let trace: serde_json::Value = serde_json::from_str(&http_get(addr, &format!("/api/trace/{id}"))).unwrap();
+            if let Some(insert) = the_insert(&trace) {
+                break 'wait (id.to_owned(), summary["event_count"].as_u64().unwrap(), insert);
+            }
+        }
+        if Instant::now() > deadline {
+            panic!("no order's trace (4 events, an INSERT) in 30 s: {traces}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let open = insert["id"].as_u64().unwrap();
 
     let profile = tempfile::tempdir().unwrap();

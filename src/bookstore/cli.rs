@@ -36,6 +36,10 @@ struct Cli {
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_SERVE_ADDR)]
     serve: Option<SocketAddr>,
 
+    /// With --serve: how many finished traces the live page keeps (older ones are forgotten)
+    #[arg(long, value_name = "COUNT", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    traces: u32,
+
     /// Colour the log lines: `auto` when stderr, where the log goes, is a terminal (and NO_COLOR
     /// is unset)
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
@@ -125,6 +129,7 @@ pub fn run_cli(args: &[String], notifier: &Notifier, out: &mut dyn Write, err: &
     };
     let mut options = Options::new(cli.data.unwrap_or_else(default_data_file), database);
     options.serve = cli.serve;
+    options.traces = cli.traces as usize;
     options.color = cli.color.choice();
     let stop = if temporary.is_some() || options.serve.is_some() {
         signals::stop_on_signals().unwrap_or_else(|e| {
@@ -221,6 +226,18 @@ mod tests {
                 Some(default),
                 Some(PathBuf::from("b.sqlite"))
             )
+        );
+    }
+
+    #[test]
+    fn traces_is_a_positive_count_with_notify_webs_default() {
+        assert_eq!(parse(&[]).traces, 100);
+        assert_eq!(parse(&["--serve", "--traces", "5"]).traces, 5);
+        let zero = Cli::try_parse_from(["bookstore", "--traces", "0"]).unwrap_err();
+        assert!(
+            zero.to_string()
+                .starts_with("error: invalid value '0' for '--traces <COUNT>': 0 is not in 1.."),
+            "{zero}"
         );
     }
 

@@ -104,10 +104,14 @@ pub struct Options {
     pub color: ColorChoice,
     /// `--serve [ADDR]`: serve the live page (notify-web) there and run requests in a loop.
     pub serve: Option<std::net::SocketAddr>,
+    /// `--traces COUNT`: how many finished traces the live page keeps (at least 1; 100 by
+    /// default, notify-web's default).
+    pub traces: usize,
 }
 
 impl Options {
-    /// Options without colour ([`ColorChoice::Never`]) and without `--serve`.
+    /// Options without colour ([`ColorChoice::Never`]) and without `--serve` (100 traces kept if
+    /// served).
     ///
     /// ```
     /// let options = notify_app::bookstore::Options::new("a.csv", "b.sqlite");
@@ -119,6 +123,7 @@ impl Options {
             database: database.into(),
             color: ColorChoice::Never,
             serve: None,
+            traces: 100,
         }
     }
 }

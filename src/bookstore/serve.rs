@@ -39,7 +39,7 @@ pub fn serve(
     stop: &AtomicBool,
 ) -> Result<(), AppError> {
     let books = load_books(&options.data)?;
-    let recorder = TraceRecorder::new(WebOptions::new());
+    let recorder = TraceRecorder::new(WebOptions::new().traces(options.traces));
     let pool = WorkerPool::global();
     let subscription = recorder.subscribe(pool, notifier, Pattern::all());
     let server = WebServer::start(addr, recorder).map_err(AppError::Serve)?;
