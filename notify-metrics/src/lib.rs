@@ -72,7 +72,7 @@
 mod subscriber;
 
 pub use crate::subscriber::{
-    LabelError, MetricsSubscriber, BUILTIN_LABELS, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS,
+    LabelError, MetricsSubscriber, PrefixError, BUILTIN_LABELS, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS,
     PROMETHEUS_RESERVED_LABELS,
 };
 

@@ -108,6 +108,41 @@ impl std::fmt::Display for LabelError {
 impl std::error::Error for LabelError {}
 
 /// Whether `key` is a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`.
+/// A prefix [`MetricsSubscriber::try_prefix`] refused: the metric names it would make are not
+/// Prometheus metric names (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+///
+/// ```
+/// let err = notify_metrics::MetricsSubscriber::new().try_prefix("my app").unwrap_err();
+/// assert_eq!(err.to_string(), "prefix \"my app\" makes the metric name \"my app_events_total\", not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrefixError {
+    /// The prefix as given.
+    pub prefix: String,
+}
+
+impl std::fmt::Display for PrefixError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "prefix {:?} makes the metric name {:?}, not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)",
+            self.prefix,
+            format!("{}_events_total", self.prefix)
+        )
+    }
+}
+
+impl std::error::Error for PrefixError {}
+
+/// `[a-zA-Z_:][a-zA-Z0-9_:]*`: Prometheus' metric name rule.
+fn is_prometheus_metric_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || b == b':');
+    first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
+}
+
 fn is_prometheus_label_name(key: &str) -> bool {
     let mut bytes = key.bytes();
     let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
@@ -170,17 +205,52 @@ impl MetricsSubscriber {
     }
 
     /// Names the metrics `<prefix>_events_total` and `<prefix>_event_duration_seconds`.
+    /// [`try_prefix`](MetricsSubscriber::try_prefix) is the same without the panic.
+    ///
+    /// # Panics
+    /// When the names would not be Prometheus metric names (`[a-zA-Z_:][a-zA-Z0-9_:]*`: a prefix
+    /// with a space, a dot or a dash, or an empty one), with the message
+    /// `notify-metrics: MetricsSubscriber::prefix: ` and the [`PrefixError`]. As with
+    /// [`label`](MetricsSubscriber::label), a mistake in the configuration is found when the
+    /// subscriber is built, not as series a Prometheus server refuses.
     ///
     /// ```
     /// let m = notify_metrics::MetricsSubscriber::new().prefix("app");
     /// assert_eq!(m.events_total_name(), "app_events_total");
     /// ```
     #[must_use]
-    pub fn prefix(mut self, prefix: &str) -> MetricsSubscriber {
+    #[track_caller]
+    pub fn prefix(self, prefix: &str) -> MetricsSubscriber {
+        match self.try_prefix(prefix) {
+            Ok(subscriber) => subscriber,
+            Err(e) => panic!("notify-metrics: MetricsSubscriber::prefix: {e}"),
+        }
+    }
+
+    /// Names the metrics `<prefix>_events_total` and `<prefix>_event_duration_seconds`, as
+    /// [`prefix`](MetricsSubscriber::prefix) does, or says why it cannot.
+    ///
+    /// # Errors
+    /// [`PrefixError`] when `prefix` is empty or the names would not be Prometheus metric names
+    /// (`[a-zA-Z_:][a-zA-Z0-9_:]*`). The subscriber is consumed either way.
+    ///
+    /// ```
+    /// use notify_metrics::MetricsSubscriber;
+    /// assert_eq!(MetricsSubscriber::new().try_prefix("shop:api")?.duration_name(), "shop:api_event_duration_seconds");
+    /// assert!(MetricsSubscriber::new().try_prefix("").is_err());
+    /// assert!(MetricsSubscriber::new().try_prefix("shop.api").is_err());
+    /// # Ok::<(), notify_metrics::PrefixError>(())
+    /// ```
+    pub fn try_prefix(mut self, prefix: &str) -> Result<MetricsSubscriber, PrefixError> {
+        if prefix.is_empty() || !is_prometheus_metric_name(prefix) {
+            return Err(PrefixError {
+                prefix: prefix.to_owned(),
+            });
+        }
         let config = self.config_mut();
         config.events_total = SharedString::from(Arc::<str>::from(format!("{prefix}_events_total")));
         config.duration = SharedString::from(Arc::<str>::from(format!("{prefix}_event_duration_seconds")));
-        self
+        Ok(self)
     }
 
     /// Adds the payload key `key` as a label of both metrics (after `event`, in the order added).

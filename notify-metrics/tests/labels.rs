@@ -209,3 +209,30 @@ fn accepted_labels_keep_every_event_in_its_own_series() {
         ]
     );
 }
+
+#[test]
+fn a_prefix_that_makes_no_prometheus_metric_name_is_refused() {
+    for bad in ["", "my app", "shop.api", "shop-api", "1app", "café"] {
+        let err = MetricsSubscriber::new().try_prefix(bad).unwrap_err();
+        assert_eq!(err.prefix, bad);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "prefix {bad:?} makes the metric name {:?}, not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)",
+                format!("{bad}_events_total")
+            )
+        );
+    }
+    for good in ["app", "_app", "shop:api", "App2"] {
+        let m = MetricsSubscriber::new().try_prefix(good).unwrap();
+        assert_eq!(m.events_total_name(), format!("{good}_events_total"));
+        assert_eq!(m.duration_name(), format!("{good}_event_duration_seconds"));
+    }
+    let panic = std::panic::catch_unwind(|| MetricsSubscriber::new().prefix("my app")).unwrap_err();
+    assert_eq!(
+        panic.downcast_ref::<String>().map(String::as_str),
+        Some(
+            "notify-metrics: MetricsSubscriber::prefix: prefix \"my app\" makes the metric name \"my app_events_total\", not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"
+        )
+    );
+}
