@@ -25,9 +25,9 @@ thread_local! {
     /// How many facts wait on this thread: read by every finish, so a plain `Cell`. It may
     /// overcount (another thread's finish took some): the next take on this thread recounts.
     static WAITING: Cell<usize> = const { Cell::new(0) };
-    /// This thread's list, registered in [`LISTS`] at the first fact.
-    static FACTS: Arc<Facts> = Arc::new(Facts::new(Vec::new()));
-    static REGISTERED: Cell<bool> = const { Cell::new(false) };
+    /// This thread's list, registered in [`LISTS`] when first used: at the first fact (a take
+    /// reads it only when a fact waits).
+    static FACTS: Arc<Facts> = register(Arc::new(Facts::new(Vec::new())));
 }
 
 /// Every thread's list that ever held a fact; lists of exited threads stay while they hold facts.
@@ -65,9 +65,6 @@ pub fn record(key: &'static str, value: impl Into<Value>) {
 #[inline(never)]
 fn keep(event: u64, key: &'static str, value: Value) {
     let kept = FACTS.try_with(|list| {
-        if !REGISTERED.get() {
-            register(list);
-        }
         let mut facts = list.lock();
         if let Some(fact) = facts.iter_mut().rev().find(|f| f.0 == event && f.1 == key) {
             fact.2 = value;
@@ -84,15 +81,15 @@ fn keep(event: u64, key: &'static str, value: Value) {
     }
 }
 
-/// Puts this thread's list in [`LISTS`] (once per thread), and forgets the lists of exited
-/// threads that are empty. Called without this thread's list locked: a thread never waits for
-/// [`LISTS`] while holding a list's lock, so lock order is always `LISTS`, then a list.
+/// Puts a new thread's list in [`LISTS`], and forgets the lists of exited threads that are empty.
+/// Called from the thread-local's initializer, so with no list of this crate locked by this
+/// thread: lock order is always `LISTS`, then a list.
 #[cold]
-fn register(list: &Arc<Facts>) {
+fn register(list: Arc<Facts>) -> Arc<Facts> {
     let mut lists = LISTS.lock();
     lists.retain(|l| Arc::strong_count(l) > 1 || !l.lock().is_empty());
     lists.push(list.clone());
-    REGISTERED.set(true);
+    list
 }
 
 /// Moves the facts recorded on this thread for `event` into `payload`, in record order.
