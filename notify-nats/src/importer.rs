@@ -77,7 +77,9 @@ impl ImporterBuilder {
 
     /// JetStream mode: read the stream through a durable pull consumer (named by the queue group,
     /// default `"notify-importer"`), acknowledge each message after its events were republished,
-    /// and drop events already republished (redeliveries after a lost acknowledgement).
+    /// and drop events already republished (redeliveries after a lost acknowledgement). A message
+    /// that cannot be imported (counted as malformed or of a newer version) is terminated
+    /// (JetStream's `+TERM` acknowledgement): it is never redelivered.
     #[must_use]
     pub fn jetstream(mut self, jetstream: JetStream) -> ImporterBuilder {
         self.jetstream = Some(jetstream);
@@ -316,8 +318,9 @@ struct Republisher {
 }
 
 impl Republisher {
-    /// Decodes one message and republishes its events; counts everything.
-    fn handle(&mut self, subject: &str, headers: Option<&HeaderMap>, body: &[u8]) {
+    /// Decodes one message and republishes its events; counts everything. False when the message
+    /// could not be imported (malformed, newer wire version): none of its events was republished.
+    fn handle(&mut self, subject: &str, headers: Option<&HeaderMap>, body: &[u8]) -> bool {
         let c = &self.shared.stats;
         c.messages.fetch_add(1, Ordering::AcqRel);
         let encoding = match headers.and_then(|h| h.get(ENCODING_HEADER)) {
@@ -329,7 +332,7 @@ impl Republisher {
                         reason: format!("unknown {ENCODING_HEADER} {:?}", value.as_str()),
                     };
                     self.fail(subject, error);
-                    return;
+                    return false;
                 }
             },
             None => Encoding::sniff(body),
@@ -351,10 +354,14 @@ impl Republisher {
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }
-            Err(error) => self.fail(subject, error),
+            Err(error) => {
+                self.fail(subject, error);
+                return false;
+            }
         }
         let _guard = self.shared.progress.lock();
         self.shared.progressed.notify_all();
+        true
     }
 
     fn fail(&self, subject: &str, error: DecodeError) {
@@ -450,7 +457,7 @@ fn run_thread(
                     tokio::pin!(stop);
                     match future::select(subscriber.next(), stop).await {
                         future::Either::Left((Some(message), _)) => {
-                            republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload)
+                            republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
                         }
                         future::Either::Left((None, _)) | future::Either::Right(_) => break,
                     }
@@ -525,9 +532,17 @@ async fn consume_jetstream(
             tokio::pin!(stop);
             match future::select(messages.next(), stop).await {
                 future::Either::Left((Some(Ok(message)), _)) => {
-                    republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
+                    let imported =
+                        republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
                     // A lost acknowledgement means a redelivery, which the duplicate check drops.
-                    if let Err(e) = message.ack().await {
+                    // A message that cannot be imported is terminated: the server never redelivers
+                    // it (to this consumer or another), whatever its ack wait or delivery limit.
+                    let acked = if imported {
+                        message.ack().await
+                    } else {
+                        message.ack_with(jetstream::AckKind::Term).await
+                    };
+                    if let Err(e) = acked {
                         log::debug!(target: "notify::nats", "JetStream ack: {e}");
                     }
                 }

@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use notify_core::{Event, EventId, Outcome, Payload, TraceId, TransactionId, Value};
+use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
 use serde::ser::SerializeSeq;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The first bytes of a binary (postcard) batch: tells a notify batch from other traffic before
 /// its version is read.
@@ -114,7 +115,11 @@ impl std::error::Error for DecodeError {}
 /// back as itself in both encodings (postcard is not self-describing, and JSON alone cannot tell
 /// a duration from a number or a time from a string). The variants of wire version 1 keep their
 /// positions (postcard writes the position); version 2 appended `Null` … `Map`.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+///
+/// Deserialized by hand ([`WireSeed`]), not derived: lists and maps nest at most
+/// [`Value::MAX_NESTING`] deep, so that a hostile message cannot overflow the importer's stack
+/// (postcard has no depth limit; one message nesting 1,500 lists, 3 KB, aborted the process).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum WireValue {
     Bool(bool),
     I64(i64),
@@ -140,6 +145,249 @@ pub(crate) enum WireValue {
     List(Vec<WireValue>),
     /// Entries in order.
     Map(Vec<(String, WireValue)>),
+}
+
+/// The names of [`WireValue`]'s variants, in position order.
+const VARIANTS: &[&str] = &[
+    "Bool",
+    "I64",
+    "U64",
+    "F64",
+    "Str",
+    "Duration",
+    "Exception",
+    "Null",
+    "I128",
+    "U128",
+    "Time",
+    "List",
+    "Map",
+];
+
+/// The error of a value nested deeper than [`Value::MAX_NESTING`] lists and maps (notify-core's
+/// text for the same limit): it names the limit, never a value.
+fn too_deep() -> String {
+    format!("payload value nested deeper than {} lists and maps", Value::MAX_NESTING)
+}
+
+thread_local! {
+    /// Set when [`WireSeed`] refused a value nested too deep on this thread: postcard's errors
+    /// drop a custom message (`Error::SerdeDeCustom`), so [`parse`] asks here what it was.
+    static REFUSED_TOO_DEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl<'de> Deserialize<'de> for WireValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<WireValue, D::Error> {
+        WireSeed { depth: 0 }.deserialize(d)
+    }
+}
+
+/// Reads a [`WireValue`] at `depth` (a payload's own values are at 0, the items of a list or map
+/// at depth `d` are at `d + 1`); a list or a map at depth [`Value::MAX_NESTING`] is refused, so
+/// the recursion is bounded whatever the input.
+#[derive(Clone, Copy)]
+struct WireSeed {
+    depth: usize,
+}
+
+impl WireSeed {
+    /// The depth of the items of a list or map at this depth, or the error.
+    fn inner<E: de::Error>(self) -> Result<usize, E> {
+        if self.depth >= Value::MAX_NESTING {
+            REFUSED_TOO_DEEP.with(|refused| refused.set(true));
+            Err(E::custom(too_deep()))
+        } else {
+            Ok(self.depth + 1)
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for WireSeed {
+    type Value = WireValue;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<WireValue, D::Error> {
+        d.deserialize_enum("WireValue", VARIANTS, self)
+    }
+}
+
+/// A variant of [`WireValue`] by position (postcard) or name (JSON).
+struct Tag(usize);
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Tag, D::Error> {
+        struct TagVisitor;
+        impl Visitor<'_> for TagVisitor {
+            type Value = Tag;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a payload value variant")
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tag, E> {
+                match usize::try_from(v) {
+                    Ok(i) if i < VARIANTS.len() => Ok(Tag(i)),
+                    _ => Err(E::custom(format_args!(
+                        "unknown payload value variant {v} (0 to {} known)",
+                        VARIANTS.len() - 1
+                    ))),
+                }
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tag, E> {
+                match VARIANTS.iter().position(|&n| n == v) {
+                    Some(i) => Ok(Tag(i)),
+                    // The name is not quoted: it is text from the message.
+                    None => Err(E::custom("unknown payload value variant")),
+                }
+            }
+        }
+        d.deserialize_identifier(TagVisitor)
+    }
+}
+
+/// The fields of the two-field variants `Duration`, `Time` (`secs`, `nanos`).
+#[derive(Deserialize)]
+struct SecsNanos<T> {
+    secs: T,
+    nanos: u32,
+}
+
+/// The fields of `Exception`.
+#[derive(Deserialize)]
+struct ExceptionParts {
+    type_name: String,
+    message: String,
+}
+
+impl<'de> Visitor<'de> for WireSeed {
+    type Value = WireValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a payload value")
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<WireValue, A::Error> {
+        let (Tag(tag), v) = data.variant::<Tag>()?;
+        // The struct variants are read as a newtype holding a struct: the same bytes in postcard
+        // (fields back to back) and the same text in JSON (`{"secs": .., "nanos": ..}`).
+        Ok(match VARIANTS[tag] {
+            "Bool" => WireValue::Bool(v.newtype_variant()?),
+            "I64" => WireValue::I64(v.newtype_variant()?),
+            "U64" => WireValue::U64(v.newtype_variant()?),
+            "F64" => WireValue::F64(v.newtype_variant()?),
+            "Str" => WireValue::Str(v.newtype_variant()?),
+            "Duration" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                WireValue::Duration { secs, nanos }
+            }
+            "Exception" => {
+                let ExceptionParts { type_name, message } = v.newtype_variant()?;
+                WireValue::Exception { type_name, message }
+            }
+            "Null" => {
+                v.unit_variant()?;
+                WireValue::Null
+            }
+            "I128" => WireValue::I128(v.newtype_variant()?),
+            "U128" => WireValue::U128(v.newtype_variant()?),
+            "Time" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                WireValue::Time { secs, nanos }
+            }
+            "List" => WireValue::List(v.newtype_variant_seed(ListSeed { depth: self.inner()? })?),
+            _ => WireValue::Map(v.newtype_variant_seed(MapSeed { depth: self.inner()? })?),
+        })
+    }
+}
+
+/// A list whose items are at `depth`.
+struct ListSeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed {
+    type Value = Vec<WireValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<WireValue>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed {
+    type Value = Vec<WireValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of payload values")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<WireValue>, A::Error> {
+        // The length comes from the message: not trusted for more than a small reservation.
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element_seed(WireSeed { depth: self.depth })? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+/// A map (a list of `(key, value)` pairs) whose values are at `depth`.
+struct MapSeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for MapSeed {
+    type Value = Vec<(String, WireValue)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MapSeed {
+    type Value = Vec<(String, WireValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of (key, payload value) pairs")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(entry) = seq.next_element_seed(EntrySeed { depth: self.depth })? {
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+/// One `(key, value)` pair of a map, its value at `depth`.
+struct EntrySeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = (String, WireValue);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_tuple(2, self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed {
+    type Value = (String, WireValue);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a (key, payload value) pair")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let key = seq
+            .next_element::<String>()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let value = seq
+            .next_element_seed(WireSeed { depth: self.depth })?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        Ok((key, value))
+    }
 }
 
 /// The position and name of each [`WireValue`] variant: what [`ValueOut`] writes.
@@ -564,8 +812,14 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
 }
 
 fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Result<T, String> {
+    REFUSED_TOO_DEEP.with(|refused| refused.set(false));
     match encoding {
-        Encoding::Binary => postcard::from_bytes(body).map_err(|e| e.to_string()),
+        Encoding::Binary => postcard::from_bytes(body).map_err(|e| match e {
+            // postcard keeps no custom message: the one custom error this decoder raises is
+            // the nesting limit's.
+            postcard::Error::SerdeDeCustom if REFUSED_TOO_DEEP.with(|refused| refused.take()) => too_deep(),
+            e => e.to_string(),
+        }),
         Encoding::Json => serde_json::from_slice(body).map_err(|e| e.to_string()),
     }
 }
@@ -811,6 +1065,89 @@ mod tests {
             assert_eq!(got.payload(), &Payload::new().with("rows", 3_u64));
             assert_eq!((got.cpu_time(), got.allocations()), (None, None));
         }
+    }
+
+    #[test]
+    fn the_variant_names_match_their_positions() {
+        use variant::*;
+        for (i, n) in [
+            BOOL, I64, U64, F64, STR, DURATION, EXCEPTION, NULL, I128, U128, TIME, LIST, MAP,
+        ] {
+            assert_eq!(VARIANTS[i as usize], n);
+        }
+        assert_eq!(VARIANTS.len(), 13);
+    }
+
+    /// An event whose payload holds `"v"`: `lists` lists inside one another, then `maps` maps
+    /// (the innermost holding 1).
+    fn nested_event(lists: usize, maps: usize) -> Arc<Event> {
+        let mut value = Value::U64(1);
+        for _ in 0..lists {
+            value = Value::List(vec![value]);
+        }
+        for _ in 0..maps {
+            value = Value::Map(Box::new(Payload::new().with("k", value)));
+        }
+        let now = std::time::Instant::now();
+        Arc::new(Event::new("deep.test", now, now, Payload::new().with("v", value)))
+    }
+
+    fn depth_of(value: &Value) -> usize {
+        match value {
+            Value::List(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+            Value::Map(map) => 1 + map.iter().map(|(_, v)| depth_of(v)).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Issue 33: one postcard message nesting 1,500 lists (3 KB) overflowed the importer's stack.
+    #[test]
+    fn values_nested_to_the_limit_are_read_one_more_is_malformed_in_both_encodings() {
+        for encoding in [Encoding::Binary, Encoding::Json] {
+            for (lists, maps) in [(32, 0), (0, 32), (16, 16)] {
+                let body = encode_batch(encoding, 1, &[nested_event(lists, maps)]);
+                let batch = decode(encoding, &body).unwrap_or_else(|e| panic!("{encoding:?} {lists}+{maps}: {e}"));
+                let event = batch.events.into_iter().next().unwrap().into_event();
+                assert_eq!(depth_of(event.payload().get("v").unwrap()), Value::MAX_NESTING);
+            }
+            for (lists, maps) in [(33, 0), (0, 33), (17, 16)] {
+                let body = encode_batch(encoding, 1, &[nested_event(lists, maps)]);
+                let err = decode(encoding, &body).unwrap_err();
+                let DecodeError::Malformed { reason, .. } = &err else {
+                    panic!("{err:?}")
+                };
+                let reason = reason.split(" at line ").next().unwrap();
+                assert_eq!(
+                    reason, "payload value nested deeper than 32 lists and maps",
+                    "{encoding:?}"
+                );
+            }
+        }
+        // 1,500 lists by hand (the exporter would write them too, but building and dropping such
+        // a Value recurses as deep): 2 bytes per level in postcard.
+        let mut body = MAGIC.to_vec();
+        postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+        // The event up to its payload: a real one's, then the payload replaced.
+        let shallow = nested_event(0, 0);
+        let mut event = postcard::to_stdvec(&EventOut::new(&shallow)).unwrap();
+        // Its payload is the last fields: [("v", U64(1))], then cpu time and allocations (None, None).
+        let tail = postcard::to_stdvec(&(vec![("v", ValueOut(&Value::U64(1)))], None::<u64>, None::<u64>)).unwrap();
+        assert!(event.ends_with(&tail), "the payload is the event's last fields");
+        event.truncate(event.len() - tail.len());
+        event.extend_from_slice(&[1, 1, b'v']); // one entry, key "v"
+        for _ in 0..1_500 {
+            event.extend_from_slice(&[variant::LIST.0 as u8, 1]); // List of one item
+        }
+        event.extend_from_slice(&[variant::NULL.0 as u8, 0, 0]); // Null, then no cpu time, no allocations
+        body.extend_from_slice(&event);
+        assert!((3_000..3_200).contains(&body.len()), "{}", body.len());
+        assert_eq!(
+            decode(Encoding::Binary, &body).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "payload value nested deeper than 32 lists and maps".to_owned()
+            }
+        );
     }
 
     #[test]
