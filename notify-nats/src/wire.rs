@@ -505,7 +505,8 @@ fn time_from_parts(secs: i64, nanos: u32) -> Option<SystemTime> {
 
 impl WireValue {
     /// The value; a time this platform cannot represent, or a duration or time whose nanoseconds
-    /// are out of range, is an error naming it.
+    /// are out of range, is an error naming what is wrong, never the value (a payload may hold
+    /// secrets, and decode errors are logged).
     fn into_value(self) -> Result<Value, String> {
         Ok(match self {
             WireValue::Null => Value::Null,
@@ -518,17 +519,17 @@ impl WireValue {
             WireValue::Str(v) => Value::Str(v.into()),
             WireValue::Duration { secs, nanos } => {
                 if nanos >= 1_000_000_000 {
-                    return Err(format!("duration with {nanos} nanoseconds (at most 999999999)"));
+                    return Err("duration with nanoseconds out of range (at most 999999999)".to_owned());
                 }
                 Value::Duration(Duration::new(secs, nanos))
             }
             WireValue::Time { secs, nanos } => {
                 if nanos >= 1_000_000_000 {
-                    return Err(format!("time with {nanos} nanoseconds (at most 999999999)"));
+                    return Err("time with nanoseconds out of range (at most 999999999)".to_owned());
                 }
                 Value::Time(
                     time_from_parts(secs, nanos)
-                        .ok_or_else(|| format!("time {secs}.{nanos:09} s from the Unix epoch is out of range here"))?,
+                        .ok_or_else(|| "time out of the range this platform represents".to_owned())?,
                 )
             }
             WireValue::Exception { type_name, message } => Value::Exception {
@@ -778,7 +779,7 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
             .map_err(|e| malformed(e.to_string()))?,
         Encoding::Json => serde_json::from_slice::<VersionProbe>(body)
             .map(|p| p.version)
-            .map_err(|e| malformed(e.to_string()))?,
+            .map_err(|e| malformed(json_reason(&e)))?,
     };
     if version > WIRE_VERSION {
         return Err(DecodeError::UnsupportedVersion {
@@ -820,8 +821,50 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
             postcard::Error::SerdeDeCustom if REFUSED_TOO_DEEP.with(|refused| refused.take()) => too_deep(),
             e => e.to_string(),
         }),
-        Encoding::Json => serde_json::from_slice(body).map_err(|e| e.to_string()),
+        Encoding::Json => serde_json::from_slice(body).map_err(|e| json_reason(&e)),
     }
+}
+
+/// serde_json's message for `e`, without the value it may quote: serde writes a mistyped or
+/// invalid value into its message (`invalid type: string "K3YS3CRET", expected u64`), and the
+/// value may be a secret under a redacted key (redaction runs after decoding). The value's kind
+/// stays (`invalid type: a string, expected u64 at line 1 column 80`).
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let (message, position) = match text.strip_suffix(&position) {
+        Some(message) => (message, position.as_str()),
+        None => (text.as_str(), ""),
+    };
+    format!("{}{position}", without_values(message))
+}
+
+/// `message` with the value of serde's `invalid type: <unexpected>, expected <what>` (or
+/// `invalid value: ...`) replaced by its kind. serde writes the five kinds that hold a value as
+/// ``boolean `true` ``, ``integer `5` ``, ``floating point `1.5` ``, ``character `c` `` and
+/// `string "text"`; the others (`null`, `sequence`, `map`, ...) hold none and stay. The expected
+/// part is this crate's text and holds no `, expected `, so the last one ends the value whatever
+/// the value holds.
+fn without_values(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = message.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some(end) = rest.rfind(", expected ") else { continue };
+        let unexpected = &rest[..end];
+        let kind = [
+            ("boolean `", "a boolean"),
+            ("integer `", "an integer"),
+            ("floating point `", "a floating point number"),
+            ("character `", "a character"),
+            ("string \"", "a string"),
+        ]
+        .into_iter()
+        .find_map(|(form, kind)| unexpected.starts_with(form).then_some(kind))
+        .unwrap_or(unexpected);
+        return format!("{prefix}{kind}{}", &rest[end..]);
+    }
+    message.to_owned()
 }
 
 /// Builds batches event by event under a size limit; one encoder per exporter, buffers reused.
@@ -1067,6 +1110,67 @@ mod tests {
         }
     }
 
+    /// Issue 33 item 12: `invalid type: string "K3YS3CRET"` reached the importer's warning.
+    #[test]
+    fn json_decode_errors_name_the_kind_of_a_mistyped_value_never_the_value() {
+        let batch = |value: &str| {
+            format!(
+                r#"{{"version":2,"source":1,"events":[{{"name":"a.b","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[["api_key",{value}]],"cpu_time_ns":null,"allocations":null}}]}}"#
+            )
+        };
+        // (the value, the token serde_json's position ends on, the reason)
+        for (value, token, reason) in [
+            (
+                r#"{"U64":"K3YS3CRET"}"#,
+                r#"ET""#,
+                "invalid type: a string, expected u64",
+            ),
+            (
+                r#"{"U64":"K3YS3CRET, expected u64"}"#,
+                r#"64""#,
+                "invalid type: a string, expected u64",
+            ),
+            (r#"{"Str":31337}"#, "37", "invalid type: an integer, expected a string"),
+            (
+                r#"{"Bool":31.337}"#,
+                "37",
+                "invalid type: a floating point number, expected a boolean",
+            ),
+            (r#"{"Str":true}"#, "true", "invalid type: a boolean, expected a string"),
+            (r#"{"U64":-31337}"#, "37", "invalid value: an integer, expected u64"),
+            (r#"{"Str":null}"#, "null", "invalid type: null, expected a string"),
+            (r#"{"K3YS3CRET":1}"#, r#"ET""#, "unknown payload value variant"),
+            (
+                r#"{"Duration":{"secs":"K3YS3CRET","nanos":0}}"#,
+                r#"ET""#,
+                "invalid type: a string, expected u64",
+            ),
+        ] {
+            let json = batch(value);
+            let err = decode(Encoding::Json, json.as_bytes()).unwrap_err();
+            let DecodeError::Malformed { reason: got, .. } = &err else {
+                panic!("{err:?}")
+            };
+            let column = json.find(value).unwrap() + value.rfind(token).unwrap() + token.len();
+            assert_eq!(got, &format!("{reason} at line 1 column {column}"), "{value}");
+            assert!(
+                !err.to_string().contains("31") && !err.to_string().contains("K3YS"),
+                "{err}"
+            );
+        }
+        let err = decode(Encoding::Json, br#"{"version":"K3YS3CRET"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "malformed event batch (json encoding): invalid type: a string, expected u16 at line 1 column 22"
+        );
+        // Messages of other shapes are kept whole.
+        assert_eq!(without_values("missing field `name`"), "missing field `name`");
+        assert_eq!(
+            without_values("invalid length 1, expected a (key, payload value) pair"),
+            "invalid length 1, expected a (key, payload value) pair"
+        );
+    }
+
     #[test]
     fn the_variant_names_match_their_positions() {
         use variant::*;
@@ -1157,7 +1261,7 @@ mod tests {
             decode(Encoding::Json, json).unwrap_err(),
             DecodeError::Malformed {
                 encoding: Encoding::Json,
-                reason: "event 3 (a.b): time with 1000000000 nanoseconds (at most 999999999)".to_owned()
+                reason: "event 3 (a.b): time with nanoseconds out of range (at most 999999999)".to_owned()
             }
         );
     }
