@@ -13,6 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use notify_core::escape::Escaped;
 use notify_core::{Event, EventId, Outcome, Payload, TraceId, TransactionId, Value};
 use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
 use serde::ser::SerializeSeq;
@@ -90,7 +91,9 @@ pub enum DecodeError {
     Malformed {
         /// The encoding tried.
         encoding: Encoding,
-        /// What the decoder said.
+        /// What the decoder said: never a payload value; it may name an event (escaped and cut
+        /// to 200 characters) or the part of the message that is wrong. Display escapes it again
+        /// (an application's decoder error may hold anything).
         reason: String,
     },
 }
@@ -102,9 +105,14 @@ impl fmt::Display for DecodeError {
                 f,
                 "event batch of wire version {found}, newer than the version {supported} this importer reads: upgrade notify-nats on the importing side"
             ),
-            DecodeError::Malformed { encoding, reason } => {
-                write!(f, "malformed event batch ({} encoding): {reason}", encoding.header_value())
-            }
+            // The reason may quote the message (an event name): escaped as notify-core's own
+            // lines escape text.
+            DecodeError::Malformed { encoding, reason } => write!(
+                f,
+                "malformed event batch ({} encoding): {}",
+                encoding.header_value(),
+                Escaped::new(reason)
+            ),
         }
     }
 }
@@ -700,7 +708,8 @@ pub(crate) struct EventIn {
 
 impl RawEvent {
     fn check(self) -> Result<EventIn, String> {
-        let payload = payload_from(self.payload).map_err(|e| format!("event {} ({}): {e}", self.id, self.name))?;
+        let payload = payload_from(self.payload)
+            .map_err(|e| format!("event {} ({}): {e}", self.id, Escaped::truncated(&self.name, 200)))?;
         Ok(EventIn {
             name: self.name,
             start_unix_ns: self.start_unix_ns,
