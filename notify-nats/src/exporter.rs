@@ -557,6 +557,44 @@ struct Round {
     messages: Vec<Message>,
 }
 
+/// How many characters of an event name a warning quotes (names come from the instrumented code,
+/// or from another process through an importer).
+const NAME_CHARS: usize = 200;
+
+/// The warning for an event whose encoding alone is larger than the largest message: its name
+/// escaped as notify-core's own lines escape text (control, bidirectional-formatting and line
+/// separator characters: [`notify_core::escape`]) and cut to [`NAME_CHARS`] characters.
+fn too_large_warning(name: &str, bytes: usize, max_bytes: usize) -> String {
+    format!(
+        "event {} encodes to {bytes} bytes, more than the largest message ({max_bytes} bytes): dropped",
+        Escaped::truncated(name, NAME_CHARS)
+    )
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::too_large_warning;
+
+    /// Issue 33 item 11: the name was written raw (a newline forged a log line, ESC/OSC drove the
+    /// terminal, bidi controls reordered the text).
+    #[test]
+    fn the_too_large_warning_escapes_the_event_name() {
+        let name = "big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe";
+        assert_eq!(
+            too_large_warning(name, 2_000_000, 1_048_576),
+            r"event big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe encodes to 2000000 bytes, more than the largest message (1048576 bytes): dropped"
+        );
+        let long = "a".repeat(1_000);
+        assert_eq!(
+            too_large_warning(&long, 9, 8),
+            format!(
+                "event {}…[1000 bytes] encodes to 9 bytes, more than the largest message (8 bytes): dropped",
+                "a".repeat(200)
+            )
+        );
+    }
+}
+
 impl Round {
     async fn run(&mut self) {
         let mut taken = VecDeque::new();
@@ -862,20 +900,6 @@ fn traceparent(event: &Event) -> String {
     format!("00-{}-{:016x}-01", event.trace_id(), event.id().get().max(1))
 }
 
-/// How many characters of an event name a warning quotes (names come from the instrumented code,
-/// or from another process through an importer).
-const NAME_CHARS: usize = 200;
-
-/// The warning for an event whose encoding alone is larger than the largest message: its name
-/// escaped as notify-core's own lines escape text (control, bidirectional-formatting and line
-/// separator characters: [`notify_core::escape`]) and cut to [`NAME_CHARS`] characters.
-fn too_large_warning(name: &str, bytes: usize, max_bytes: usize) -> String {
-    format!(
-        "event {} encodes to {bytes} bytes, more than the largest message ({max_bytes} bytes): dropped",
-        Escaped::truncated(name, NAME_CHARS)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::traceparent;
@@ -891,23 +915,4 @@ mod tests {
         assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [2, 32, 16, 2]);
         assert_eq!(parts[1], event.trace_id().to_string());
     }
-}
-
-/// Issue 33 item 11: the name was written raw (a newline forged a log line, ESC/OSC drove the
-/// terminal, bidi controls reordered the text).
-#[test]
-fn the_too_large_warning_escapes_the_event_name() {
-    let name = "big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe";
-    assert_eq!(
-        too_large_warning(name, 2_000_000, 1_048_576),
-        r"event big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe encodes to 2000000 bytes, more than the largest message (1048576 bytes): dropped"
-    );
-    let long = "a".repeat(1_000);
-    assert_eq!(
-        too_large_warning(&long, 9, 8),
-        format!(
-            "event {}…[1000 bytes] encodes to 9 bytes, more than the largest message (8 bytes): dropped",
-            "a".repeat(200)
-        )
-    );
 }
