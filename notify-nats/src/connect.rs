@@ -4,6 +4,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use notify_core::escape::Escaped;
+
 /// Connection settings shared by the exporter and the importer.
 ///
 /// Credentials and TLS settings go to `async_nats::ConnectOptions` unchanged. A wrong credential
@@ -272,6 +274,8 @@ impl ConnectError {
     }
 }
 
+/// The failure and the servers (without credentials); what it quotes (a subject, the client's
+/// message) escaped as notify-core's own lines escape text ([`notify_core::escape`]).
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
@@ -281,9 +285,14 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::Unreachable => "could not connect to",
             ConnectErrorKind::JetStream => "JetStream setup failed on",
             ConnectErrorKind::Thread => "could not start a thread for",
-            ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", self.message),
+            ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", Escaped::new(&self.message)),
         };
-        write!(f, "{what} {}: {}", self.servers, self.message)
+        write!(
+            f,
+            "{what} {}: {}",
+            Escaped::new(&self.servers),
+            Escaped::new(&self.message)
+        )
     }
 }
 
@@ -422,6 +431,21 @@ mod tests {
             assert_eq!(options.servers(), servers, "{given}");
             assert_eq!(auth_of(&options), (auth.0.to_owned(), auth.1.to_owned()), "{given}");
         }
+    }
+
+    /// Issue 33 item 11, for errors: a prefix or subject is quoted escaped (Debug already escaped
+    /// newlines and ESC, not the bidirectional controls).
+    #[test]
+    fn connect_errors_escape_what_they_quote() {
+        let prefix = "shop\u{202e}lmth.exe x";
+        let why = crate::subject::check_prefix(prefix).unwrap_err();
+        let err = ConnectError::new("nats://h:1", ConnectErrorKind::Subject, why);
+        assert_eq!(
+            err.to_string(),
+            r#"invalid NATS subject: prefix "shop\u{202e}lmth.exe x": token "exe x" contains whitespace"#
+        );
+        let err = ConnectError::new("nats://h\n:1", ConnectErrorKind::Unreachable, "refused\u{1b}[2J");
+        assert_eq!(err.to_string(), r"could not connect to nats://h\n:1: refused\u{1b}[2J");
     }
 
     #[test]
