@@ -224,7 +224,9 @@ pub struct Dropped {
     pub disconnected: u64,
     /// The event alone encodes larger than the largest message.
     pub too_large: u64,
-    /// The serializer failed.
+    /// The event could not be encoded: the serializer failed, or a payload value nests lists and
+    /// maps deeper than `notify_core::Value::MAX_NESTING` (32), which importers refuse (the event
+    /// is refused alone, so that the rest of its batch arrives; a warning names it).
     pub encode: u64,
     /// Refused after shutdown began, or still unconfirmed when the shutdown deadline passed.
     pub shutdown: u64,

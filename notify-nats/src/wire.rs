@@ -876,6 +876,16 @@ fn without_values(message: &str) -> String {
     message.to_owned()
 }
 
+/// True when `value` holds more than `max` lists and maps inside one another; looks no deeper
+/// than `max + 1` levels (the recursion is bounded whatever the value).
+fn nests_deeper_than(value: &Value, max: usize) -> bool {
+    match value {
+        Value::List(items) => max == 0 || items.iter().any(|v| nests_deeper_than(v, max - 1)),
+        Value::Map(map) => max == 0 || map.iter().any(|(_, v)| nests_deeper_than(v, max - 1)),
+        _ => false,
+    }
+}
+
 /// Builds batches event by event under a size limit; one encoder per exporter, buffers reused.
 pub(crate) struct BatchEncoder {
     encoding: Encoding,
@@ -915,6 +925,15 @@ impl BatchEncoder {
     /// Encodes `event` and adds it if the batch stays within `max_bytes`; returns `Ok(false)`
     /// (event not added) when the batch is full, so the caller finishes it and tries again.
     pub(crate) fn push(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        // An importer refuses the whole message holding such an event (the nesting limit of the
+        // decoder): refused here, alone, so that the other events of its batch arrive.
+        if event
+            .payload()
+            .iter()
+            .any(|(_, value)| nests_deeper_than(value, Value::MAX_NESTING))
+        {
+            return Err(PushError::Encode(too_deep()));
+        }
         self.scratch.clear();
         let out = EventOut::new(event);
         match self.encoding {
@@ -1180,6 +1199,28 @@ mod tests {
         );
     }
 
+    /// An event the importers would refuse is refused alone by the exporter (counted as an
+    /// encode drop), not sent to make its whole batch malformed.
+    #[test]
+    fn the_encoder_refuses_an_event_nested_past_the_limit_alone() {
+        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
+        assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
+        for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
+            match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
+                Err(PushError::Encode(reason)) => {
+                    assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+                }
+                other => panic!("{lists}+{maps}: {other:?}"),
+            }
+        }
+        assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
+        let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
+        assert_eq!(batch.events.len(), 2);
+        assert!(!nests_deeper_than(&Value::List(vec![]), 1));
+        assert!(nests_deeper_than(&Value::List(vec![]), 0));
+        assert!(!nests_deeper_than(&Value::U64(1), 0));
+    }
+
     #[test]
     fn the_variant_names_match_their_positions() {
         use variant::*;
@@ -1205,6 +1246,24 @@ mod tests {
         Arc::new(Event::new("deep.test", now, now, Payload::new().with("v", value)))
     }
 
+    /// A batch of `event` written without [`BatchEncoder`]'s checks.
+    fn unchecked_batch(encoding: Encoding, event: &Event) -> Vec<u8> {
+        let out = EventOut::new(event);
+        match encoding {
+            Encoding::Binary => {
+                let mut body = MAGIC.to_vec();
+                postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+                postcard::to_io(&out, &mut body).unwrap();
+                body
+            }
+            Encoding::Json => format!(
+                "{{\"version\":{WIRE_VERSION},\"source\":1,\"events\":[{}]}}",
+                serde_json::to_string(&out).unwrap()
+            )
+            .into_bytes(),
+        }
+    }
+
     fn depth_of(value: &Value) -> usize {
         match value {
             Value::List(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
@@ -1224,7 +1283,8 @@ mod tests {
                 assert_eq!(depth_of(event.payload().get("v").unwrap()), Value::MAX_NESTING);
             }
             for (lists, maps) in [(33, 0), (0, 33), (17, 16)] {
-                let body = encode_batch(encoding, 1, &[nested_event(lists, maps)]);
+                // The encoder refuses such an event: written past it, as a hostile sender would.
+                let body = unchecked_batch(encoding, &nested_event(lists, maps));
                 let err = decode(encoding, &body).unwrap_err();
                 let DecodeError::Malformed { reason, .. } = &err else {
                     panic!("{err:?}")

@@ -201,3 +201,46 @@ fn a_deeply_nested_jetstream_message_is_terminated_never_redelivered() {
     assert_eq!(again.shutdown().messages, 0);
     assert_eq!(*seen.lock().unwrap(), ["good.test"]);
 }
+
+/// The exporting side: an event nesting past the limit is refused alone (counted as an encode
+/// drop), so the events batched with it still arrive instead of making the message malformed.
+#[test]
+fn an_exporter_drops_an_event_nested_past_the_limit_alone() {
+    let server = NatsServer::start();
+    let remote = Notifier::new();
+    let seen = recorder(&remote);
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&remote)
+        .unwrap();
+    let exporter = notify_nats::Exporter::builder(NatsOptions::new(server.url()))
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+    let nested = |levels: usize| {
+        let mut value = Value::Null;
+        for _ in 0..levels {
+            value = Value::List(vec![value]);
+        }
+        value
+    };
+    for levels in [32, 33, 0] {
+        local.instrument("nested.test", || Payload::new().with("v", nested(levels)), |_| ());
+    }
+    let stats = exporter.flush(WAIT).unwrap();
+    assert_eq!(
+        (
+            stats.published,
+            stats.exported,
+            stats.dropped.encode,
+            stats.dropped.total()
+        ),
+        (3, 2, 1, 1),
+        "{stats:?}"
+    );
+    let imported = importer.wait_until(WAIT, |s| s.events >= 2);
+    // One message, or two when the exporter's thread woke between the events.
+    assert_eq!((imported.events, imported.malformed), (2, 0), "{imported:?}");
+    assert!((1..=2).contains(&imported.messages), "{imported:?}");
+    assert_eq!(*seen.lock().unwrap(), ["nested.test", "nested.test"]);
+}
