@@ -473,6 +473,15 @@ mod tests {
             "authorization refused by nats://127.0.0.1:4222: authorization violation"
         );
         assert!(!format!("{err:?}").contains("Hunter2"), "{err:?}");
+        let exporter = format!("{:?}", crate::Exporter::builder(options.clone()));
+        let importer = format!("{:?}", crate::Importer::builder(options));
+        for builder in [exporter, importer] {
+            assert!(
+                builder.contains(r#"servers: "nats://127.0.0.1:4222", auth: "user and password""#)
+                    && !builder.contains("Hunter2"),
+                "{builder}"
+            );
+        }
         let options = NatsOptions::new("nats://Hunter2Token@127.0.0.1:4222");
         assert!(!format!("{options:?}").contains("Hunter2"), "{options:?}");
     }
