@@ -11,7 +11,8 @@ use crate::record::TraceEvent;
 /// [`events_per_trace`](WebOptions::events_per_trace) events, each taking at most
 /// [`WebOptions::bytes_per_event`] bytes (its fixed part plus its payload text, capped at
 /// [`payload_bytes`](WebOptions::payload_bytes)). The per-name statistics take one histogram per
-/// name and time slot (a few KiB each, see [`WebOptions::slots`]).
+/// name and time slot (a few KiB each, see [`WebOptions::slots`]), for at most
+/// [`names`](WebOptions::names) names; a name leaves them once its newest event left the window.
 ///
 /// ```
 /// use notify_web::WebOptions;
@@ -28,6 +29,7 @@ pub struct WebOptions {
     pub(crate) payload_bytes: usize,
     pub(crate) window: Duration,
     pub(crate) slots: usize,
+    pub(crate) names: usize,
     pub(crate) token: Option<String>,
     pub(crate) refresh: Option<Duration>,
 }
@@ -41,6 +43,7 @@ impl Default for WebOptions {
             payload_bytes: 1024,
             window: Duration::from_secs(60),
             slots: 30,
+            names: 1000,
             token: None,
             refresh: Some(Duration::from_secs(5)),
         }
@@ -49,8 +52,8 @@ impl Default for WebOptions {
 
 impl WebOptions {
     /// The defaults: 100 finished traces, 1,024 unfinished ones, 10,000 events per trace, 1,024
-    /// bytes of payload text per event, statistics over the last 60 s in 30 slots of 2 s, no token, the index page reloading itself every
-    /// 5 s.
+    /// bytes of payload text per event, statistics of at most 1,000 names over the last 60 s in
+    /// 30 slots of 2 s, no token, the index page reloading itself every 5 s.
     pub fn new() -> WebOptions {
         WebOptions::default()
     }
@@ -95,6 +98,16 @@ impl WebOptions {
         self
     }
 
+    /// Keeps statistics for at most `count` event names (at least 1; default 1,000): a new name
+    /// past that evicts the least recently seen one, counted in
+    /// [`RecorderCounts::evicted_names`](crate::RecorderCounts::evicted_names). Each kept name
+    /// takes its histograms (see [`slots`](WebOptions::slots)), all counted in
+    /// [`TraceRecorder::memory_bytes`](crate::TraceRecorder::memory_bytes).
+    pub fn names(mut self, count: usize) -> WebOptions {
+        self.names = count.max(1);
+        self
+    }
+
     /// The index page (`/`) reloads itself every `every` (whole seconds, at least 1; `None`: never),
     /// so a page left open stays live. It is an HTML `<meta http-equiv="refresh">`: the pages
     /// run no script. Trace pages do not reload (a finished trace does not change).
@@ -129,8 +142,9 @@ impl WebOptions {
     /// The most heap and inline bytes one stored event takes (1,136 on 64-bit Linux with the
     /// defaults): the fixed size of a stored event (112 bytes)
     /// (the event name is shared by all events of that name) plus [`payload_bytes`](WebOptions::payload_bytes).
-    /// The recorder's [`memory_bytes`](crate::TraceRecorder::memory_bytes) never exceeds this
-    /// times the number of events it holds.
+    /// The held events' part of the recorder's [`memory_bytes`](crate::TraceRecorder::memory_bytes)
+    /// (`memory_bytes - stats_bytes` in [`RecorderCounts`](crate::RecorderCounts)) never exceeds
+    /// this times the number of events it holds.
     pub fn bytes_per_event(&self) -> usize {
         std::mem::size_of::<TraceEvent>() + self.payload_bytes
     }
