@@ -6,8 +6,10 @@
 //! * [`TraceRecorder`] is an async subscriber: on the instrumenting thread an event costs one
 //!   enqueue into its [`notify_pool`] mailbox; a pool worker groups events into traces by trace
 //!   id and updates the per-name histograms. Memory is bounded by counts (see [`WebOptions`]).
-//! * [`WebServer`] serves it over HTTP (`tiny_http`, one thread), on `127.0.0.1` unless told
-//!   otherwise, optionally behind a token. Every name and payload value is HTML-escaped; the
+//! * [`WebServer`] serves it over HTTP/1 (hyper on a tokio runtime thread of its own, or on the
+//!   host's runtime), on `127.0.0.1` unless told otherwise, optionally behind a token, with
+//!   bounds on what one client can hold: request body, header and idle and response timeouts,
+//!   connections (see [`WebServer`] for the table of limits and their defaults). Every name and payload value is HTML-escaped; the
 //!   page needs no network and no JavaScript (charts are SVG drawn by the server, payloads are
 //!   `<details>` elements).
 //!
@@ -53,7 +55,7 @@ pub use self::json::{stats_json, trace_json, traces_json};
 pub use self::options::WebOptions;
 pub use self::record::{namespace, Trace, TraceEvent};
 pub use self::recorder::{RecorderCounts, TraceRecorder};
-pub use self::server::WebServer;
+pub use self::server::{ServerCounts, WebServer};
 pub use self::stats::{NameStats, SlotPoint};
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.

@@ -32,6 +32,11 @@ pub struct WebOptions {
     pub(crate) names: usize,
     pub(crate) token: Option<String>,
     pub(crate) refresh: Option<Duration>,
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) response_timeout: Duration,
+    pub(crate) max_request_body: u64,
 }
 
 impl Default for WebOptions {
@@ -46,6 +51,11 @@ impl Default for WebOptions {
             names: 1000,
             token: None,
             refresh: Some(Duration::from_secs(5)),
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(30),
+            max_request_body: 16 * 1024,
         }
     }
 }
@@ -131,6 +141,57 @@ impl WebOptions {
     /// the address can read the page (it binds 127.0.0.1 unless told otherwise).
     pub fn token(mut self, token: impl Into<String>) -> WebOptions {
         self.token = Some(token.into());
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): serves at most `count` connections at once (at least 1;
+    /// default 256). A connection past that takes the place of the open connection that has
+    /// gone longest without sending or receiving a byte, if that one has been quiet for at least
+    /// 100 ms (it is closed, counted in
+    /// [`ServerCounts::evicted_connections`](crate::ServerCounts::evicted_connections)); otherwise
+    /// the new connection is closed at once, counted in
+    /// [`ServerCounts::refused_connections`](crate::ServerCounts::refused_connections). So idle
+    /// and half-open connections cannot lock out a client, and open file descriptors stay bounded.
+    pub fn max_connections(mut self, count: usize) -> WebOptions {
+        self.max_connections = count.max(1);
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a request's line and headers must arrive within
+    /// `timeout` of the server starting to read them (at least 1 ms; default 10 s), else the
+    /// connection is closed without a response (slowloris), counted in
+    /// [`ServerCounts::header_timeouts`](crate::ServerCounts::header_timeouts).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a connection that neither sends nor receives a byte for
+    /// `timeout` (at least 1 ms; default 30 s) is closed, counted in
+    /// [`ServerCounts::idle_timeouts`](crate::ServerCounts::idle_timeouts) (keep-alive
+    /// connections between requests, half-open ones).
+    pub fn idle_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a response must be written whole within `timeout` of
+    /// the request (at least 1 ms; default 30 s), else its connection is closed, counted in
+    /// [`ServerCounts::response_timeouts`](crate::ServerCounts::response_timeouts): a client that
+    /// asks for a large trace and does not read it holds nothing for long. Each connection is
+    /// served on its own task, so a slow reader never delays the others meanwhile.
+    pub fn response_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.response_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): the page takes no request body and never reads or
+    /// stores one. A request declaring more than `bytes` of body (`Content-Length`; default
+    /// 16 KiB), or a body of unknown length (chunked), gets `413 Payload Too Large` before any
+    /// other check (the token included) and its connection is closed, counted in
+    /// [`ServerCounts::too_large`](crate::ServerCounts::too_large).
+    pub fn max_request_body(mut self, bytes: u64) -> WebOptions {
+        self.max_request_body = bytes;
         self
     }
 
