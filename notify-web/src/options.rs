@@ -30,6 +30,7 @@ pub struct WebOptions {
     pub(crate) window: Duration,
     pub(crate) slots: usize,
     pub(crate) names: usize,
+    pub(crate) remote_root_wait: Duration,
     pub(crate) token: Option<String>,
     pub(crate) refresh: Option<Duration>,
     pub(crate) max_connections: usize,
@@ -49,6 +50,7 @@ impl Default for WebOptions {
             window: Duration::from_secs(60),
             slots: 30,
             names: 1000,
+            remote_root_wait: Duration::from_secs(1),
             token: None,
             refresh: Some(Duration::from_secs(5)),
             max_connections: 256,
@@ -115,6 +117,18 @@ impl WebOptions {
     /// [`TraceRecorder::memory_bytes`](crate::TraceRecorder::memory_bytes).
     pub fn names(mut self, count: usize) -> WebOptions {
         self.names = count.max(1);
+        self
+    }
+
+    /// How long an unfinished trace waits for another event before it is taken as finished
+    /// (default 1 s; at least 1 ms). A trace whose local root has a parent in another process (a
+    /// request that arrived with a W3C `traceparent`) has no event without a parent: it is
+    /// finished, complete, with that local root as its root, once no event of it arrived for
+    /// this long. The recorder sees only finished events and cannot tell such a remote parent
+    /// from a local one still running: a local parent that finishes later than this joins the
+    /// trace (while it is kept) and becomes its root.
+    pub fn remote_root_wait(mut self, wait: Duration) -> WebOptions {
+        self.remote_root_wait = wait.max(Duration::from_millis(1));
         self
     }
 

@@ -47,7 +47,8 @@ struct State {
 }
 
 /// An async subscriber that groups events into traces by trace id (a trace is finished when its
-/// root, the event without a parent, finishes), keeps the last [`WebOptions::traces`] finished
+/// root, the event without a parent, finishes; or, when its local root has a parent in another
+/// process, once no event of it arrived for [`WebOptions::remote_root_wait`]), keeps the last [`WebOptions::traces`] finished
 /// ones, and per-name statistics (count, rate, p50/p90/p99/max from hdrhistogram) over a sliding
 /// window. Subscribe it through a [`WorkerPool`] so instrumented code only enqueues the event;
 /// serve it with [`WebServer`](crate::WebServer).
@@ -83,7 +84,12 @@ impl TraceRecorder {
     /// A recorder that has seen nothing yet.
     pub fn new(options: WebOptions) -> TraceRecorder {
         let state = State {
-            traces: TraceBuffer::new(options.traces, options.pending_traces, options.events_per_trace),
+            traces: TraceBuffer::new(
+                options.traces,
+                options.pending_traces,
+                options.events_per_trace,
+                options.remote_root_wait,
+            ),
             stats: Stats::new(options.slot_length(), options.slots, options.names),
             events: 0,
         };
@@ -122,19 +128,24 @@ impl TraceRecorder {
             .stats
             .interned(event.name())
             .unwrap_or_else(|| Arc::from(event.name()));
-        state.stats.record(&name, event.end(), event.duration(), Instant::now());
+        let now = Instant::now();
+        state.stats.record(&name, event.end(), event.duration(), now);
         let stored = TraceEvent::new(event, name, self.options.payload_bytes);
-        state.traces.push(event.trace_id(), stored);
+        state.traces.push(event.trace_id(), stored, now);
     }
 
     /// The finished traces kept, newest first.
     pub fn traces(&self) -> Vec<Arc<Trace>> {
-        self.state.lock().traces.finished()
+        let mut state = self.state.lock();
+        state.traces.settle(Instant::now());
+        state.traces.finished()
     }
 
     /// A kept trace, finished or not.
     pub fn trace(&self, trace_id: TraceId) -> Option<Arc<Trace>> {
-        self.state.lock().traces.get(trace_id)
+        let mut state = self.state.lock();
+        state.traces.settle(Instant::now());
+        state.traces.get(trace_id)
     }
 
     /// Per-name statistics as of now, sorted by name: the names with an event in the window, at
@@ -159,7 +170,9 @@ impl TraceRecorder {
     /// Counts of events seen, kept and left out.
     pub fn counts(&self) -> RecorderCounts {
         let mut state = self.state.lock();
-        state.stats.expire(Instant::now());
+        let now = Instant::now();
+        state.stats.expire(now);
+        state.traces.settle(now);
         RecorderCounts {
             events: state.events,
             dropped_events: state.traces.dropped_events,
