@@ -255,3 +255,36 @@ fn a_client_that_never_reads_a_large_trace_stalls_nobody_and_is_cut_at_the_respo
     let counts = server.counts();
     assert_eq!((counts.response_timeouts, counts.idle_timeouts), (1, 0));
 }
+
+#[test]
+fn stopping_closes_the_listener_and_every_open_connection() {
+    let server = WebServer::start("127.0.0.1:0", TraceRecorder::new(WebOptions::new())).unwrap();
+    let addr = server.local_addr();
+    let mut idle = TcpStream::connect(addr).unwrap();
+    eventually("the idle connection is open", || server.counts().open_connections == 1);
+    server.stop();
+    let (got, closed) = read_until_closed(&mut idle, Duration::from_secs(2));
+    assert!(closed && got.is_empty(), "closed without a response");
+    let refused = TcpStream::connect(addr).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
+}
+
+#[test]
+fn served_on_the_hosts_tokio_runtime_with_the_same_limits() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = WebOptions::new().header_read_timeout(Duration::from_millis(200));
+    let server = WebServer::start_on(runtime.handle(), "127.0.0.1:0", TraceRecorder::new(options)).unwrap();
+    let addr = server.local_addr();
+    assert_legit_fast(addr, "");
+    let mut silent = TcpStream::connect(addr).unwrap();
+    let (got, closed) = read_until_closed(&mut silent, Duration::from_secs(3));
+    assert!(closed && got.is_empty());
+    assert_eq!(server.counts().header_timeouts, 1);
+    drop(server);
+    // The accept task ends on the runtime: the port closes.
+    eventually("the listener is closed", || TcpStream::connect(addr).is_err());
+}
