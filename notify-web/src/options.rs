@@ -38,6 +38,7 @@ pub struct WebOptions {
     pub(crate) idle_timeout: Duration,
     pub(crate) response_timeout: Duration,
     pub(crate) max_request_body: u64,
+    pub(crate) response_memory: usize,
 }
 
 impl Default for WebOptions {
@@ -58,6 +59,7 @@ impl Default for WebOptions {
             idle_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(30),
             max_request_body: 16 * 1024,
+            response_memory: 256 * 1024 * 1024,
         }
     }
 }
@@ -206,6 +208,18 @@ impl WebOptions {
     /// [`ServerCounts::too_large`](crate::ServerCounts::too_large).
     pub fn max_request_body(mut self, bytes: u64) -> WebOptions {
         self.max_request_body = bytes;
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): the bytes that responses over 1 MiB (large traces, say)
+    /// may hold together while they are written (default 256 MiB). A large response that would
+    /// take the ones in flight past it gets `503 Service Unavailable` with `Retry-After: 1`
+    /// instead, counted in [`ServerCounts::busy`](crate::ServerCounts::busy); one is always
+    /// served when no other is in flight, and responses up to 1 MiB always are. So clients that
+    /// ask for large traces and read slowly cannot make the server hold
+    /// `max_connections` × the largest page.
+    pub fn response_memory(mut self, bytes: usize) -> WebOptions {
+        self.response_memory = bytes;
         self
     }
 

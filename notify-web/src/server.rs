@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdTcpListener, ToSocketAddrs};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::thread::JoinHandle;
@@ -54,6 +54,10 @@ const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
 /// pool: started when needed, ended after 10 s idle).
 const RENDER_THREADS: usize = 4;
 
+/// Responses up to this many bytes are always served; larger ones share
+/// [`WebOptions::response_memory`].
+const SMALL_RESPONSE: usize = 1024 * 1024;
+
 /// The largest request line and headers read (hyper answers `431` past it).
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
@@ -89,6 +93,11 @@ pub struct ServerCounts {
     pub response_timeouts: u64,
     /// Requests answered `413 Payload Too Large` ([`WebOptions::max_request_body`]).
     pub too_large: u64,
+    /// Requests answered `503 Service Unavailable` because large responses being written to
+    /// other clients held [`WebOptions::response_memory`].
+    pub busy: u64,
+    /// Bytes of large responses (over 1 MiB) being written now.
+    pub large_response_bytes: usize,
 }
 
 #[derive(Default)]
@@ -102,6 +111,7 @@ struct Counters {
     idle_timeouts: AtomicU64,
     response_timeouts: AtomicU64,
     too_large: AtomicU64,
+    busy: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -116,6 +126,8 @@ struct Shared {
     /// The open connections by id.
     connections: Mutex<HashMap<u64, Arc<Connection>>>,
     next_id: AtomicU64,
+    /// The bytes of the large responses (over [`SMALL_RESPONSE`]) being written now.
+    large_in_flight: AtomicUsize,
 }
 
 impl Shared {
@@ -128,6 +140,30 @@ impl Shared {
         u64::try_from(self.epoch.elapsed().as_nanos())
             .unwrap_or(u64::MAX)
             .max(1)
+    }
+
+    /// Counts a large response of `len` bytes for `connection`, or refuses it: when other large
+    /// responses are in flight and it would take them past [`WebOptions::response_memory`].
+    fn hold(&self, connection: &Connection, len: usize) -> bool {
+        let budget = self.options().response_memory;
+        let admitted = self
+            .large_in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                (held == 0 || held.saturating_add(len) <= budget).then_some(held + len)
+            })
+            .is_ok();
+        if admitted {
+            connection.holding.fetch_add(len, Ordering::AcqRel);
+        }
+        admitted
+    }
+
+    /// The response of `connection` is written (or will never be): its bytes are released.
+    fn release(&self, connection: &Connection) {
+        let held = connection.holding.swap(0, Ordering::AcqRel);
+        if held > 0 {
+            self.large_in_flight.fetch_sub(held, Ordering::AcqRel);
+        }
     }
 
     fn at(&self, nanos: u64) -> Instant {
@@ -146,6 +182,9 @@ struct Connection {
     body_taken: AtomicBool,
     /// Notified to close the connection (evicted).
     close: Notify,
+    /// The bytes of a large response in flight counted in [`Shared::large_in_flight`]; 0 when
+    /// none is.
+    holding: AtomicUsize,
 }
 
 /// Why a connection was closed by its watchdog.
@@ -161,6 +200,7 @@ impl Connection {
             response_deadline: AtomicU64::new(0),
             body_taken: AtomicBool::new(false),
             close: Notify::new(),
+            holding: AtomicUsize::new(0),
         }
     }
 
@@ -251,6 +291,7 @@ impl AsyncWrite for Watched {
         // whole response.
         if matches!(poll, Poll::Ready(Ok(()))) && this.connection.body_taken.swap(false, Ordering::AcqRel) {
             this.connection.response_deadline.store(0, Ordering::Release);
+            this.shared.release(&this.connection);
         }
         poll
     }
@@ -314,6 +355,7 @@ impl Drop for TrackedBody {
 /// | [`idle_timeout`](WebOptions::idle_timeout) | 30 s | connection closed |
 /// | [`response_timeout`](WebOptions::response_timeout) | 30 s | connection closed |
 /// | [`max_connections`](WebOptions::max_connections) | 256 | the quietest (≥ 100 ms) closed, else the new one |
+/// | [`response_memory`](WebOptions::response_memory) | 256 MiB of responses over 1 MiB being written | `503` with `Retry-After: 1` |
 /// | request line and headers | 64 KiB | `431` (hyper) |
 ///
 /// An accept error (`EMFILE` when file descriptors run out) pauses accepting (5 ms, doubling up
@@ -421,6 +463,8 @@ impl WebServer {
             idle_timeouts: get(&c.idle_timeouts),
             response_timeouts: get(&c.response_timeouts),
             too_large: get(&c.too_large),
+            busy: get(&c.busy),
+            large_response_bytes: self.shared.large_in_flight.load(Ordering::Acquire),
         }
     }
 
@@ -451,6 +495,7 @@ fn new_shared(recorder: TraceRecorder) -> Arc<Shared> {
         counters: Counters::default(),
         connections: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(0),
+        large_in_flight: AtomicUsize::new(0),
     })
 }
 
@@ -580,6 +625,7 @@ async fn serve_connection(
             _ = stop.changed() => break,
         }
     }
+    shared.release(&connection);
     shared.connections.lock().remove(&id);
 }
 
@@ -669,6 +715,14 @@ fn respond(shared: &Shared, connection: &Arc<Connection>, request: &Request<Inco
         }
     };
     let head = request.method() == Method::HEAD;
+    let mut reply = reply;
+    if !head && reply.body.len() > SMALL_RESPONSE && !shared.hold(connection, reply.body.len()) {
+        bump(&shared.counters.busy);
+        reply = Reply::text(
+            503,
+            "503 Service Unavailable: large responses to other clients are being written; retry shortly\n",
+        );
+    }
     let body = if head { Bytes::new() } else { Bytes::from(reply.body) };
     let mut response = Response::new(TrackedBody {
         inner: Full::new(body),
@@ -682,6 +736,9 @@ fn respond(shared: &Shared, connection: &Arc<Connection>, request: &Request<Inco
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if reply.status == 405 {
         headers.insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    }
+    if reply.status == 503 {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     if too_large {
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -51,9 +51,9 @@ fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, bool)
     }
 }
 
-/// Polls `check` every 10 ms until it holds or 5 s pass.
+/// Polls `check` every 10 ms until it holds or 10 s pass.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while !check() {
         assert!(Instant::now() < deadline, "never: {what}");
         std::thread::sleep(Duration::from_millis(10));
@@ -205,13 +205,10 @@ fn half_open_connections_beyond_the_limit_are_closed_and_cannot_lock_out_a_clien
     assert!(server.counts().open_connections <= 8);
 }
 
-#[test]
-fn a_client_that_never_reads_a_large_trace_stalls_nobody_and_is_cut_at_the_response_timeout() {
+/// A server holding one trace of 20,000 events with 900-byte payloads (about 20 MB as JSON).
+fn big_trace_server(options: WebOptions) -> (WebServer, notify_core::TraceId) {
     let notifier = Notifier::new();
-    let options = WebOptions::new()
-        .events_per_trace(20_000)
-        .response_timeout(Duration::from_millis(500));
-    let recorder = TraceRecorder::new(options);
+    let recorder = TraceRecorder::new(options.events_per_trace(20_000));
     let r = recorder.clone();
     let _subscription: Subscription =
         notifier.subscribe(Pattern::all(), Subscriber::event(move |e: &Event| r.record(e)));
@@ -222,7 +219,12 @@ fn a_client_that_never_reads_a_large_trace_stalls_nobody_and_is_cut_at_the_respo
         }
     });
     let trace_id = recorder.traces()[0].trace_id();
-    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    (WebServer::start("127.0.0.1:0", recorder).unwrap(), trace_id)
+}
+
+#[test]
+fn a_client_that_never_reads_a_large_trace_stalls_nobody_and_is_cut_at_the_response_timeout() {
+    let (server, trace_id) = big_trace_server(WebOptions::new().response_timeout(Duration::from_millis(500)));
     let addr = server.local_addr();
     // About 20 MB of JSON, far more than the sockets buffer: the server's writes block.
     let mut slow = TcpStream::connect(addr).unwrap();
@@ -287,4 +289,55 @@ fn served_on_the_hosts_tokio_runtime_with_the_same_limits() {
     drop(server);
     // The accept task ends on the runtime: the port closes.
     eventually("the listener is closed", || TcpStream::connect(addr).is_err());
+}
+
+#[test]
+fn large_responses_past_the_response_memory_get_503_while_small_ones_are_served() {
+    // Long enough for the second page to be rendered (a debug build on a busy machine) while
+    // the first is still held.
+    let options = WebOptions::new()
+        .response_timeout(Duration::from_secs(4))
+        .response_memory(1024 * 1024);
+    let (server, trace_id) = big_trace_server(options);
+    let addr = server.local_addr();
+    let ask = |stream: &mut TcpStream| {
+        write!(stream, "GET /api/trace/{trace_id} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    };
+    // The first large response is served (none other in flight) to a client that never reads.
+    let mut first = TcpStream::connect(addr).unwrap();
+    ask(&mut first);
+    eventually("the first is being written", || {
+        server.counts().large_response_bytes > 18_000_000
+    });
+    // A second one would hold twice the budget: refused at once.
+    let mut second = TcpStream::connect(addr).unwrap();
+    ask(&mut second);
+    let mut head = [0_u8; 1024];
+    second.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let n = second.read(&mut head).unwrap();
+    let head = String::from_utf8_lossy(&head[..n]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{head}");
+    assert!(head.contains("Retry-After: 1\r\n"), "{head}");
+    assert!(
+        head.ends_with("large responses to other clients are being written; retry shortly\n"),
+        "{head}"
+    );
+    // Small pages are served meanwhile.
+    assert_legit_fast(addr, "");
+    // The first is cut at its response timeout: its bytes are released, a large one is served again.
+    eventually("the first is cut", || server.counts().response_timeouts == 1);
+    assert_eq!(server.counts().large_response_bytes, 0);
+    ask(&mut second);
+    let mut head = [0_u8; 64];
+    second.read_exact(&mut head).unwrap();
+    assert!(
+        head.starts_with(b"HTTP/1.1 200 OK\r\n"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    drop((first, second));
+    eventually("released when the connection ends", || {
+        server.counts().large_response_bytes == 0
+    });
+    assert_eq!(server.counts().busy, 1);
 }
