@@ -54,6 +54,9 @@ const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
 /// pool: started when needed, ended after 10 s idle).
 const RENDER_THREADS: usize = 4;
 
+/// [`Connection::response_deadline`] while the response is being rendered: no deadline.
+const RENDERING: u64 = u64::MAX;
+
 /// Responses up to this many bytes are always served; larger ones share
 /// [`WebOptions::response_memory`].
 const SMALL_RESPONSE: usize = 1024 * 1024;
@@ -78,7 +81,8 @@ pub struct ServerCounts {
     /// none of them had been quiet for 100 ms.
     pub refused_connections: u64,
     /// Open connections closed to make room for a new one past
-    /// [`WebOptions::max_connections`] (the one quiet the longest, quiet for at least 100 ms).
+    /// [`WebOptions::max_connections`] (the one quiet the longest, quiet for at least 100 ms, its
+    /// page not being rendered).
     pub evicted_connections: u64,
     /// Errors of the listening socket's accept (`EMFILE`: file descriptors exhausted, and the
     /// like): the server paused (5 ms, doubling up to 100 ms) and went on accepting.
@@ -534,8 +538,10 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, stop: &watch::Receiver<bool>) 
     {
         let mut open = shared.connections.lock();
         if open.len() >= shared.options().max_connections {
+            // A connection whose page is being rendered is busy, not quiet.
             let quietest = open
                 .iter()
+                .filter(|(_, c)| c.response_deadline.load(Ordering::Acquire) != RENDERING)
                 .map(|(id, c)| (*id, c.last_progress.load(Ordering::Acquire)))
                 .min_by_key(|(_, last)| *last);
             match quietest {
@@ -578,7 +584,7 @@ async fn serve_connection(
             async move {
                 // No timeout while the page is rendered (what it takes is bounded by what the
                 // recorder holds); `respond` starts the response timeout.
-                connection.response_deadline.store(u64::MAX, Ordering::Release);
+                connection.response_deadline.store(RENDERING, Ordering::Release);
                 // Rendering a large trace takes a while: off the runtime's thread, so the
                 // other connections are served meanwhile.
                 let rendering = connection.clone();
