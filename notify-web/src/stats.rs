@@ -188,9 +188,10 @@ impl Stats {
         let slot = cell.as_mut().expect("set above");
         let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX).max(1);
         let before = slot.bytes();
+        let counts_before = slot.histogram.distinct_values();
         // An auto-resizing histogram takes any u64.
         let _ = slot.histogram.record(nanos);
-        if slot.histogram.distinct_values() != before {
+        if slot.histogram.distinct_values() != counts_before {
             // A resize grows the counts' Vec amortised (up to twice what it needs); a clone
             // allocates exactly their length, so the bytes counted are the bytes held. Resizes
             // happen only when a slot's largest value grows past a power of two.
