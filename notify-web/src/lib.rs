@@ -26,8 +26,8 @@
 //! times as RFC 3339 UTC strings with nanoseconds (`"start": "2025-12-06T05:46:40.123456789Z"`),
 //! as notify's event JSON does: nanoseconds since 1970 are above 2^53, where JavaScript (browsers,
 //! `jq`) stops reading JSON numbers exactly. Durations and offsets are nanoseconds as numbers
-//! (exact there up to 2^53 ns, 104 days), event ids numbers as in the event JSON, trace ids 32
-//! hex digits.
+//! (exact there up to 2^53 ns, 104 days); event ids are strings of 16 hex digits (the W3C
+//! span-id form: 64-bit ids would not survive as JSON numbers), trace ids 32 hex digits.
 //!
 //! ```no_run
 //! use notify_core::{Notifier, Pattern};

@@ -785,7 +785,7 @@ fn route(recorder: &TraceRecorder, path: &str, query: &str) -> Reply {
             match recorder.trace(trace_id) {
                 Some(trace) if json => Reply::json(trace_json(&trace)),
                 Some(trace) => {
-                    let open = query_values(query, "open").find_map(|id| id.parse().ok());
+                    let open = query_values(query, "open").find_map(|id| crate::json::SpanId::parse(&id));
                     Reply::html(render_trace(&trace, open))
                 }
                 None => Reply::text(404, format!("404 Not Found: no trace {trace_id} is kept\n")),

@@ -329,3 +329,34 @@ fn a_local_root_finishing_after_the_wait_joins_the_trace_and_becomes_its_root() 
     assert_eq!(traces[0].events().len(), 2);
     assert!(traces[0].is_complete());
 }
+
+/// The page writes event ids as the JSON does (16 hex digits), and `?open=` takes that form (or
+/// notify's own form of an event id).
+#[test]
+fn open_takes_the_event_id_as_the_json_writes_it() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let _s = attach(&notifier, &recorder);
+    notifier.instrument("request.app", Payload::new, |_| {
+        notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT 1"), |_| ());
+    });
+    let trace = recorder.traces()[0].clone();
+    let child = trace.events().iter().find(|e| e.name() == "query.sql").unwrap().id();
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    let (_, _, json) = get(addr, "GET", &format!("/api/trace/{}", trace.trace_id()), &[]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let hex = json["events"][1]["id"].as_str().unwrap().to_owned();
+    assert_eq!(hex, format!("{:016x}", child.get()));
+    for open in [hex.clone(), child.to_string()] {
+        let (status, _, page) = get(addr, "GET", &format!("/trace/{}?open={open}", trace.trace_id()), &[]);
+        assert_eq!(status, 200);
+        assert!(
+            page.contains(&format!(
+                "<details class=\"event\" id=\"event-{hex}\" data-depth=\"1\" open>"
+            )),
+            "?open={open}: {page}"
+        );
+        assert_eq!(page.matches(" open><summary>").count(), 1, "one event open");
+    }
+}
