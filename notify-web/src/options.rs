@@ -21,7 +21,7 @@ use crate::record::TraceEvent;
 /// assert_eq!(options.max_traces(), 50);
 /// assert!(options.bytes_per_event() <= 1024 + 160);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WebOptions {
     pub(crate) traces: usize,
     pub(crate) pending_traces: usize,
@@ -39,6 +39,36 @@ pub struct WebOptions {
     pub(crate) response_timeout: Duration,
     pub(crate) max_request_body: u64,
     pub(crate) response_memory: usize,
+}
+
+/// Every setting, the token only as `Some("<redacted>")`: options get logged, the token is a secret.
+///
+/// ```
+/// let options = notify_web::WebOptions::new().token("s3cret");
+/// let debug = format!("{options:?}");
+/// assert!(debug.contains("token: Some(\"<redacted>\")") && !debug.contains("s3cret"));
+/// ```
+impl std::fmt::Debug for WebOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebOptions")
+            .field("traces", &self.traces)
+            .field("pending_traces", &self.pending_traces)
+            .field("events_per_trace", &self.events_per_trace)
+            .field("payload_bytes", &self.payload_bytes)
+            .field("window", &self.window)
+            .field("slots", &self.slots)
+            .field("names", &self.names)
+            .field("remote_root_wait", &self.remote_root_wait)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("refresh", &self.refresh)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("max_request_body", &self.max_request_body)
+            .field("response_memory", &self.response_memory)
+            .finish()
+    }
 }
 
 impl Default for WebOptions {
