@@ -341,3 +341,26 @@ fn large_responses_past_the_response_memory_get_503_while_small_ones_are_served(
     });
     assert_eq!(server.counts().busy, 1);
 }
+
+#[test]
+fn a_request_head_over_64_kib_gets_431_and_the_server_goes_on() {
+    let server = WebServer::start("127.0.0.1:0", TraceRecorder::new(WebOptions::new())).unwrap();
+    let addr = server.local_addr();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let big = "a".repeat(70 * 1024);
+    // The server may answer and close before it has read it all: a failed write is fine.
+    let _ = write!(stream, "GET / HTTP/1.1\r\nHost: {addr}\r\nX-Big: {big}\r\n\r\n");
+    let (response, closed) = read_until_closed(&mut stream, Duration::from_secs(5));
+    let response = String::from_utf8_lossy(&response);
+    assert!(
+        response.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{response}"
+    );
+    assert!(closed);
+    assert_legit_fast(addr, "");
+    assert_eq!(
+        server.counts().requests,
+        1,
+        "only the legitimate request reached the pages"
+    );
+}
