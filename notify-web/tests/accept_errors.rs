@@ -2,6 +2,8 @@
 //! pauses and goes on (tiny_http's accept loop ended for good). Its own test binary: it lowers
 //! this process's descriptor limit (with util-linux's `prlimit`; Linux only).
 
+#![cfg(target_os = "linux")]
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -13,7 +15,6 @@ fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-#[cfg(target_os = "linux")]
 #[test]
 fn file_descriptors_running_out_pause_the_accept_loop_and_never_end_it() {
     let options = WebOptions::new().max_connections(10_000);

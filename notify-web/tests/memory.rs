@@ -3,6 +3,8 @@
 //! the fix; a debug build is slow). Its own test binary (one test, one thread allocating), so the
 //! process's resident set measures the recorder.
 
+#![cfg(target_os = "linux")]
+
 use std::time::{Duration, Instant};
 
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
@@ -19,7 +21,6 @@ fn resident_bytes() -> usize {
     kib * 1024
 }
 
-#[cfg(target_os = "linux")]
 #[test]
 fn fifty_thousand_names_stay_bounded_and_memory_bytes_tells_the_truth() {
     let notifier = Notifier::new();
