@@ -214,8 +214,10 @@ impl WebOptions {
 
     /// [`WebServer`](crate::WebServer): a connection that neither sends nor receives a byte for
     /// `timeout` (at least 1 ms; default 30 s) is closed, counted in
-    /// [`ServerCounts::idle_timeouts`](crate::ServerCounts::idle_timeouts) (keep-alive
-    /// connections between requests, half-open ones).
+    /// [`ServerCounts::idle_timeouts`](crate::ServerCounts::idle_timeouts): keep-alive
+    /// connections between requests. A connection that sends nothing at all is waiting for a
+    /// request head: [`header_read_timeout`](WebOptions::header_read_timeout) closes it first
+    /// when it is the shorter (as by default).
     pub fn idle_timeout(mut self, timeout: Duration) -> WebOptions {
         self.idle_timeout = timeout.max(Duration::from_millis(1));
         self
