@@ -679,7 +679,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         }
         record::take_into(self.context.id.0, payload);
         if self.context.finished_on_another_thread {
-            record::take_from_every_thread(self.context.id.0, payload);
+            record::take_from_thread(self.transaction_id.get(), self.context.id.0, payload);
         }
         self.redaction.apply(payload);
         let hears_phases = self.hears_phases();

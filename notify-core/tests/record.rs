@@ -35,19 +35,26 @@ fn one_key_recorded_many_times_keeps_its_last_value_and_pushes_out_no_other_key(
     assert_eq!(payload.get("progress"), Some(&Value::U64(299)));
 }
 
+/// Issue 33 item 7: the facts dropped past the per-thread limit are counted, exactly.
 #[test]
-fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped() {
+fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counted() {
     let (notifier, seen) = collecting();
     let keys: Vec<&'static str> = (0..300).map(|i| &*format!("k{i}").leak()).collect();
+    // No other test of this binary records more than 256 facts on a thread: the count is exact.
+    let before = notify_core::records_dropped();
     notifier.instrument("many.record", Payload::new, |_| {
         for (i, key) in keys.iter().enumerate() {
             notify_core::record(key, i as u64);
         }
+        // A key already waiting is replaced in place: no drop.
+        notify_core::record(keys[299], 0_u64);
     });
+    assert_eq!(notify_core::records_dropped() - before, 44);
     let seen = seen.lock().unwrap();
     let payload = &seen[0].1;
     let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
     assert_eq!(got, keys[44..], "the 256 newest, in record order");
+    assert_eq!(payload.get(keys[299]), Some(&Value::U64(0)));
 }
 
 #[test]
