@@ -165,7 +165,7 @@ impl Instrumenter {
     /// ```
     pub fn start(&self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Option<EventContext> {
         let mut handle = self.notifier.build_handle(name, payload);
-        handle.start().expect("a new handle starts");
+        handle.start_current().expect("a new handle starts");
         let context = handle.context();
         STARTED.with(|started| started.borrow_mut().0.push((self.key(), handle)));
         context

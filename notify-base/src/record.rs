@@ -2,73 +2,65 @@
 //! (tracing's `Span::record`).
 //!
 //! A recorded fact waits in its thread's list, tagged with the event it belongs to, until that
-//! event takes it: at its finish, at the end of each scope that made it current (a poll of an
-//! instrumented future, a [`Handle::enter`](crate::Handle::enter) guard), always on the recording
-//! thread, which takes its own list's (uncontended) lock. An event made current at its start (the
-//! block of `instrument`, a function under `#[instrument_event]`) and finished on another thread
-//! takes its facts from the list of the thread that started it: the lists are reachable from a
-//! global map keyed by that thread's transaction id, one lookup whatever the number of threads
-//! that came and went. A list leaves the map when its thread exits, or, if facts still wait in it
-//! then, when the last of them is taken.
+//! event takes it, always on the recording thread: at the end of the scope that made the event
+//! current there (the block of `instrument`, a function under `#[instrument_event]`, an
+//! [`Instrumenter::start`](crate::Instrumenter::start)ed event at its finish; a
+//! [`Handle::enter`](crate::Handle::enter) guard, which is what each poll of an instrumented
+//! future is, when it drops: the facts then travel in the handle to wherever it finishes). Every
+//! such scope is bound to its thread (a block, or a `!Send` guard), so no list is ever read from
+//! another thread: a list is a plain thread-local, freed with its thread, and a finish costs the
+//! same however many threads came and went.
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 use crate::ids;
 use crate::payload::{Payload, Value};
-use crate::sync::StaticMutex;
 
 /// Facts (distinct event and key) waiting per thread; past this many the oldest is dropped
 /// (counted in [`records_dropped`]).
 const CAPACITY: usize = 256;
 
-/// One thread's waiting facts: (event id, key, value), in record order.
-type Facts = StaticMutex<List>;
+/// A recorded fact: (event id, key, value).
+type Fact = (u64, &'static str, Value);
 
-/// One thread's waiting facts, and whether the thread exited.
-#[derive(Default)]
-struct List {
-    facts: Vec<(u64, &'static str, Value)>,
-    /// Set (under `LISTS`) when the thread exited with facts waiting: the list leaves `LISTS`
-    /// with its last fact.
-    exited: bool,
-}
-
-/// A thread's list as its thread-local holds it: registered in [`LISTS`] under the thread's
-/// transaction id when made, unregistered when its thread exits with the list empty.
+/// One thread's waiting facts, in record order.
 struct ThreadFacts {
+    facts: RefCell<Vec<Fact>>,
+    /// The thread's transaction id, so tests can tell its list is gone when it exits.
+    #[cfg(test)]
     transaction: u64,
-    facts: Arc<Facts>,
 }
 
-impl Drop for ThreadFacts {
-    /// The thread exits: its list leaves the map now if empty, else when a finish elsewhere takes
-    /// its last fact ([`take_from_thread`]). Lock order: `LISTS`, then a list.
-    fn drop(&mut self) {
-        let mut lists = LISTS.lock();
-        let mut list = self.facts.lock();
-        if list.facts.is_empty() {
-            lists.remove(&self.transaction);
-        } else {
-            list.exited = true;
+impl ThreadFacts {
+    fn new() -> ThreadFacts {
+        #[cfg(test)]
+        let transaction = {
+            let transaction = ids::transaction_id().get();
+            tests::LIVE.lock().unwrap().insert(transaction);
+            transaction
+        };
+        ThreadFacts {
+            facts: RefCell::new(Vec::new()),
+            #[cfg(test)]
+            transaction,
         }
     }
 }
 
-thread_local! {
-    /// How many facts wait on this thread: read by every finish, so a plain `Cell`. It may
-    /// overcount (another thread's finish took some): the next take on this thread recounts.
-    static WAITING: Cell<usize> = const { Cell::new(0) };
-    /// This thread's list, registered in [`LISTS`] when first used: at the first fact (a take
-    /// reads it only when a fact waits).
-    static FACTS: ThreadFacts = register();
+#[cfg(test)]
+impl Drop for ThreadFacts {
+    fn drop(&mut self) {
+        tests::LIVE.lock().unwrap().remove(&self.transaction);
+    }
 }
 
-/// The lists of live threads that ever held a fact, and of exited threads whose lists still hold
-/// facts, by the thread's transaction id (unique per thread, never reused).
-static LISTS: StaticMutex<BTreeMap<u64, Arc<Facts>>> = StaticMutex::new(BTreeMap::new());
+thread_local! {
+    /// How many facts wait on this thread: read by every finish, so a plain `Cell`.
+    static WAITING: Cell<usize> = const { Cell::new(0) };
+    /// This thread's list (made at the first fact: a take reads it only when a fact waits).
+    static FACTS: ThreadFacts = ThreadFacts::new();
+}
 
 /// Facts dropped because [`CAPACITY`] facts already waited on their thread.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -77,9 +69,11 @@ static DROPPED_REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Adds `key = value` to the payload of the current event (the innermost listened event entered on
 /// this thread: the body of `instrument`, a [`Handle`](crate::Handle) inside its
-/// [`enter`](crate::Handle::enter) guard, an instrumented future while it is polled, a function
-/// under `#[instrument_event]`), so subscribers see it at `finish` — tracing's `Span::record`. A
-/// later value for the same key replaces the earlier one.
+/// [`enter`](crate::Handle::enter) guard or [`in_scope`](crate::Handle::in_scope) closure, an
+/// instrumented future while it is polled, a function under `#[instrument_event]`), so subscribers
+/// see it at `finish` — tracing's `Span::record`. A later value for the same key replaces the
+/// earlier one. Facts recorded inside a handle's `enter` guard go with the handle when the guard
+/// drops, so they reach its finish on whatever thread that happens.
 ///
 /// When no listened event is current (nobody listens, or only an attached [`Context`](crate::Context)
 /// from another thread is), nothing happens and `value` is not converted: one thread-local load and
@@ -126,7 +120,7 @@ pub fn records_dropped() -> u64 {
 #[inline(never)]
 fn keep(event: u64, key: &'static str, value: Value) {
     let kept = FACTS.try_with(|list| {
-        let facts = &mut list.facts.lock().facts;
+        let mut facts = list.facts.borrow_mut();
         let mut dropped = false;
         if let Some(fact) = facts.iter_mut().rev().find(|f| f.0 == event && f.1 == key) {
             fact.2 = value;
@@ -160,80 +154,73 @@ fn count_dropped() {
     }
 }
 
-/// Makes this thread's list and puts it in [`LISTS`]. Called from the thread-local's initializer,
-/// so with no list of this crate locked by this thread: lock order is always `LISTS`, then a list.
-#[cold]
-fn register() -> ThreadFacts {
-    let transaction = ids::transaction_id().get();
-    let facts = Arc::new(Facts::new(List::default()));
-    LISTS.lock().insert(transaction, facts.clone());
-    ThreadFacts { transaction, facts }
-}
-
 /// Moves the facts recorded on this thread for `event` into `payload`, in record order.
 #[inline]
 pub(crate) fn take_into(event: u64, payload: &mut Payload) {
     if WAITING.get() != 0 {
-        take_waiting(event, payload);
-    }
-}
-
-#[cold]
-fn take_waiting(event: u64, payload: &mut Payload) {
-    let _ = FACTS.try_with(|list| {
-        let facts = &mut list.facts.lock().facts;
-        take_from(facts, event, payload);
-        WAITING.set(facts.len());
-    });
-}
-
-/// Moves the facts recorded for `event` on the thread whose transaction id is `transaction` into
-/// `payload`: the finish, elsewhere, of an event made current at its start on that thread. One map
-/// lookup; the list of an exited thread leaves the map with its last fact.
-#[cold]
-pub(crate) fn take_from_thread(transaction: u64, event: u64, payload: &mut Payload) {
-    let mut lists = LISTS.lock();
-    let Some(list) = lists.get(&transaction) else {
-        return;
-    };
-    let mut list = list.lock();
-    take_from(&mut list.facts, event, payload);
-    let orphan_emptied = list.exited && list.facts.is_empty();
-    drop(list);
-    if orphan_emptied {
-        lists.remove(&transaction);
-    }
-}
-
-fn take_from(facts: &mut Vec<(u64, &'static str, Value)>, event: u64, payload: &mut Payload) {
-    let mut i = 0;
-    while i < facts.len() {
-        if facts[i].0 == event {
-            let (_, key, value) = facts.remove(i);
+        take_waiting(event, |key, value| {
             payload.insert(key, value);
-        } else {
-            i += 1;
-        }
+        });
     }
 }
 
-/// Whether the list of the thread with transaction id `transaction` is in [`LISTS`] (tests).
-#[cfg(test)]
-pub(crate) fn is_registered(transaction: u64) -> bool {
-    LISTS.lock().contains_key(&transaction)
+/// True when facts wait on this thread (one thread-local load).
+#[inline]
+pub(crate) fn any_waiting() -> bool {
+    WAITING.get() != 0
+}
+
+/// Moves the facts recorded on this thread for `event` to the end of `facts`, in record order
+/// (after [`any_waiting`] said some wait).
+#[cold]
+pub(crate) fn take_into_vec(event: u64, facts: &mut Vec<(&'static str, Value)>) {
+    take_waiting(event, |key, value| facts.push((key, value)));
+}
+
+#[cold]
+fn take_waiting(event: u64, mut sink: impl FnMut(&'static str, Value)) {
+    let taken = FACTS.try_with(|list| {
+        let mut facts = list.facts.borrow_mut();
+        let mut taken = Vec::new();
+        let mut i = 0;
+        while i < facts.len() {
+            if facts[i].0 == event {
+                let (_, key, value) = facts.remove(i);
+                taken.push((key, value));
+            } else {
+                i += 1;
+            }
+        }
+        WAITING.set(facts.len());
+        taken
+    });
+    // Outside the borrow: the sink drops replaced values, which is no user code, but keeps the
+    // list's borrow as short as possible all the same.
+    for (key, value) in taken.unwrap_or_default() {
+        sink(key, value);
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::collections::BTreeSet;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
 
     use crate::{Event, Handle, Notifier, Payload, Subscriber, Value};
 
-    /// Issue 33 item 6: lists of exited threads leave the map (once empty), so a finish elsewhere
-    /// looks up one list, and 20,000 threads that came and went leave nothing registered.
+    /// The transaction ids of the threads whose list exists.
+    pub(super) static LIVE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+
+    fn live(transaction: u64) -> bool {
+        LIVE.lock().unwrap().contains(&transaction)
+    }
+
+    /// Issue 33 item 6: a thread's list goes with its thread, so nothing grows with the threads
+    /// that came and went, and a handle entered on a thread that exited and finished elsewhere
+    /// still gets the facts recorded there (they left with its `enter` guard).
     #[test]
-    fn lists_of_exited_threads_leave_the_map_and_cross_thread_finishes_still_get_their_facts() {
+    fn lists_go_with_their_threads_and_handles_finished_elsewhere_still_get_their_facts() {
         const THREADS: usize = 20_000;
         let notifier = Notifier::new();
         let with_fact = Arc::new(AtomicUsize::new(0));
@@ -246,18 +233,18 @@ mod tests {
                 }
             }),
         );
-        let mut moved: Vec<(u64, Handle)> = Vec::with_capacity(THREADS);
-        let mut finished_there = Vec::with_capacity(THREADS);
+        let mut moved: Vec<Handle> = Vec::with_capacity(THREADS / 2);
+        let mut transactions = Vec::with_capacity(THREADS);
         for i in 0..THREADS {
             let n = notifier.clone();
-            // Half the threads send their started handle away (its fact waits in their list after
-            // they exit), half finish theirs themselves (their list is empty when they exit).
+            // Half the threads send their handle away to finish here, half finish it themselves.
             let send_away = i % 2 == 0;
             let (transaction, handle) = std::thread::spawn(move || {
                 let mut handle = n.build_handle("moved.record", Payload::new());
                 handle.start().unwrap();
-                super::record("thread", i as u64);
+                handle.in_scope(|| super::record("thread", i as u64));
                 let transaction = crate::transaction_id().get();
+                assert!(live(transaction), "the fact was kept in this thread's list");
                 if send_away {
                     (transaction, Some(handle))
                 } else {
@@ -267,30 +254,38 @@ mod tests {
             })
             .join()
             .unwrap();
-            match handle {
-                Some(handle) => moved.push((transaction, handle)),
-                None => finished_there.push(transaction),
-            }
+            transactions.push(transaction);
+            moved.extend(handle);
         }
         assert_eq!(with_fact.load(Ordering::Relaxed), THREADS / 2);
-        let still = finished_there.iter().filter(|t| super::is_registered(**t)).count();
-        assert_eq!(still, 0, "lists of exited threads with nothing waiting are gone");
-        let waiting = moved.iter().filter(|(t, _)| super::is_registered(*t)).count();
-        assert_eq!(waiting, THREADS / 2, "lists of exited threads with a fact waiting stay");
-        for (_, handle) in &mut moved {
+        let left = transactions.iter().filter(|t| live(**t)).count();
+        assert_eq!(left, 0, "every list went with its thread");
+        for handle in &mut moved {
             handle.finish().unwrap();
         }
         assert_eq!(with_fact.load(Ordering::Relaxed), THREADS, "every finish got its fact");
-        let left = moved.iter().filter(|(t, _)| super::is_registered(*t)).count();
-        assert_eq!(left, 0, "each list left the map with its last fact");
     }
 
-    /// A live thread's list stays registered while the thread lives, emptied or not.
+    /// A fact recorded outside any scope of a started handle is not kept: a started handle is not
+    /// current (issue 33 item 9).
     #[test]
-    fn the_list_of_a_live_thread_stays_registered() {
+    fn a_started_handle_outside_its_scope_takes_no_facts() {
         let notifier = Notifier::new();
-        let _s = notifier.subscribe("live.record", Subscriber::event(|_: &Event| {}));
-        notifier.instrument("live.record", Payload::new, |_| super::record("k", Value::U64(1)));
-        assert!(super::is_registered(crate::transaction_id().get()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let _s = notifier.subscribe(
+            "scoped.record",
+            Subscriber::event(move |e: &Event| {
+                let keys = e.payload().iter().map(|(k, v)| (k.to_owned(), v.clone()));
+                sink.lock().unwrap().extend(keys);
+            }),
+        );
+        let mut handle = notifier.build_handle("scoped.record", Payload::new());
+        handle.start().unwrap();
+        super::record("outside", Value::U64(1));
+        handle.in_scope(|| super::record("inside", Value::U64(2)));
+        handle.finish().unwrap();
+        assert_eq!(*seen.lock().unwrap(), [("inside".to_owned(), Value::U64(2))]);
+        assert_eq!(super::WAITING.get(), 0, "nothing waits on this thread");
     }
 }

@@ -58,12 +58,17 @@ fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counte
 }
 
 #[test]
-fn a_handle_finished_on_another_thread_gets_the_facts_recorded_where_it_started() {
+fn a_handle_finished_on_another_thread_gets_the_facts_recorded_in_its_scope_here() {
     let (notifier, seen) = collecting();
     let mut handle = notifier.build_handle("moved.record", Payload::new().with("given", 1_u64));
     handle.start().unwrap();
-    notify_core::record("status", 200_u64);
-    notify_core::record("status", 201_u64);
+    {
+        let _entered = handle.enter();
+        notify_core::record("status", 200_u64);
+        notify_core::record("status", 201_u64);
+    }
+    // Started, not current: this fact belongs to no event.
+    notify_core::record("status", 500_u64);
     std::thread::spawn(move || handle.finish().unwrap()).join().unwrap();
     // Nothing waits on this thread any more: a later event here gets none of those facts.
     notifier.instrument("later.record", Payload::new, |_| ());
@@ -91,7 +96,7 @@ fn facts_recorded_on_a_thread_that_exited_reach_the_handle_finished_later() {
     let mut handle = std::thread::spawn(move || {
         let mut handle = for_thread.build_handle("orphan.record", Payload::new());
         handle.start().unwrap();
-        notify_core::record("step", "started on a thread that then exits");
+        handle.in_scope(|| notify_core::record("step", "started on a thread that then exits"));
         handle
     })
     .join()
