@@ -35,9 +35,36 @@ fn one_key_recorded_many_times_keeps_its_last_value_and_pushes_out_no_other_key(
     assert_eq!(payload.get("progress"), Some(&Value::U64(299)));
 }
 
-/// Issue 33 item 7: the facts dropped past the per-thread limit are counted, exactly.
+/// The library's own report lines (`log::error!`, target `notify`).
+#[cfg(feature = "log")]
+struct Reports(Mutex<Vec<(String, String)>>);
+
+#[cfg(feature = "log")]
+impl log::Log for Reports {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((record.target().to_owned(), record.args().to_string()));
+    }
+    fn flush(&self) {}
+}
+
+#[cfg(feature = "log")]
+static REPORTS: Reports = Reports(Mutex::new(Vec::new()));
+
+/// Issue 33 item 7: the facts dropped past the per-thread limit are counted, exactly, and the
+/// first drop of the process is reported once.
 #[test]
 fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counted() {
+    #[cfg(feature = "log")]
+    {
+        log::set_logger(&REPORTS).unwrap();
+        log::set_max_level(log::LevelFilter::Trace);
+    }
     let (notifier, seen) = collecting();
     let keys: Vec<&'static str> = (0..300).map(|i| &*format!("k{i}").leak()).collect();
     // No other test of this binary records more than 256 facts on a thread: the count is exact.
@@ -50,11 +77,28 @@ fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counte
         notify_core::record(keys[299], 0_u64);
     });
     assert_eq!(notify_core::records_dropped() - before, 44);
-    let seen = seen.lock().unwrap();
-    let payload = &seen[0].1;
-    let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
-    assert_eq!(got, keys[44..], "the 256 newest, in record order");
-    assert_eq!(payload.get(keys[299]), Some(&Value::U64(0)));
+    {
+        let seen = seen.lock().unwrap();
+        let payload = &seen[0].1;
+        let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
+        assert_eq!(got, keys[44..], "the 256 newest, in record order");
+        assert_eq!(payload.get(keys[299]), Some(&Value::U64(0)));
+    }
+    // A second event that drops as many: counted, not reported again.
+    notifier.instrument("many.record", Payload::new, |_| {
+        keys.iter().for_each(|key| notify_core::record(key, 1_u64))
+    });
+    assert_eq!(notify_core::records_dropped() - before, 88);
+    #[cfg(feature = "log")]
+    {
+        let reports = REPORTS.0.lock().unwrap();
+        let drops: Vec<&(String, String)> = reports
+            .iter()
+            .filter(|(_, line)| line.contains("records_dropped"))
+            .collect();
+        assert_eq!(drops.len(), 1, "{reports:?}");
+        assert_eq!(drops[0].0, "notify");
+    }
 }
 
 #[test]
