@@ -198,6 +198,8 @@ impl<F: Future, R: RecordOutput<F::Output>> Future for Instrumented<F, R> {
         guard.armed = false;
         if let Poll::Ready(output) = &poll {
             if let Some(mut handle) = guard.handle.take() {
+                // The body's facts first, then what its output tells (`ret`, `err`), as before.
+                handle.add_recorded();
                 this.record.record(handle.payload_mut(), output);
                 let _ = handle.finish();
             }

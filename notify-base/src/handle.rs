@@ -309,7 +309,7 @@ impl Handle {
     }
 
     /// Adds the facts its [`Handle::enter`] guards collected to the payload (before finish).
-    fn add_recorded(&mut self) {
+    pub(crate) fn add_recorded(&mut self) {
         let recorded = std::mem::take(&mut *self.recorded.lock());
         for (key, value) in recorded {
             self.payload.insert(key, value);
