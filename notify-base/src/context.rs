@@ -286,12 +286,14 @@ impl EventContext {
         Some(self.end?.saturating_duration_since(self.start?))
     }
 
-    /// `true` at `finish` when the event was entered on one thread and is finished on another: a
-    /// started [`Handle`](crate::Handle) moved to another thread before its `finish`. A bridge that
-    /// keeps per-thread state for the event from its `start` (notify-tracing's entered span) finds
-    /// it missing on the finishing thread and must have the starting thread release it. `false` at
-    /// `start`, for events finished where they were entered, and for events never entered (async
-    /// events between polls, [`Notifier::publish`](crate::Notifier::publish)).
+    /// `true` at `finish` when the event was current on one thread from its start and is finished
+    /// on another. A bridge that keeps per-thread state for such an event from its `start`
+    /// (notify-tracing's entered span) would find it missing on the finishing thread. `false` at
+    /// `start` and for every event of the public API today: the events current from their start
+    /// (the block of `instrument`, a function under `#[instrument_event]`, an
+    /// [`Instrumenter::start`](crate::Instrumenter::start)ed event) finish on their thread, and a
+    /// [`Handle`](crate::Handle), the one event that moves between threads, is never current from
+    /// its start (only inside [`Handle::enter`](crate::Handle::enter), a `!Send` guard).
     ///
     /// ```
     /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
@@ -311,7 +313,7 @@ impl EventContext {
     /// let mut handle = notifier.build_handle("job", Payload::new());
     /// handle.start()?;
     /// std::thread::spawn(move || handle.finish()).join().unwrap()?;
-    /// assert_eq!(*moved.0.lock().unwrap(), [false, true]);
+    /// assert_eq!(*moved.0.lock().unwrap(), [false, false], "a handle is not current from its start");
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn finished_on_another_thread(&self) -> bool {

@@ -678,9 +678,6 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             self.context.finished_on_another_thread = !ids::leave(self.context.id.0);
         }
         record::take_into(self.context.id.0, payload);
-        if self.context.finished_on_another_thread {
-            record::take_from_every_thread(self.context.id.0, payload);
-        }
         self.redaction.apply(payload);
         let hears_phases = self.hears_phases();
         let resolved = &*self.resolved;

@@ -641,6 +641,30 @@ impl Fanout {
         added.map_or_else(Group::new, |change| change.added.iter().map(|e| e.id).collect())
     }
 
+    /// Adds `(pattern, subscriber)` and removes the subscription `old` (if it still exists) in one
+    /// change, so an event sees either the old subscriber or the new one, never both or neither
+    /// (what replacing a method of an attached namespace subscriber needs). Returns the new id.
+    pub(crate) fn replace(&self, old: SubscriptionId, pattern: Pattern, subscriber: Subscriber) -> SubscriptionId {
+        let change = self.write(|_, subscriptions| {
+            let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
+            let added: Group = smallvec::smallvec![Arc::new(Entry {
+                id,
+                pattern,
+                subscriber,
+            })];
+            let removed: Group = subscriptions.get(&old).map(|e| e.0.clone()).into_iter().collect();
+            Some(Planned {
+                added,
+                removed,
+                ..Planned::default()
+            })
+        });
+        let change = change.expect("a replacement always adds");
+        let id = change.added[0].id;
+        self.release(change.removed);
+        id
+    }
+
     /// Removes the subscriptions of `ids` that still exist, in one change; returns how many.
     pub(crate) fn unsubscribe_all(&self, ids: &FxHashSet<SubscriptionId>) -> usize {
         let change = self.write(|_, subscriptions| {

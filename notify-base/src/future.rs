@@ -181,7 +181,7 @@ impl<F: Future, R: RecordOutput<F::Output>> Future for Instrumented<F, R> {
         };
         if !handle.is_started() {
             // A fresh handle cannot be started already.
-            let _ = handle.start_detached();
+            let _ = handle.start();
             if !handle.is_listened() {
                 this.handle = None;
                 return inner.poll(cx);
@@ -193,13 +193,13 @@ impl<F: Future, R: RecordOutput<F::Output>> Future for Instrumented<F, R> {
         };
         let entered = guard.handle.as_deref().map(Handle::enter);
         let poll = inner.poll(cx);
+        // The facts recorded in this poll move into the handle here.
         drop(entered);
         guard.armed = false;
-        if let Some(handle) = guard.handle.as_deref_mut() {
-            handle.collect_records();
-        }
         if let Poll::Ready(output) = &poll {
             if let Some(mut handle) = guard.handle.take() {
+                // The body's facts first, then what its output tells (`ret`, `err`), as before.
+                handle.add_recorded();
                 this.record.record(handle.payload_mut(), output);
                 let _ = handle.finish();
             }
@@ -219,7 +219,6 @@ impl<F: Future, R: RecordOutput<F::Output>> Drop for Instrumented<F, R> {
             if started {
                 // A poll that panicked already finished the event (PollGuard); what is left was
                 // dropped before completion, whatever else is unwinding.
-                handle.collect_records();
                 handle.set_outcome(Outcome::Cancelled);
                 let _ = handle.finish();
             }
