@@ -108,13 +108,15 @@ mod config;
 mod event;
 mod line;
 mod method;
+mod structured;
 
 pub use log::Level;
 
 pub use self::color::{Color, ColorChoice};
 pub use self::config::{LogConfig, LogSubscriberError};
-pub use self::event::{Elapsed, LogEvent, Styled};
+pub use self::event::{Elapsed, Field, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
+pub use self::structured::{Format, Keys, LineKey, Placement, StructuredLog, StructuredLogger};
 
 use notify_core::Notifier;
 
