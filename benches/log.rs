@@ -79,7 +79,12 @@ fn export(c: &mut Criterion) {
         b.iter(|| {
             notifier.instrument(
                 black_box("query.sql"),
-                || Payload::new().with("name", "Book Load").with("sql", SQL).with("rows", 3_u64),
+                || {
+                    Payload::new()
+                        .with("name", "Book Load")
+                        .with("sql", SQL)
+                        .with("rows", 3_u64)
+                },
                 |_| (),
             )
         })
