@@ -5,6 +5,7 @@
 //! the whole test binary and serialises the tests with a mutex.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
@@ -334,6 +335,22 @@ fn a_fixed_target_and_a_panicked_outcome() {
     assert_eq!(captured.len(), 1);
     assert_eq!(captured[0].1, "app");
     assert_eq!(json(&captured[0].2)["outcome"], "panicked");
+}
+
+#[test]
+fn a_future_dropped_before_it_completes_is_logged_as_cancelled() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let _s = StructuredLog::json().build().subscribe(&notifier, Pattern::all());
+    let handle = notifier.build_handle("job.async", Payload::new());
+    let mut future = Box::pin(std::future::pending::<()>().instrument(handle));
+    let waker = std::task::Waker::noop();
+    let polled = future.as_mut().poll(&mut std::task::Context::from_waker(waker));
+    assert!(polled.is_pending());
+    drop(future);
+    let messages = messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(json(&messages[0])["outcome"], "cancelled");
 }
 
 #[test]
