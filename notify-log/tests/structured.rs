@@ -304,7 +304,17 @@ fn levels_per_namespace_and_per_name_silence_through_log() {
     );
     assert!(notifier.listening("migration.sql"));
     assert!(notifier.listening("request.http"));
-    notifier.instrument("query.sql", Payload::new, |_| ());
+    // Silenced: the payload is not even built, as for an unlistened event.
+    let mut built = 0;
+    notifier.instrument(
+        "query.sql",
+        || {
+            built += 1;
+            Payload::new()
+        },
+        |_| (),
+    );
+    assert_eq!(built, 0);
     notifier.instrument("migration.sql", Payload::new, |_| ());
     let captured = lines();
     assert_eq!(captured.len(), 1);
