@@ -4,6 +4,8 @@
 //!   [`StructuredLog::json`] subscribed; the line goes through the `log` facade to a logger that
 //!   appends it to a `Vec<u8>` (cleared when it passes 1 MiB). Everything the call costs is
 //!   measured: ids, the two clock reads of the duration, the line, the sink.
+//! * `export/notify_log_json_silenced` and `export/notify_unlistened`: the same call with the
+//!   logger's level above the event's (debug under `info`), and on a notifier with no subscriber.
 //! * `export/tracing_fmt_json`: `tracing::info!` with the same three fields under
 //!   `tracing_subscriber::fmt().json()` writing to the same kind of sink.
 //!
@@ -75,6 +77,8 @@ fn export(c: &mut Criterion) {
     let logger = StructuredLog::json().build();
     let _subscription = logger.subscribe(&notifier, "query.sql");
     assert!(notifier.listening("query.sql"));
+    notifier.instrument("query.sql", || Payload::new().with("rows", 3_u64), |_| ());
+    assert_eq!(logger.written(), 1, "the line reaches the sink");
     group.bench_function("notify_log_json", |b| {
         b.iter(|| {
             notifier.instrument(
@@ -89,7 +93,34 @@ fn export(c: &mut Criterion) {
             )
         })
     });
-    assert!(logger.written() > 0);
+
+    // The same event at a level the logger drops (debug under max level info): silenced, it
+    // should cost what an unlistened event costs.
+    let quiet = Notifier::new();
+    let _quiet = StructuredLog::json()
+        .namespace_level("sql", log::Level::Debug)
+        .build()
+        .subscribe(&quiet, "query.sql");
+    let unlistened = Notifier::new();
+    log::set_max_level(LevelFilter::Info);
+    assert!(!quiet.listening("query.sql"));
+    for (case, notifier) in [("notify_log_json_silenced", &quiet), ("notify_unlistened", &unlistened)] {
+        group.bench_function(case, |b| {
+            b.iter(|| {
+                notifier.instrument(
+                    black_box("query.sql"),
+                    || {
+                        Payload::new()
+                            .with("name", "Book Load")
+                            .with("sql", SQL)
+                            .with("rows", 3_u64)
+                    },
+                    |_| (),
+                )
+            })
+        });
+    }
+    log::set_max_level(LevelFilter::Debug);
 
     let subscriber = tracing_subscriber::fmt()
         .json()
@@ -97,11 +128,12 @@ fn export(c: &mut Criterion) {
         .with_max_level(tracing::Level::INFO)
         .finish();
     tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(target: "sql", rows = 3_u64, "query");
+        assert!(!TRACING_SINK.0.lock().unwrap().is_empty(), "the line reaches the sink");
         group.bench_function("tracing_fmt_json", |b| {
             b.iter(|| tracing::info!(target: "sql", name = "Book Load", sql = black_box(SQL), rows = 3_u64, "query"))
         });
     });
-    assert!(!TRACING_SINK.0.lock().unwrap().is_empty());
     group.finish();
 }
 

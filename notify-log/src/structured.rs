@@ -313,8 +313,13 @@ impl StructuredLog {
             inner: Arc::new(Inner {
                 format: self.format,
                 level: self.level,
-                names: self.names,
-                namespaces: self.namespaces,
+                least_verbose: self
+                    .names
+                    .values()
+                    .chain(self.namespaces.values())
+                    .fold(self.level, |a, b| a.min(*b)),
+                names: self.names.into_iter().collect(),
+                namespaces: self.namespaces.into_iter().collect(),
                 target: self.target,
                 keys,
                 limiter: self.rate_limit.map(|(lines, interval)| Limiter {
@@ -353,8 +358,10 @@ pub struct StructuredLogger {
 struct Inner {
     format: Format,
     level: Level,
-    names: HashMap<String, Level>,
-    namespaces: HashMap<String, Level>,
+    names: Vec<(String, Level)>,
+    namespaces: Vec<(String, Level)>,
+    /// The least verbose (most severe) of `level` and the overrides.
+    least_verbose: Level,
     target: Option<String>,
     keys: Keys,
     limiter: Option<Limiter>,
@@ -477,13 +484,19 @@ impl StructuredLogger {
         if inner.names.is_empty() && inner.namespaces.is_empty() {
             return inner.level;
         }
-        if let Some(level) = inner.names.get(name) {
+        // Linear scans: a logger has a handful of overrides, and comparing a few short strings
+        // costs less than hashing the name (SipHash) once.
+        if let Some((_, level)) = inner.names.iter().find(|(n, _)| n == name) {
             return *level;
         }
-        namespace(name)
-            .and_then(|ns| inner.namespaces.get(ns))
-            .copied()
-            .unwrap_or(inner.level)
+        let Some(ns) = namespace(name) else {
+            return inner.level;
+        };
+        inner
+            .namespaces
+            .iter()
+            .find(|(n, _)| n == ns)
+            .map_or(inner.level, |(_, level)| *level)
     }
 
     /// The `log` target of event `name`'s lines.
@@ -689,6 +702,11 @@ impl EventedSubscriber for StructuredLogger {
 impl SilenceableSubscriber for StructuredLogger {
     /// True exactly when `log` would drop this event's line now (its level and target).
     fn silenced(&self, name: &str) -> bool {
+        // Not even this logger's least verbose level passes the `log` max level (a logger of
+        // debug lines only, under `info`): silenced without looking the name up.
+        if self.inner.least_verbose > log::max_level() {
+            return true;
+        }
         !log_enabled(self.level_of(name), self.target_of(name))
     }
 }

@@ -330,6 +330,29 @@ fn levels_per_namespace_and_per_name_silence_through_log() {
 }
 
 #[test]
+fn a_logger_whose_every_level_is_dropped_is_silenced_and_one_level_passing_is_not() {
+    let _serial = setup(LevelFilter::Info);
+    let notifier = Notifier::new();
+    let debug_only = StructuredLog::json()
+        .level(Level::Debug)
+        .namespace_level("sql", Level::Trace)
+        .build();
+    let _a = debug_only.subscribe(&notifier, Pattern::all());
+    assert!(!notifier.listening("query.sql"));
+    assert!(!notifier.listening("request.http"));
+    let one_passes = StructuredLog::json()
+        .level(Level::Debug)
+        .name_level("audit.app", Level::Warn)
+        .build();
+    let _b = one_passes.subscribe(&notifier, Pattern::all());
+    assert!(notifier.listening("audit.app"));
+    assert!(!notifier.listening("request.http"));
+    notifier.instrument("audit.app", Payload::new, |_| ());
+    notifier.instrument("request.http", Payload::new, |_| ());
+    assert_eq!((debug_only.written(), one_passes.written()), (0, 1));
+}
+
+#[test]
 fn a_fixed_target_and_a_panicked_outcome() {
     let _serial = setup(LevelFilter::Trace);
     let notifier = Notifier::new();
