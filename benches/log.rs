@@ -4,8 +4,10 @@
 //!   [`StructuredLog::json`] subscribed; the line goes through the `log` facade to a logger that
 //!   appends it to a `Vec<u8>` (cleared when it passes 1 MiB). Everything the call costs is
 //!   measured: ids, the two clock reads of the duration, the line, the sink.
-//! * `export/notify_log_json_silenced` and `export/notify_unlistened`: the same call with the
-//!   logger's level above the event's (debug under `info`), and on a notifier with no subscriber.
+//! * `export/notify_log_json_silenced`, `export/notify_log_rails_silenced` and
+//!   `export/notify_unlistened`: the same call with the logger's level above the event's (debug
+//!   under `info`) for the structured logger and for a Rails-style log subscriber, and on a
+//!   notifier whose only subscription is to another name.
 //! * `export/tracing_fmt_json`: `tracing::info!` with the same three fields under
 //!   `tracing_subscriber::fmt().json()` writing to the same kind of sink.
 //!
@@ -18,7 +20,7 @@ use std::sync::Mutex;
 use criterion::{criterion_group, criterion_main, Criterion};
 use log::{LevelFilter, Log, Metadata, Record};
 use notify_core::{Notifier, Payload};
-use notify_log::StructuredLog;
+use notify_log::{LogConfig, LogEvent, LogSubscriber, StructuredLog};
 
 const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
 
@@ -68,6 +70,17 @@ impl Write for TracingWriter {
     }
 }
 
+/// A Rails-style log subscriber of `"query.sql"` at debug.
+struct RailsSql;
+
+impl LogSubscriber for RailsSql {
+    fn config() -> LogConfig<RailsSql> {
+        LogConfig::new("sql").method("query", log::Level::Debug, |_: &RailsSql, e: &LogEvent<'_>| {
+            Some(format!("{} ({})  {}", e.method(), e.elapsed(), e.get("sql")?))
+        })
+    }
+}
+
 fn export(c: &mut Criterion) {
     log::set_logger(&ToSink).expect("the bench's only logger");
     log::set_max_level(LevelFilter::Debug);
@@ -100,11 +113,22 @@ fn export(c: &mut Criterion) {
     let _quiet = StructuredLog::json()
         .namespace_level("sql", log::Level::Debug)
         .build()
-        .subscribe(&quiet, "query.sql");
+        .subscribe(&quiet, notify_core::Pattern::exact("query.sql"));
+    // Not empty: a subscription to another name, so the name is looked up as for `quiet`.
     let unlistened = Notifier::new();
+    let _other = StructuredLog::json().build().subscribe(&unlistened, "other.name");
     log::set_max_level(LevelFilter::Info);
     assert!(!quiet.listening("query.sql"));
-    for (case, notifier) in [("notify_log_json_silenced", &quiet), ("notify_unlistened", &unlistened)] {
+    // The Rails-style log subscriber of the same event, silenced the same way: the reference.
+    let rails = Notifier::new();
+    let _rails = RailsSql.attach_to(&rails).expect("a valid configuration");
+    assert!(!rails.listening("query.sql"));
+    let cases = [
+        ("notify_log_json_silenced", &quiet),
+        ("notify_log_rails_silenced", &rails),
+        ("notify_unlistened", &unlistened),
+    ];
+    for (case, notifier) in cases {
         group.bench_function(case, |b| {
             b.iter(|| {
                 notifier.instrument(

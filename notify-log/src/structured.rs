@@ -369,6 +369,27 @@ struct Inner {
     written: AtomicU64,
 }
 
+impl Inner {
+    /// The level of event `name` of namespace `namespace`. Linear scans: a logger has a handful of
+    /// overrides, and comparing a few short strings costs less than hashing the name once.
+    #[inline]
+    fn level_in(&self, name: &str, namespace: Option<&str>) -> Level {
+        if !self.names.is_empty() {
+            if let Some((_, level)) = self.names.iter().find(|(n, _)| n == name) {
+                return *level;
+            }
+        }
+        match namespace {
+            Some(ns) if !self.namespaces.is_empty() => self
+                .namespaces
+                .iter()
+                .find(|(n, _)| n == ns)
+                .map_or(self.level, |(_, level)| *level),
+            _ => self.level,
+        }
+    }
+}
+
 /// The per-name windows of a rate limit.
 #[derive(Debug)]
 struct Limiter {
@@ -480,23 +501,7 @@ impl StructuredLogger {
 
     /// The level of event `name`: its own, else its namespace's, else the default.
     pub fn level_of(&self, name: &str) -> Level {
-        let inner = &*self.inner;
-        if inner.names.is_empty() && inner.namespaces.is_empty() {
-            return inner.level;
-        }
-        // Linear scans: a logger has a handful of overrides, and comparing a few short strings
-        // costs less than hashing the name (SipHash) once.
-        if let Some((_, level)) = inner.names.iter().find(|(n, _)| n == name) {
-            return *level;
-        }
-        let Some(ns) = namespace(name) else {
-            return inner.level;
-        };
-        inner
-            .namespaces
-            .iter()
-            .find(|(n, _)| n == ns)
-            .map_or(inner.level, |(_, level)| *level)
+        self.inner.level_in(name, namespace(name))
     }
 
     /// The `log` target of event `name`'s lines.
@@ -655,8 +660,10 @@ fn with_buffer(f: impl FnOnce(&mut Vec<u8>)) {
 }
 
 /// The namespace of `name`: everything after its first dot.
+#[inline]
 fn namespace(name: &str) -> Option<&str> {
-    name.split_once('.').map(|(_, ns)| ns)
+    let dot = name.bytes().position(|b| b == b'.')?;
+    Some(&name[dot + 1..])
 }
 
 /// `log::log_enabled!(target: target, level)`, asked now (see [`crate::LogMethod`]).
@@ -701,13 +708,22 @@ impl EventedSubscriber for StructuredLogger {
 
 impl SilenceableSubscriber for StructuredLogger {
     /// True exactly when `log` would drop this event's line now (its level and target).
+    #[inline]
     fn silenced(&self, name: &str) -> bool {
+        let inner = &*self.inner;
+        let max = log::max_level();
         // Not even this logger's least verbose level passes the `log` max level (a logger of
         // debug lines only, under `info`): silenced without looking the name up.
-        if self.inner.least_verbose > log::max_level() {
+        if inner.least_verbose > max {
             return true;
         }
-        !log_enabled(self.level_of(name), self.target_of(name))
+        let namespace = namespace(name);
+        let level = inner.level_in(name, namespace);
+        if level > log::STATIC_MAX_LEVEL || level > max {
+            return true;
+        }
+        let target = inner.target.as_deref().unwrap_or(namespace.unwrap_or(name));
+        !log::logger().enabled(&log::Metadata::builder().level(level).target(target).build())
     }
 }
 
