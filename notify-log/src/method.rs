@@ -17,7 +17,7 @@ use super::line::Line;
 use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
-use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
+use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription, Tags};
 use notify_core::{
     Event, EventContext, EventId, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber,
     TraceId,
@@ -33,6 +33,8 @@ pub(super) struct Shared<T> {
     namespace: String,
     target: String,
     color: bool,
+    /// Prefix lines with the scope's tags ([`LogConfig::tagged`](super::LogConfig::tagged)).
+    tags: bool,
     methods: Vec<MethodSpec<T>>,
 }
 
@@ -113,6 +115,7 @@ impl<T: LogSubscriber> LogMethod<T> {
             namespace: config.namespace,
             target,
             color,
+            tags: config.tags,
             methods: config.methods,
         });
         let mut methods = Methods::new(shared.namespace.clone());
@@ -289,7 +292,16 @@ impl<T: Send + Sync + 'static> LogMethod<T> {
                     text: &line,
                     keep_sgr: shared.color,
                 };
-                emit(spec.level, &shared.target, location, format_args!("{line}"));
+                if shared.tags && !Tags::with_current(Tags::is_empty) {
+                    let tags = Tags::with_current(|tags| {
+                        tags.iter()
+                            .map(|(_, value)| format!("[{}] ", value.escaped()))
+                            .collect::<String>()
+                    });
+                    emit(spec.level, &shared.target, location, format_args!("{tags}{line}"));
+                } else {
+                    emit(spec.level, &shared.target, location, format_args!("{line}"));
+                }
             }
             Ok(None) => {
                 // A `get(..)?` that found nothing: the line is written with the gap marked, not dropped.

@@ -610,3 +610,43 @@ fn formats_are_named() {
     assert_eq!(StructuredLog::json().build().format(), Format::Json);
     assert_eq!(StructuredLog::logfmt().build().format(), Format::Logfmt);
 }
+
+struct TaggedDb;
+impl LogSubscriber for TaggedDb {
+    fn config() -> LogConfig<TaggedDb> {
+        LogConfig::new("tdb")
+            .tagged(true)
+            .method("query", Level::Info, |_: &TaggedDb, event: &LogEvent<'_>| {
+                Some(format!("{}", event.field("sql")))
+            })
+    }
+}
+
+#[test]
+fn a_tagged_rails_style_subscriber_prefixes_its_lines_with_the_scope_tags_escaped() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let _tagged = TaggedDb.attach_to(&notifier).unwrap();
+    let _plain = Db.attach_to(&notifier).unwrap();
+    notifier.instrument("query.tdb", || Payload::new().with("sql", "SELECT 0"), |_| ());
+    tagged([("request_id", "req-7"), ("tenant", "ac\nme")], || {
+        notifier.instrument("query.tdb", || Payload::new().with("sql", "SELECT 1"), |_| ());
+        notifier.instrument(
+            "query.db",
+            || Payload::new().with("sql", "SELECT 2").with("binds", "[]"),
+            |_| (),
+        );
+    });
+    tagged([("bad", "x\n[INFO  auth] admin")], || {
+        notifier.instrument("query.tdb", || Payload::new().with("sql", "SELECT 3"), |_| ())
+    });
+    assert_eq!(
+        messages(),
+        [
+            "SELECT 0",
+            "[req-7] [ac\\nme] SELECT 1",
+            "SELECT 2 []",
+            "[x\\n[INFO  auth] admin] SELECT 3"
+        ]
+    );
+}
