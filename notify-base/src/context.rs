@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use crate::event::Outcome;
 use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
@@ -216,6 +217,8 @@ pub struct EventContext {
     /// Set at finish when the event was entered on another thread (see
     /// [`EventContext::finished_on_another_thread`]).
     pub(crate) finished_on_another_thread: bool,
+    /// How the block ended: set at `finish`.
+    pub(crate) outcome: Outcome,
 }
 
 impl EventContext {
@@ -238,7 +241,33 @@ impl EventContext {
             end: None,
             location: None,
             finished_on_another_thread: false,
+            outcome: Outcome::Completed,
         }
+    }
+
+    /// How the block ended, at `finish` ([`Outcome::Completed`] at `start` and for an event built
+    /// with [`EventContext::new`]): [`Outcome::Panicked`] when it panicked, [`Outcome::Cancelled`]
+    /// for a future dropped before it completed.
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Outcome, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// #[derive(Default)]
+    /// struct Outcomes(Mutex<Vec<Outcome>>);
+    /// impl EventedSubscriber for Outcomes {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, event: &EventContext, _: &Payload) { self.0.lock().unwrap().push(event.outcome()); }
+    /// }
+    /// let notifier = Notifier::new();
+    /// let outcomes = Arc::new(Outcomes::default());
+    /// notifier.subscribe("job", Subscriber::evented(outcomes.clone()));
+    /// notifier.instrument("job", Payload::new, |_| ());
+    /// let panicking = std::panic::AssertUnwindSafe(|| notifier.instrument("job", Payload::new, |_| panic!("boom")));
+    /// let _ = std::panic::catch_unwind(panicking);
+    /// assert_eq!(*outcomes.0.lock().unwrap(), [Outcome::Completed, Outcome::Panicked]);
+    /// ```
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
     }
 
     /// Where the event is instrumented: set for events of callsites with a location

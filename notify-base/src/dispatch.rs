@@ -668,6 +668,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     pub(crate) fn finish_in_place(&mut self, fanout: &Fanout, payload: &mut Payload, outcome: Outcome) {
         let end = self.context.start.map(|_| Instant::now());
         self.context.end = end;
+        self.context.outcome = outcome;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
         let measured = if self.cpu_start.is_some() || self.allocations_start.is_some() {
             self.measure()

@@ -71,16 +71,19 @@ pub trait Instrument: Future + Sized {
 
     /// This future with the context current here (trace id and current event) attached while it is
     /// polled: events it starts, on whatever thread polls it, are children of the current event.
-    /// `tokio::spawn(fut.in_current_context())` keeps spawned work in its request's trace.
+    /// `tokio::spawn(fut.in_current_context())` keeps spawned work in its request's trace. The
+    /// [`Tags`](crate::Tags) current here are carried and attached too.
     fn in_current_context(self) -> WithContext<Self> {
         self.with_context(Context::current())
     }
 
-    /// This future with `context` attached while it is polled (and while it is dropped).
+    /// This future with `context` attached while it is polled (and while it is dropped), and the
+    /// [`Tags`](crate::Tags) current here.
     fn with_context(self, context: Context) -> WithContext<Self> {
         WithContext {
             inner: ManuallyDrop::new(self),
             context,
+            tags: crate::tags::Tags::current(),
         }
     }
 }
@@ -238,6 +241,8 @@ impl<F: Future, R: RecordOutput<F::Output>> std::fmt::Debug for Instrumented<F, 
 pub struct WithContext<F> {
     inner: ManuallyDrop<F>,
     context: Context,
+    /// The tags current where the future was wrapped.
+    tags: crate::tags::Tags,
 }
 
 impl<F> WithContext<F> {
@@ -258,9 +263,10 @@ impl<F: Future> Future for WithContext<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         // SAFETY: `inner` is structurally pinned (never moved out, dropped in place in `drop`);
-        // `context` is `Copy` and not pinned.
+        // `context` is `Copy` and not pinned; `tags` is not pinned (only cloned).
         let this = unsafe { self.get_unchecked_mut() };
         let _attached: ContextGuard = this.context.attach();
+        let _tags = this.tags.clone().attach();
         // SAFETY: see above.
         unsafe { Pin::new_unchecked(&mut *this.inner) }.poll(cx)
     }
@@ -269,6 +275,7 @@ impl<F: Future> Future for WithContext<F> {
 impl<F> Drop for WithContext<F> {
     fn drop(&mut self) {
         let _attached = self.context.attach();
+        let _tags = self.tags.clone().attach();
         // SAFETY: dropped in place exactly once, never used again.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
     }

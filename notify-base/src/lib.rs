@@ -55,6 +55,7 @@ mod subscriber;
 mod subscription;
 mod suppress;
 mod sync;
+mod tags;
 mod trace_id;
 mod transaction_id;
 
@@ -101,6 +102,7 @@ pub use crate::redaction::*;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::suppress::*;
+pub use crate::tags::{tagged, Tagged, Tags, TagsGuard};
 pub use crate::trace_id::*;
 pub use crate::transaction_id::*;
 
