@@ -17,8 +17,8 @@
 //! callback is stored inline) and which holds the oldest queued event beside its lock; the
 //! options and pool it runs with are shared by all the subscriptions of one
 //! [`WorkerPool::subscribe_all`] call with equal options (64 bytes once, or per
-//! [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 188 bytes with its
-//! registry entry before any event (116 of them notify-core's entry and listener; 228 with the
+//! [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 196 bytes with its
+//! registry entry before any event (124 of them notify-core's entry and listener; 236 with the
 //! returned [`AsyncSubscription`]), and up to 176 bytes more after traffic (the queue behind the
 //! first event, allocated when a second one waits, with the drop counters, keeps a buffer of up
 //! to 8 events once drained); a
