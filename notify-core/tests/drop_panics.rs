@@ -267,3 +267,48 @@ fn r33_3_a_failure_hook_replaced_while_it_runs_whose_drop_panics_does_not_unwind
     );
     assert_eq!(notifier.failures(), 2);
 }
+
+/// A handle's event holds its listener set from `start` to `finish`: unsubscribed meanwhile, the
+/// subscriber is dropped when the handle finishes (or is dropped). Neither unwinds; the evented
+/// subscriber still gets its finish, and the drop is reported once.
+#[test]
+fn r33_3_a_handle_finishing_after_an_unsubscribe_does_not_unwind() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let reports = capture(&notifier);
+    let drops = Arc::new(AtomicU64::new(0));
+    let (starts, finishes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let subscription = notifier.subscribe(
+        "job.run",
+        Subscriber::evented(Holding {
+            _held: PanicsOnDrop(drops.clone()),
+            starts: starts.clone(),
+            finishes: finishes.clone(),
+        }),
+    );
+    let mut handle = notifier.build_handle("job.run", Payload::new());
+    handle.start().unwrap();
+    subscription.unsubscribe().unwrap();
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "the handle's event keeps the subscriber"
+    );
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let finished = handle.finish();
+        drop(handle);
+        finished
+    }));
+    assert!(matches!(finished, Ok(Ok(()))), "finish returned Ok without unwinding");
+    assert_eq!(
+        (
+            starts.load(Ordering::SeqCst),
+            finishes.load(Ordering::SeqCst),
+            drops.load(Ordering::SeqCst)
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(reports.lock().unwrap().len(), 1);
+    assert!(reports.lock().unwrap()[0].0, "a drop failure");
+    assert_eq!(notifier.failures(), 1);
+}
