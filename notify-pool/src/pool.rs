@@ -20,7 +20,7 @@ use crate::{
 /// [`WorkerPool::shutdown`] or when its last clone is dropped. The drop is a shutdown with a
 /// deadline of [`WorkerPool::DROP_DEADLINE`]: it never blocks longer than that plus
 /// [`WorkerPool::STOP_GRACE`]; what it abandoned (and any thread it detached) is written to
-/// stderr. When the last clone is dropped on one of the pool's own threads (a callback's closure
+/// stderr. When the last clone is dropped on a thread of any notify pool (a callback's closure
 /// held it), the drop does not wait: a short-lived thread named `NAME-shutdown` does that work.
 ///
 /// ```

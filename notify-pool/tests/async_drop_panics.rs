@@ -362,3 +362,56 @@ fn r33_4_two_pools_whose_callbacks_flush_each_other_do_not_deadlock() {
         assert!(report.detached.is_empty());
     }
 }
+
+/// 33.4 (same rule, for the drop of a pool's last clone): pool B's callback drops the last clone
+/// of pool A, whose worker is busy. The drop used to shut A down right there, holding B's worker
+/// for up to `DROP_DEADLINE` and then abandoning A's queued events; now it hands the shutdown to a
+/// short-lived thread: B's callback returns at once, and A still delivers everything queued.
+#[test]
+fn r33_4_a_pool_dropped_on_another_pools_worker_does_not_hold_it() {
+    let a = WorkerPool::builder().threads(1).name("r33dropa").build();
+    let b = WorkerPool::builder().threads(1).name("r33dropb").build();
+    let notifier = Notifier::new();
+    let (release, gate) = mpsc::channel::<()>();
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (gate, entered_tx) = (Mutex::new(gate), Mutex::new(entered_tx));
+    let a_count = Arc::new(AtomicU64::new(0));
+    let c = a_count.clone();
+    let _a_sub = a.subscribe(&notifier, "a", AsyncOptions::new(), move |_: &Event| {
+        if c.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = entered_tx.lock().unwrap().send(());
+            let _ = gate.lock().unwrap().recv();
+        }
+    });
+    for _ in 0..3 {
+        notifier.instrument("a", Payload::new, |_| ());
+    }
+    entered
+        .recv_timeout(Duration::from_secs(60))
+        .expect("A's worker is busy");
+    let last_clone = Mutex::new(Some(a));
+    let (returned_tx, returned) = mpsc::channel::<()>();
+    let returned_tx = Mutex::new(returned_tx);
+    b.subscribe(&notifier, "b", AsyncOptions::new(), move |_: &Event| {
+        drop(last_clone.lock().unwrap().take());
+        let _ = returned_tx.lock().unwrap().send(());
+    });
+    notifier.instrument("b", Payload::new, |_| ());
+    // Without the hand-off, B's callback returns only after A's drop deadline (5 s), once A's
+    // queued events were abandoned.
+    returned
+        .recv_timeout(Duration::from_secs(60))
+        .expect("B's callback returned");
+    release.send(()).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while a_count.load(Ordering::SeqCst) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "A delivered {} of 3: its queued events were abandoned",
+            a_count.load(Ordering::SeqCst)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(b.flush());
+    assert_eq!(b.delivered(), 1);
+}
