@@ -918,8 +918,8 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
 }
 
 /// Applies the fanout's failure policy to the failures of one event, in run order: the hook is
-/// called once per failure and they are counted ([`FailureSink::report`](crate::failure::FailureSink::report): a panic in the hook,
-/// and in the drop of its clone, is caught and its payload dropped under a guard), then
+/// called once per failure and they are counted (`FailureSink::report`: a panic in the hook, and
+/// in the drop of its clone, is caught and its payload dropped under a guard), then
 /// [`FailurePolicy::Detach`] removes the subscriptions and publishes [`SUBSCRIBER_FAILED`], and
 /// [`FailurePolicy::Strict`] panics with a [`SubscriberErrors`] (unless already unwinding).
 #[cold]
