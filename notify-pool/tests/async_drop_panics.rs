@@ -204,8 +204,17 @@ fn r33_3_a_subscriber_dropped_last_by_shutdown_does_not_unwind_out_of_it() {
     });
     let report = pool.shutdown(Duration::ZERO);
     releaser.join().unwrap();
-    assert_eq!(report.abandoned, 3, "the queued mailbox's events");
-    assert_eq!(report.delivered, 1, "the held callback returned within the grace");
+    // The held callback returns within the stop grace (100 ms), or, on a machine too loaded to
+    // run the releaser in time, its thread is detached and its event counted as abandoned.
+    let held = if report.detached.is_empty() {
+        assert_eq!(report.delivered, 1, "the held callback returned within the grace");
+        0
+    } else {
+        assert_eq!(report.detached, ["r33shutdown-0"]);
+        assert_eq!(report.delivered, 0);
+        1
+    };
+    assert_eq!(report.abandoned, 3 + held, "the queued mailbox's events");
     assert_eq!(
         *reports.lock().unwrap(),
         [(
