@@ -158,6 +158,21 @@ pub(crate) struct Shared {
     pub(crate) failures: AtomicU64,
 }
 
+impl Drop for Shared {
+    /// The hooks are user code, and so are their drops: the last reference to the pool's state
+    /// can go on any thread (a worker ending, whoever dropped the last subscription, notify-core's
+    /// registry on an instrumenting thread), so a hook whose captures panic when dropped is
+    /// dropped under a guard (its panic swallowed, as a panic in the hook is).
+    fn drop(&mut self) {
+        let failure: FailureHook = Arc::new(|_: &AsyncFailure| {});
+        let slow: SlowHook = Arc::new(|_: &SlowSubscriber| {});
+        let failure = std::mem::replace(self.failure_hook.get_mut(), failure);
+        let slow = std::mem::replace(self.slow_hook.get_mut(), slow);
+        quietly(move || drop(failure));
+        quietly(move || drop(slow));
+    }
+}
+
 impl Shared {
     pub(crate) fn new(
         name: String,

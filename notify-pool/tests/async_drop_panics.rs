@@ -424,3 +424,39 @@ fn r33_4_a_pool_dropped_on_another_pools_worker_does_not_hold_it() {
     assert!(b.flush());
     assert_eq!(b.delivered(), 1);
 }
+
+/// Same class: the pool's hooks are dropped with its state, wherever its last reference goes
+/// (here: the drop of the pool's last clone, after its workers ended). A hook whose captures
+/// panic when dropped used to unwind out of that drop; now it is swallowed, as a panic in a hook
+/// is.
+#[test]
+fn r33_3_hooks_that_panic_when_dropped_do_not_unwind_out_of_the_pools_drop() {
+    quiet_panics();
+    let drops = Arc::new(AtomicU64::new(0));
+    let (d1, d2) = (drops.clone(), drops.clone());
+    let failure = PanicsOnDrop::after(move || {
+        d1.fetch_add(1, Ordering::SeqCst);
+    });
+    let slow = PanicsOnDrop::after(move || {
+        d2.fetch_add(1, Ordering::SeqCst);
+    });
+    let pool = WorkerPool::builder()
+        .threads(1)
+        .failure_hook(move |_: &AsyncFailure| {
+            let _ = &failure;
+        })
+        .slow_subscriber_hook(move |_: &notify_pool::SlowSubscriber| {
+            let _ = &slow;
+        })
+        .build();
+    let notifier = Notifier::new();
+    let sub = pool.subscribe(&notifier, "x", AsyncOptions::new(), |_: &Event| panic!("r33: callback"));
+    notifier.instrument("x", Payload::new, |_| ());
+    assert!(pool.flush());
+    assert_eq!(pool.failures(), 1);
+    drop(sub);
+    drop(notifier);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(pool)));
+    assert!(dropped.is_ok(), "nothing unwound out of the pool's drop");
+    assert_eq!(drops.load(Ordering::SeqCst), 2, "both hooks were dropped");
+}
