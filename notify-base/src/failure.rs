@@ -262,6 +262,19 @@ pub(crate) struct FailureSink {
     failures: AtomicU64,
 }
 
+impl Drop for FailureSink {
+    /// The hook is user code, and so is its drop: the sink's last reference can go on any thread
+    /// (the notifier's drop, or the last registry entry's, on an instrumenting thread), so the
+    /// hook is dropped under a guard (its panic swallowed, as a panic in the hook is).
+    fn drop(&mut self) {
+        let hook: Hook = Arc::new(|_: &SubscriberFailure| {});
+        let hook = std::mem::replace(&mut *self.hook.write(), hook);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(hook))) {
+            crate::dispatch::drop_payload(payload);
+        }
+    }
+}
+
 impl FailureSink {
     pub(crate) fn new() -> FailureSink {
         FailureSink {

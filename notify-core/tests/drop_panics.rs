@@ -312,3 +312,23 @@ fn r33_3_a_handle_finishing_after_an_unsubscribe_does_not_unwind() {
     assert!(reports.lock().unwrap()[0].0, "a drop failure");
     assert_eq!(notifier.failures(), 1);
 }
+
+/// Same class: the failure hook is dropped with the notifier's failure sink, wherever its last
+/// reference goes (here the notifier's drop; it can be the last registry entry's, on an
+/// instrumenting thread). A hook whose captures panic when dropped is swallowed there.
+#[test]
+fn r33_3_a_failure_hook_that_panics_when_dropped_does_not_unwind_out_of_the_notifiers_drop() {
+    quiet_panics();
+    let notifier = Notifier::new();
+    let drops = Arc::new(AtomicU64::new(0));
+    let held = PanicsOnDrop(drops.clone());
+    notifier.set_failure_hook(move |_: &SubscriberFailure| {
+        let _ = &held;
+    });
+    let _ = notifier.subscribe("x", Subscriber::event(|_: &Event| panic!("r33: callback")));
+    notifier.instrument("x", Payload::new, |_| ());
+    assert_eq!(notifier.failures(), 1);
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(notifier)));
+    assert!(dropped.is_ok(), "nothing unwound out of the notifier's drop");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "the hook was dropped");
+}
