@@ -140,6 +140,7 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
         kind,
         event: event.to_owned(),
         message: panic_message(&*payload),
+        in_drop: false,
     };
     drop_payload(payload);
     failure
@@ -915,17 +916,13 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
 }
 
 /// Applies the fanout's failure policy to the failures of one event, in run order: the hook is
-/// called once per failure (a panic in it is caught and its payload dropped under a guard), then
+/// called once per failure and they are counted (`FailureSink::report`: a panic in the hook, and
+/// in the drop of its clone, is caught and its payload dropped under a guard), then
 /// [`FailurePolicy::Detach`] removes the subscriptions and publishes [`SUBSCRIBER_FAILED`], and
 /// [`FailurePolicy::Strict`] panics with a [`SubscriberErrors`] (unless already unwinding).
 #[cold]
 pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>) {
-    let hook = fanout.hook();
-    for failure in &failures {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
-            drop_payload(payload);
-        }
-    }
+    fanout.failure_sink().report(&failures);
     match fanout.policy() {
         FailurePolicy::Report => {}
         FailurePolicy::Detach => {

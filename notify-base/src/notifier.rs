@@ -479,6 +479,22 @@ impl Notifier {
         self.fanout.set_hook(Arc::new(hook));
     }
 
+    /// Subscriber panics reported through the failure hook so far (a count): each panicking
+    /// callback once, and each subscriber whose drop panicked once
+    /// ([`SubscriberFailure::in_drop`]). Counted whatever the policy and whatever the hook does.
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
+    /// notifier.instrument("x", Payload::new, |_| ());
+    /// assert_eq!(notifier.failures(), 1);
+    /// ```
+    pub fn failures(&self) -> u64 {
+        self.fanout.failure_sink().failures()
+    }
+
     /// How many subscriptions there are.
     ///
     /// ```
