@@ -580,6 +580,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         self.context.id = begun.id;
         self.context.parent_id = begun.parent;
         self.context.trace_id = begun.trace;
+        self.context.sampled = begun.sampled;
+        self.context.parent_remote = begun.parent_remote;
         self.transaction_id = begun.transaction;
         self.entered = enter;
         let resolved = &*self.resolved;
@@ -623,7 +625,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// Makes the started event this thread's current event (one poll of an async event) and calls
     /// the evented `enter`s; [`Active::exit`] undoes it.
     pub(crate) fn enter(&self, fanout: &Fanout) {
-        ids::enter(self.context.id, self.context.trace_id);
+        ids::enter(self.context.id, self.context.trace_id, self.context.sampled);
         self.each_evented(fanout, Poll::Enter);
     }
 
@@ -822,6 +824,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             allocations: measured.allocations,
             outcome,
             location: context.location,
+            sampled: context.sampled,
+            parent_remote: context.parent_remote,
         };
         // Swapped in where the event is built: one pass over the payload, no temporary; none at
         // all for an empty payload (the event's is already one).

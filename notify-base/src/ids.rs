@@ -44,12 +44,24 @@ pub(crate) struct Frame {
     pub(crate) event: u64,
     /// Its trace id; 0 for none (a new event then starts a trace).
     pub(crate) trace: u128,
+    /// What is known of the trace and the event: [`DECIDED`], [`SAMPLED`], [`REMOTE`].
+    pub(crate) flags: u8,
 }
+
+/// Frame flag: the trace's sampling decision is made ([`SAMPLED`] says which); without it the
+/// next event under the frame is a local root that decides.
+pub(crate) const DECIDED: u8 = 1;
+/// Frame flag: the trace is sampled (meaningful with [`DECIDED`]).
+pub(crate) const SAMPLED: u8 = 2;
+/// Frame flag: the frame's event lives in another process (a context read from a W3C
+/// `traceparent`): events started under it have a remote parent.
+pub(crate) const REMOTE: u8 = 4;
 
 const NO_FRAME: Frame = Frame {
     key: 0,
     event: 0,
     trace: 0,
+    flags: 0,
 };
 
 thread_local! {
@@ -94,6 +106,7 @@ struct FrameSlot {
     key: Cell<u64>,
     event: Cell<u64>,
     trace: Cell<u128>,
+    flags: Cell<u8>,
 }
 
 impl FrameSlot {
@@ -102,6 +115,7 @@ impl FrameSlot {
             key: Cell::new(0),
             event: Cell::new(0),
             trace: Cell::new(0),
+            flags: Cell::new(0),
         }
     }
 
@@ -111,6 +125,7 @@ impl FrameSlot {
             key: self.key.get(),
             event: self.event.get(),
             trace: self.trace.get(),
+            flags: self.flags.get(),
         }
     }
 
@@ -119,6 +134,7 @@ impl FrameSlot {
         self.key.set(frame.key);
         self.event.set(frame.event);
         self.trace.set(frame.trace);
+        self.flags.set(frame.flags);
     }
 }
 
@@ -129,6 +145,10 @@ pub(crate) struct Begun {
     pub(crate) parent: Option<EventId>,
     pub(crate) trace: TraceId,
     pub(crate) transaction: TransactionId,
+    /// The trace is sampled (inherited from the parent, or decided here for a local root).
+    pub(crate) sampled: bool,
+    /// The parent lives in another process.
+    pub(crate) parent_remote: bool,
 }
 
 impl Thread {
@@ -312,7 +332,8 @@ pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
 }
 
 /// An event's ids under `parent` (its trace, or a new random one for a root); with `enter`, the
-/// event becomes the thread's current one.
+/// event becomes the thread's current one. Its sampling decision is the parent's when made, else
+/// (a local root) `sampled`'s answer for the trace id.
 #[inline(always)]
 fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
     let id = thread.next_event_id();
@@ -320,11 +341,13 @@ fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
         Some(trace) => trace,
         None => thread.random_trace(),
     };
+    let sampled = parent.flags & (DECIDED | SAMPLED) != DECIDED;
     if enter {
         thread.push(Frame {
             key: id,
             event: id,
             trace: trace.get(),
+            flags: event_flags(sampled),
         });
     }
     Begun {
@@ -332,12 +355,30 @@ fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
         parent: (parent.event != 0).then_some(EventId(parent.event)),
         trace,
         transaction: TransactionId(thread.transaction_id()),
+        sampled,
+        parent_remote: parent.flags & REMOTE != 0 && parent.event != 0,
     }
 }
 
-/// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under.
-pub(crate) fn frame(event: u64, trace: u128) -> Frame {
-    Frame { key: 0, event, trace }
+/// The frame flags of a local event whose trace is `sampled` or not.
+#[inline(always)]
+pub(crate) fn event_flags(sampled: bool) -> u8 {
+    if sampled {
+        DECIDED | SAMPLED
+    } else {
+        DECIDED
+    }
+}
+
+/// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under,
+/// with `flags` ([`DECIDED`], [`SAMPLED`], [`REMOTE`]).
+pub(crate) fn frame(event: u64, trace: u128, flags: u8) -> Frame {
+    Frame {
+        key: 0,
+        event,
+        trace,
+        flags,
+    }
 }
 
 /// The event entered on this thread that is current (the top frame, when it is an entered event,
@@ -366,13 +407,15 @@ pub(crate) fn current() -> Frame {
     THREAD.with(Thread::current)
 }
 
-/// Makes the event `id` of `trace` this thread's current event until [`leave`] with `id`.
-pub(crate) fn enter(id: EventId, trace: TraceId) {
+/// Makes the event `id` of `trace` (`sampled` or not) this thread's current event until
+/// [`leave`] with `id`.
+pub(crate) fn enter(id: EventId, trace: TraceId, sampled: bool) {
     THREAD.with(|thread| {
         thread.push(Frame {
             key: id.0,
             event: id.0,
             trace: trace.get(),
+            flags: event_flags(sampled),
         })
     });
 }
@@ -472,6 +515,10 @@ mod tests {
         TraceId::new(9).unwrap()
     }
 
+    fn enter_sampled(id: EventId, trace: TraceId) {
+        enter(id, trace, true);
+    }
+
     /// Fake event ids far from the real ones, one range per test (tests share the orphan list).
     const A: u64 = 1 << 62;
     const B: u64 = A + 1000;
@@ -480,13 +527,13 @@ mod tests {
 
     #[test]
     fn out_of_order_and_cross_thread_finishes_leave_no_stale_current_event() {
-        enter(EventId(A + 1), trace());
-        enter(EventId(A + 2), trace());
+        enter_sampled(EventId(A + 1), trace());
+        enter_sampled(EventId(A + 2), trace());
         leave(A + 1);
         assert_eq!(current_event_id(), Some(EventId(A + 2)));
         leave(A + 2);
         assert_eq!(current_event_id(), None);
-        enter(EventId(A + 3), trace());
+        enter_sampled(EventId(A + 3), trace());
         std::thread::spawn(|| leave(A + 3)).join().unwrap();
         assert_eq!(current_event_id(), None);
         assert_eq!(depth(), 0);
@@ -495,7 +542,7 @@ mod tests {
     #[test]
     fn deep_nesting_beyond_the_cells_is_exact() {
         for id in B + 1..=B + 40 {
-            enter(EventId(id), trace());
+            enter_sampled(EventId(id), trace());
             assert_eq!(current_event_id(), Some(EventId(id)));
         }
         leave(B + 17);
@@ -512,7 +559,7 @@ mod tests {
     #[test]
     fn a_middle_frame_removed_from_a_deep_stack_pulls_the_deep_frames_down() {
         for id in C + 1..=C + 20 {
-            enter(EventId(id), trace());
+            enter_sampled(EventId(id), trace());
         }
         leave(C + 5);
         // The cells now hold C+1..=C+4 and C+6..=C+17; the deep part C+18..=C+20.
@@ -526,8 +573,8 @@ mod tests {
 
     #[test]
     fn attached_frames_mask_the_current_event() {
-        enter(EventId(D + 7), trace());
-        let key = attach(frame(0, 0));
+        enter_sampled(EventId(D + 7), trace());
+        let key = attach(frame(0, 0, 0));
         assert_eq!(current_event_id(), None);
         let begun = begin(false);
         assert_eq!(begun.parent, None);

@@ -55,6 +55,7 @@ mod subscriber;
 mod subscription;
 mod suppress;
 mod sync;
+pub mod trace_context;
 mod trace_id;
 mod transaction_id;
 
