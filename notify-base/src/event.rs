@@ -229,7 +229,7 @@ impl Event {
 
     /// An event with a name already shared (no copy of the text).
     pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
-        let begun = ids::begin(false);
+        let begun = ids::begin(false, crate::sampling::ALWAYS);
         Event {
             name,
             start,

@@ -1,7 +1,7 @@
 //! Transaction ids, event ids, trace ids and the current context of each thread.
 //!
-//! Event ids come from per-thread blocks reserved from one global counter, so handing one out is a
-//! thread-local increment, not a contended atomic. Root trace ids come from a per-thread generator.
+//! Event ids (W3C span ids) and root trace ids come from one per-thread random generator, seeded
+//! from the OS through `RandomState`: a few arithmetic operations per id, no shared counter.
 //! Inside this file ids are plain `u64`s (0: none); what leaves it is an [`EventId`] or a
 //! [`TransactionId`] (same layout, `#[repr(transparent)]`).
 //!
@@ -26,10 +26,6 @@ use crate::event_id::EventId;
 use crate::trace_id::{Rng, TraceId};
 use crate::transaction_id::TransactionId;
 
-/// How many ids a thread reserves at a time.
-const BLOCK: u64 = 1024;
-
-static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
 static NEXT_TRANSACTION: AtomicU64 = AtomicU64::new(1);
 
 /// Frames kept in the thread-local's `Cell`s; deeper ones go to [`DEEP`].
@@ -68,8 +64,6 @@ thread_local! {
     /// Everything per-thread in one place, so an event's start reads it through one access.
     static THREAD: Thread = const {
         Thread {
-            next_id: Cell::new(0),
-            end_id: Cell::new(0),
             transaction: Cell::new(0),
             seen_orphaned: Cell::new(0),
             rng: Cell::new(0),
@@ -81,17 +75,14 @@ thread_local! {
     static DEEP: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A thread's ids: its block of event ids, its transaction id, its random generator, its stack.
+/// A thread's ids: its transaction id, its random generator (event ids, root trace ids), its stack.
 /// Plain `Cell`s: no destructor, each access a load or a store.
 struct Thread {
-    /// The next event id of this thread's block and the block's end.
-    next_id: Cell<u64>,
-    end_id: Cell<u64>,
     /// 0 until first asked.
     transaction: Cell<u64>,
     /// The value of `ORPHANED` at this thread's last look at the orphans.
     seen_orphaned: Cell<usize>,
-    /// The trace id generator's state; 0 until seeded.
+    /// The event id and trace id generator's state; 0 until seeded.
     rng: Cell<u64>,
     /// The bottom [`DEPTH`] frames.
     frames: [FrameSlot; DEPTH],
@@ -152,16 +143,16 @@ pub(crate) struct Begun {
 }
 
 impl Thread {
+    /// A random event id (a W3C span id): one step of this thread's generator.
     #[inline]
     fn next_event_id(&self) -> u64 {
-        let (mut next, mut end) = (self.next_id.get(), self.end_id.get());
-        if next == end {
-            next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
-            end = next + BLOCK;
-            self.end_id.set(end);
+        let mut state = self.rng.get();
+        if state == 0 {
+            state = Rng::seeded().state();
         }
-        self.next_id.set(next + 1);
-        next
+        let id = Rng::span_id(&mut state);
+        self.rng.set(state);
+        id
     }
 
     #[inline]
@@ -318,30 +309,34 @@ const _: () = assert!(!std::mem::needs_drop::<Thread>());
 /// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
 /// parent and trace id (from the current context; a random trace id for a root), and the
 /// transaction id. With `enter`, the event becomes the thread's current event until [`leave`]
-/// with its id.
+/// with its id. A local root decides its trace's sampling with the head sampler's `sample_below`.
 #[inline]
-pub(crate) fn begin(enter: bool) -> Begun {
+pub(crate) fn begin(enter: bool, sample_below: u64) -> Begun {
     let thread = this_thread();
-    begin_under(thread, thread.current(), enter)
+    begin_under(thread, thread.current(), enter, sample_below)
 }
 
 /// As [`begin`], with an explicit parent context instead of the thread's current one.
 #[inline]
-pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
-    begin_under(this_thread(), parent, enter)
+pub(crate) fn begin_in(parent: Frame, enter: bool, sample_below: u64) -> Begun {
+    begin_under(this_thread(), parent, enter, sample_below)
 }
 
 /// An event's ids under `parent` (its trace, or a new random one for a root); with `enter`, the
 /// event becomes the thread's current one. Its sampling decision is the parent's when made, else
-/// (a local root) `sampled`'s answer for the trace id.
+/// (a local root) the head sampler's for the trace id (`sample_below`, see `sampling.rs`).
 #[inline(always)]
-fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
+fn begin_under(thread: &Thread, parent: Frame, enter: bool, sample_below: u64) -> Begun {
     let id = thread.next_event_id();
     let trace = match TraceId::new(parent.trace) {
         Some(trace) => trace,
         None => thread.random_trace(),
     };
-    let sampled = parent.flags & (DECIDED | SAMPLED) != DECIDED;
+    let sampled = if parent.flags & DECIDED != 0 {
+        parent.flags & SAMPLED != 0
+    } else {
+        crate::sampling::decide(trace, sample_below)
+    };
     if enter {
         thread.push(Frame {
             key: id,
@@ -437,7 +432,7 @@ static ORPHANED: AtomicUsize = AtomicUsize::new(0);
 /// Orphans of threads that exited are never claimed; past this many the oldest are forgotten.
 const MAX_ORPHANS: usize = 4096;
 
-/// A fresh event id, unique in this process (never 0).
+/// A fresh random event id (never 0).
 #[cfg(test)]
 pub(crate) fn next_event_id() -> u64 {
     THREAD.with(Thread::next_event_id)
@@ -576,12 +571,12 @@ mod tests {
         enter_sampled(EventId(D + 7), trace());
         let key = attach(frame(0, 0, 0));
         assert_eq!(current_event_id(), None);
-        let begun = begin(false);
+        let begun = begin(false, crate::sampling::ALWAYS);
         assert_eq!(begun.parent, None);
         assert_ne!(begun.trace, trace());
         leave(key);
         assert_eq!(current_event_id(), Some(EventId(D + 7)));
-        let child = begin(false);
+        let child = begin(false, crate::sampling::ALWAYS);
         assert_eq!((child.parent, child.trace), (Some(EventId(D + 7)), trace()));
         leave(D + 7);
     }
@@ -594,8 +589,8 @@ mod tests {
         struct OnExit(std::sync::mpsc::Sender<Seen>);
         impl Drop for OnExit {
             fn drop(&mut self) {
-                let outer = begin(true);
-                let inner = begin(true);
+                let outer = begin(true, crate::sampling::ALWAYS);
+                let inner = begin(true, crate::sampling::ALWAYS);
                 let current = current_entered_event();
                 leave(inner.id.0);
                 leave(outer.id.0);
@@ -613,7 +608,7 @@ mod tests {
         .join()
         .unwrap();
         let (inner, parent, current, transaction_at_exit) = receive.recv().unwrap();
-        assert_eq!(parent, Some(EventId(inner.0 - 1)));
+        assert!(parent.is_some_and(|p| p != inner && p.0 != 0));
         assert_eq!(current, inner.0);
         assert_eq!(transaction_at_exit, transaction);
     }
