@@ -146,13 +146,21 @@ impl Thread {
     /// A random event id (a W3C span id): one step of this thread's generator.
     #[inline]
     fn next_event_id(&self) -> u64 {
-        let mut state = self.rng.get();
-        if state == 0 {
-            state = Rng::seeded().state();
-        }
+        let mut state = self.rng_state();
         let id = Rng::span_id(&mut state);
         self.rng.set(state);
         id
+    }
+
+    /// The generator's state, seeded on first use.
+    #[inline(always)]
+    fn rng_state(&self) -> u64 {
+        let state = self.rng.get();
+        if state != 0 {
+            state
+        } else {
+            Rng::seeded().state()
+        }
     }
 
     #[inline]
@@ -169,10 +177,7 @@ impl Thread {
     /// A random trace id for a root event.
     #[inline]
     fn random_trace(&self) -> TraceId {
-        let mut state = self.rng.get();
-        if state == 0 {
-            state = Rng::seeded().state();
-        }
+        let mut state = self.rng_state();
         let id = Rng::trace_id(&mut state);
         self.rng.set(state);
         id
@@ -327,11 +332,14 @@ pub(crate) fn begin_in(parent: Frame, enter: bool, sample_below: u64) -> Begun {
 /// (a local root) the head sampler's for the trace id (`sample_below`, see `sampling.rs`).
 #[inline(always)]
 fn begin_under(thread: &Thread, parent: Frame, enter: bool, sample_below: u64) -> Begun {
-    let id = thread.next_event_id();
+    // One load and one store of the generator's state for the event id and a root's trace id.
+    let mut state = thread.rng_state();
+    let id = Rng::span_id(&mut state);
     let trace = match TraceId::new(parent.trace) {
         Some(trace) => trace,
-        None => thread.random_trace(),
+        None => Rng::trace_id(&mut state),
     };
+    thread.rng.set(state);
     let sampled = if parent.flags & DECIDED != 0 {
         parent.flags & SAMPLED != 0
     } else {
