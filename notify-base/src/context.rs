@@ -390,7 +390,7 @@ impl EventContext {
         self.location
     }
 
-    /// The event id, unique in this process (never 0); it pairs `start` with `finish`.
+    /// The event id, a random W3C span id (never 0); it pairs `start` with `finish`.
     pub fn id(&self) -> EventId {
         self.id
     }

@@ -326,7 +326,7 @@ impl Event {
         self.transaction_id
     }
 
-    /// The event id, unique in this process (see [`EventId`]).
+    /// The event id: a random W3C span id, never 0 (see [`EventId`]).
     ///
     /// ```
     /// # let now = std::time::Instant::now();
