@@ -49,6 +49,7 @@ mod redaction;
 #[path = "redaction_off.rs"]
 mod redaction;
 mod remote;
+mod sampling;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod subscriber;
@@ -56,6 +57,7 @@ mod subscription;
 mod suppress;
 mod sync;
 mod tags;
+pub mod trace_context;
 mod trace_id;
 mod transaction_id;
 
@@ -99,6 +101,7 @@ pub use crate::payload::*;
 pub use crate::record::*;
 #[cfg(feature = "redaction")]
 pub use crate::redaction::*;
+pub use crate::sampling::Sampler;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::suppress::*;
