@@ -52,7 +52,9 @@ fn drain<B: Body<Data = Bytes>>(body: B) -> usize {
 }
 
 /// Sends one request through a clone of `service` (as axum and hyper do per request) and reads
-/// the response body.
+/// the response body. Not inlined, so that `valgrind --tool=callgrind` can count its
+/// instructions per call (`--toggle-collect='*one_request*'`).
+#[inline(never)]
 fn one_request<S, B>(service: &S) -> usize
 where
     S: Service<Request<Empty<Bytes>>, Response = Response<B>> + Clone,

@@ -142,7 +142,7 @@ fn call_payload<B>(request: &Request<B>) -> Payload {
     let uri = request.uri();
     let mut payload = Payload::new()
         .with(keys::KIND, "client")
-        .with(keys::METHOD, request.method().as_str().to_owned());
+        .with(keys::METHOD, keys::method(request.method()));
     if let Some(host) = uri.host() {
         payload.insert(keys::SERVER_ADDRESS, host.to_owned());
     }

@@ -24,3 +24,22 @@ pub const BODY_SIZE: &str = "http.response.body.size";
 pub const REQUEST_HEADER_PREFIX: &str = "http.request.header.";
 /// Response headers asked for are recorded under this prefix and the lowercase header name.
 pub const RESPONSE_HEADER_PREFIX: &str = "http.response.header.";
+
+/// The method as payload text: the standard methods as static text (no allocation), others
+/// copied.
+pub(crate) fn method(method: &http::Method) -> notify_core::Value {
+    use http::Method;
+    let known = match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => return notify_core::Value::from(method.as_str().to_owned()),
+    };
+    notify_core::Value::from(known)
+}

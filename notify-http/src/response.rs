@@ -107,7 +107,16 @@ impl<C: Classify> InFlight<C> {
 pub(crate) struct Guard<C: Classify>(pub(crate) Option<Box<InFlight<C>>>);
 
 impl<C: Classify> Guard<C> {
+    #[inline]
     fn finish(&mut self, outcome: Outcome) {
+        if self.0.is_some() {
+            self.finish_listened(outcome);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finish_listened(&mut self, outcome: Outcome) {
         if let Some(mut in_flight) = self.0.take() {
             in_flight.finish(outcome);
         }
@@ -115,6 +124,7 @@ impl<C: Classify> Guard<C> {
 }
 
 impl<C: Classify> Drop for Guard<C> {
+    #[inline]
     fn drop(&mut self) {
         self.finish(Outcome::Cancelled);
     }
@@ -184,12 +194,29 @@ where
                 Poll::Pending => Poll::Pending,
             };
         }
-        let inner = this.inner;
-        let poll = poll_entered(this.guard, || inner.poll(cx));
+        poll_response_listened(this.inner, this.guard, cx)
+    }
+}
+
+/// [`ResponseFuture::poll`] for a listened request.
+#[inline(never)]
+fn poll_response_listened<F, B, E, C>(
+    inner: Pin<&mut F>,
+    guard: &mut Guard<C>,
+    cx: &mut TaskContext<'_>,
+) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    B: Body,
+    E: fmt::Display,
+    C: Classify,
+{
+    {
+        let poll = poll_entered(guard, || inner.poll(cx));
         match poll {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(response)) => {
-                let mut in_flight = this.guard.0.take();
+                let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {
                     in_flight.on_response(response.status(), response.headers());
                 }
@@ -202,7 +229,7 @@ where
                 Poll::Ready(Ok(Response::from_parts(parts, ResponseBody { inner: body, guard })))
             }
             Poll::Ready(Err(error)) => {
-                if let Some(mut in_flight) = this.guard.0.take() {
+                if let Some(mut in_flight) = guard.0.take() {
                     in_flight.record_error(&error);
                     in_flight.finish(Outcome::Completed);
                 }
@@ -249,31 +276,7 @@ where
         if this.guard.0.is_none() {
             return this.inner.poll_frame(cx);
         }
-        let mut inner = this.inner;
-        let poll = poll_entered(this.guard, || inner.as_mut().poll_frame(cx));
-        match &poll {
-            Poll::Pending => {}
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(in_flight) = this.guard.0.as_deref_mut() {
-                    if let Some(data) = frame.data_ref() {
-                        in_flight.bytes += bytes::Buf::remaining(data) as u64;
-                    } else if let Some(trailers) = frame.trailers_ref() {
-                        in_flight.on_trailers(trailers);
-                    }
-                }
-                if inner.is_end_stream() {
-                    this.guard.finish(Outcome::Completed);
-                }
-            }
-            Poll::Ready(Some(Err(error))) => {
-                if let Some(mut in_flight) = this.guard.0.take() {
-                    in_flight.record_error(error);
-                    in_flight.finish(Outcome::Completed);
-                }
-            }
-            Poll::Ready(None) => this.guard.finish(Outcome::Completed),
-        }
-        poll
+        poll_frame_listened(this.inner, this.guard, cx)
     }
 
     #[inline]
@@ -284,6 +287,45 @@ where
     #[inline]
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// What polling a body for a frame gives.
+type FramePoll<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
+
+/// [`ResponseBody::poll_frame`] for a listened request.
+#[inline(never)]
+fn poll_frame_listened<B, C>(mut inner: Pin<&mut B>, guard: &mut Guard<C>, cx: &mut TaskContext<'_>) -> FramePoll<B>
+where
+    B: Body,
+    B::Error: fmt::Display,
+    C: Classify,
+{
+    {
+        let poll = poll_entered(guard, || inner.as_mut().poll_frame(cx));
+        match &poll {
+            Poll::Pending => {}
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(in_flight) = guard.0.as_deref_mut() {
+                    if let Some(data) = frame.data_ref() {
+                        in_flight.bytes += bytes::Buf::remaining(data) as u64;
+                    } else if let Some(trailers) = frame.trailers_ref() {
+                        in_flight.on_trailers(trailers);
+                    }
+                }
+                if inner.is_end_stream() {
+                    guard.finish(Outcome::Completed);
+                }
+            }
+            Poll::Ready(Some(Err(error))) => {
+                if let Some(mut in_flight) = guard.0.take() {
+                    in_flight.record_error(error);
+                    in_flight.finish(Outcome::Completed);
+                }
+            }
+            Poll::Ready(None) => guard.finish(Outcome::Completed),
+        }
+        poll
     }
 }
 

@@ -210,7 +210,7 @@ impl<S, C> ServerService<S, C> {
 fn request_payload<C>(layer: &ServerLayer<C>, parts: &Parts) -> Payload {
     let mut payload = Payload::new()
         .with(keys::KIND, "server")
-        .with(keys::METHOD, parts.method.as_str().to_owned())
+        .with(keys::METHOD, keys::method(&parts.method))
         .with(keys::PATH, parts.uri.path().to_owned());
     if let Some(route) = layer.route.as_ref().and_then(|route| route(parts)) {
         payload.insert(keys::ROUTE, route);

@@ -2,6 +2,7 @@
 //! when nobody listens), or a notifier and name of the user's choosing.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use notify_core::{Callsite, Handle, Notifier, Payload};
 
@@ -9,11 +10,15 @@ use notify_core::{Callsite, Handle, Notifier, Payload};
 pub(crate) enum Source {
     /// The global notifier and the layer's default name.
     Site(&'static Callsite),
-    /// Any notifier, any name.
-    Named {
-        notifier: Notifier,
-        name: Cow<'static, str>,
-    },
+    /// Any notifier, any name (behind one pointer: the services the layer makes are cloned
+    /// per request by some frameworks, and a small clone is a cheap one).
+    Named(Arc<Named>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Named {
+    notifier: Notifier,
+    name: Cow<'static, str>,
 }
 
 impl Source {
@@ -22,7 +27,7 @@ impl Source {
     pub(crate) fn enabled(&self) -> bool {
         match self {
             Source::Site(site) => site.is_enabled(),
-            Source::Named { notifier, name } => notifier.listening(name),
+            Source::Named(named) => named.notifier.listening(&named.name),
         }
     }
 
@@ -31,30 +36,30 @@ impl Source {
     pub(crate) fn handle(&self, payload: impl FnOnce() -> Payload) -> Option<Handle> {
         match self {
             Source::Site(site) => site.handle(payload),
-            Source::Named { notifier, name } => Some(notifier.build_handle(name.clone(), payload())),
+            Source::Named(named) => Some(named.notifier.build_handle(named.name.clone(), payload())),
         }
     }
 
     pub(crate) fn with_name(&self, name: Cow<'static, str>) -> Source {
         let notifier = match self {
             Source::Site(_) => Notifier::global().clone(),
-            Source::Named { notifier, .. } => notifier.clone(),
+            Source::Named(named) => named.notifier.clone(),
         };
-        Source::Named { notifier, name }
+        Source::Named(Arc::new(Named { notifier, name }))
     }
 
     pub(crate) fn with_notifier(&self, notifier: Notifier) -> Source {
         let name = match self {
             Source::Site(site) => Cow::Borrowed(site.name()),
-            Source::Named { name, .. } => name.clone(),
+            Source::Named(named) => named.name.clone(),
         };
-        Source::Named { notifier, name }
+        Source::Named(Arc::new(Named { notifier, name }))
     }
 
     pub(crate) fn name(&self) -> &str {
         match self {
             Source::Site(site) => site.name(),
-            Source::Named { name, .. } => name,
+            Source::Named(named) => &named.name,
         }
     }
 }
