@@ -8,7 +8,9 @@
 //! * `http/notify_listened`: the same with one event-object subscriber (it does nothing);
 //! * `http/tower_http_trace`: tower-http's `TraceLayer::new_for_http()` with a `tracing`
 //!   `Registry` as the default subscriber (a span per request, its default on-request and
-//!   on-response events).
+//!   on-response events);
+//! * `http/tower_http_trace_disabled`: the same layer with no `tracing` subscriber at all (the peer
+//!   of `notify_unlistened`).
 //!
 //! Targets: unlistened ≤ 5 ns over `no_layer`; listened ≤ `tower_http_trace`.
 //!
@@ -97,6 +99,8 @@ fn http(c: &mut Criterion) {
     let traced = ServiceBuilder::new()
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .service(service_fn(handler));
+    // tracing with no subscriber: TraceLayer's own disabled cost, the peer of notify_unlistened.
+    group.bench_function("tower_http_trace_disabled", |b| b.iter(|| black_box(one_request(black_box(&traced)))));
     let registry = tracing_subscriber::registry();
     tracing::subscriber::with_default(registry, || {
         group.bench_function("tower_http_trace", |b| {
