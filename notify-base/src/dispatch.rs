@@ -380,6 +380,8 @@ pub(crate) struct Active<R: Deref<Target = Resolved> = Arc<Resolved>> {
     /// Whether the thread was already unwinding at `start`: then a drop guard finishing the event
     /// during that unwinding is not this event's panic (see [`Active::finish_on_drop`]).
     panicking_at_start: bool,
+    /// The notifier's head-sampler threshold, for a local root (see `sampling.rs`).
+    sample_below: u64,
 }
 
 /// The silenceable listeners that hear an event, and the failures of asking them.
@@ -531,6 +533,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             failures: Failures::new(),
             redaction: Pending::new(fanout.redaction()),
             panicking_at_start: false,
+            sample_below: fanout.sample_below(),
         }
     }
 
@@ -574,12 +577,14 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     #[inline]
     pub(crate) fn start(&mut self, payload: &mut Payload, enter: bool, parent: Option<ids::Frame>) {
         let begun = match parent {
-            None => ids::begin(enter),
-            Some(parent) => ids::begin_in(parent, enter),
+            None => ids::begin(enter, self.sample_below),
+            Some(parent) => ids::begin_in(parent, enter, self.sample_below),
         };
         self.context.id = begun.id;
         self.context.parent_id = begun.parent;
         self.context.trace_id = begun.trace;
+        self.context.sampled = begun.sampled;
+        self.context.parent_remote = begun.parent_remote;
         self.transaction_id = begun.transaction;
         self.entered = enter;
         let resolved = &*self.resolved;
@@ -623,7 +628,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// Makes the started event this thread's current event (one poll of an async event) and calls
     /// the evented `enter`s; [`Active::exit`] undoes it.
     pub(crate) fn enter(&self, fanout: &Fanout) {
-        ids::enter(self.context.id, self.context.trace_id);
+        ids::enter(self.context.id, self.context.trace_id, self.context.sampled);
         self.each_evented(fanout, Poll::Enter);
     }
 
@@ -752,6 +757,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             failures,
             redaction,
             panicking_at_start: _,
+            sample_below: _,
         } = self;
         const _: () = assert!(!mem::needs_drop::<EventContext>() && !mem::needs_drop::<Option<SystemTime>>());
         // SAFETY: the caller's obligation (one drop, no use after); the fields not dropped here
@@ -822,6 +828,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             allocations: measured.allocations,
             outcome,
             location: context.location,
+            sampled: context.sampled,
+            parent_remote: context.parent_remote,
         };
         // Swapped in where the event is built: one pass over the payload, no temporary; none at
         // all for an empty payload (the event's is already one).

@@ -64,6 +64,8 @@ pub(crate) struct Fanout {
     /// redaction when none is set.
     redacting: AtomicBool,
     redaction: ArcSwapOption<Redaction>,
+    /// The head sampler's threshold ([`crate::Sampler`]), read once per listened event.
+    sample_below: AtomicU64,
     is_global: bool,
 }
 
@@ -429,8 +431,19 @@ impl Fanout {
             too_deep_reported: AtomicBool::new(false),
             redacting: AtomicBool::new(false),
             redaction: ArcSwapOption::empty(),
+            sample_below: AtomicU64::new(crate::sampling::ALWAYS),
             is_global,
         })
+    }
+
+    /// The head sampler's threshold for local roots ([`crate::sampling::decide`]).
+    #[inline(always)]
+    pub(crate) fn sample_below(&self) -> u64 {
+        self.sample_below.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_sample_below(&self, threshold: u64) {
+        self.sample_below.store(threshold, Ordering::Relaxed);
     }
 
     pub(crate) fn is_global(&self) -> bool {

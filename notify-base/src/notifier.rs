@@ -437,6 +437,29 @@ impl Notifier {
         self.fanout.redaction_policy()
     }
 
+    /// Sets the head sampler ([`Sampler`](crate::Sampler)): which new traces this notifier's local
+    /// roots mark sampled. Default [`Sampler::always`](crate::Sampler::always). Takes effect for
+    /// events started afterwards; traces already decided keep their decision. Every subscriber
+    /// still receives unsampled events; exporters skip them.
+    ///
+    /// ```
+    /// use notify_core::{Context, Notifier, Payload, Sampler};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("a", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
+    /// notifier.set_sampler(Sampler::ratio(0.0));
+    /// assert_eq!(notifier.sampler().sampling_ratio(), 0.0);
+    /// let decided = notifier.instrument("a", Payload::new, |_| Context::current().is_sampled());
+    /// assert_eq!(decided, Some(false));
+    /// ```
+    pub fn set_sampler(&self, sampler: crate::Sampler) {
+        self.fanout.set_sample_below(sampler.threshold());
+    }
+
+    /// The head sampler in force.
+    pub fn sampler(&self) -> crate::Sampler {
+        crate::Sampler::from_threshold(self.fanout.sample_below())
+    }
+
     /// Sets what happens when a subscriber panics. Takes effect for events finished afterwards.
     ///
     /// ```

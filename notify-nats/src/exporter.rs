@@ -27,7 +27,7 @@ pub const ENCODING_HEADER: &str = "Notify-Encoding";
 pub const VERSION_HEADER: &str = "Notify-Version";
 /// Header with the W3C `traceparent` of the first event of a batch (each event carries its own
 /// ids in the body).
-pub const TRACEPARENT_HEADER: &str = "traceparent";
+pub const TRACEPARENT_HEADER: &str = notify_core::trace_context::TRACEPARENT;
 
 /// Configures and starts an [`Exporter`].
 ///
@@ -420,6 +420,10 @@ struct ExportSubscriber(Arc<Shared>);
 impl OwnedEventSubscriber for ExportSubscriber {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
+        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        if !event.is_sampled() {
+            return;
+        }
         if crate::imported::is_republishing() {
             self.0.not_reexported.fetch_add(1, Ordering::Relaxed);
             return;
@@ -669,8 +673,8 @@ impl Round {
         let mut headers = HeaderMap::new();
         headers.insert(ENCODING_HEADER, self.encoding.header_value());
         headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        if let Some(first) = first {
-            headers.insert(TRACEPARENT_HEADER, traceparent(first).as_str());
+        if let Some(traceparent) = first.and_then(traceparent) {
+            headers.insert(TRACEPARENT_HEADER, traceparent.as_str());
         }
         if matches!(self.sink, Sink::JetStream(_)) {
             let sequence = self.shared.batches.load(Ordering::Relaxed) + self.messages.len() as u64;
@@ -854,26 +858,30 @@ async fn until_abandoned<T>(shared: &Shared, work: impl std::future::Future<Outp
     }
 }
 
-/// The W3C `traceparent` of `event`: version 00, the event's trace id (32 hex digits), its event id
-/// as the parent span id (16 hex digits, never 0: W3C forbids the all-zero span id) and the
-/// sampled flag, as notify-opentelemetry names the same event's span.
-fn traceparent(event: &Event) -> String {
-    format!("00-{}-{:016x}-01", event.trace_id(), event.id().get().max(1))
+/// The W3C `traceparent` of `event` (notify_core's formatter): version 00, the event's trace id,
+/// its event id as the parent span id and its trace's sampled flag, as notify-opentelemetry names
+/// the same event's span. `None` for an event id 0 (W3C forbids the all-zero span id).
+fn traceparent(event: &Event) -> Option<String> {
+    event.context().traceparent().map(|t| t.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::traceparent;
-    use notify_core::{Event, Payload};
+    use notify_core::trace_context::TraceParent;
+    use notify_core::{Event, EventId, Payload, TransactionId};
 
     #[test]
-    fn traceparent_carries_the_events_trace_id_and_event_id() {
+    fn traceparent_carries_the_events_trace_id_event_id_and_sampled_flag() {
         let now = std::time::Instant::now();
         let event = Event::new("query.sql", now, now, Payload::new());
-        let header = traceparent(&event);
+        let header = traceparent(&event).unwrap();
         assert_eq!(header, format!("00-{}-{:016x}-01", event.trace_id(), event.id().get()));
-        let parts: Vec<&str> = header.split('-').collect();
-        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [2, 32, 16, 2]);
-        assert_eq!(parts[1], event.trace_id().to_string());
+        let parsed: TraceParent = header.parse().unwrap();
+        assert_eq!((parsed.trace_id(), parsed.parent_id()), (event.trace_id(), event.id()));
+        let unsampled = traceparent(&event.clone().with_sampled(false)).unwrap();
+        assert!(unsampled.ends_with("-00"), "{unsampled}");
+        let zero = event.with_ids(EventId::new(0), None, TransactionId::new(1));
+        assert_eq!(traceparent(&zero), None, "no all-zero parent id is sent");
     }
 }

@@ -138,7 +138,10 @@ impl OpenTelemetryExporter {
 
 impl EventSubscriber for OpenTelemetryExporter {
     fn call(&self, event: &Event) {
-        self.export(event);
+        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        if event.is_sampled() {
+            self.export(event);
+        }
     }
 }
 

@@ -100,7 +100,7 @@ pub fn traces_json(recorder: &TraceRecorder) -> String {
 /// order (depth-first), each `{"name", "id", "parent_id", "depth", "offset_ns", "duration_ns",
 /// "start", "outcome", "payload": [[key, value text]], "payload_truncated"}`.
 ///
-/// `id` and `parent_id` are event ids as numbers (as in notify's event JSON; `parent_id` `null`
+/// `id` and `parent_id` are event ids as 16 hex digits in strings (as in notify's event JSON; `parent_id` `null`
 /// for a root); `offset_ns` is the event's start after the trace's, `duration_ns` its duration,
 /// both in nanoseconds; `start` its wall-clock start as an RFC 3339 UTC string with nanoseconds;
 /// `outcome` `"completed"`, `"panicked"` or `"cancelled"`. Every key appears once in each object.

@@ -171,6 +171,9 @@ impl TraceRecorder {
 
 impl AsyncSubscriber for TraceRecorder {
     fn call(&self, event: &Arc<Event>) {
-        self.record(event);
+        // Head sampling: the page shows sampled traces only (notify_core::Sampler).
+        if event.is_sampled() {
+            self.record(event);
+        }
     }
 }

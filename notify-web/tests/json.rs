@@ -124,8 +124,9 @@ struct TraceJson {
 #[serde(deny_unknown_fields)]
 struct EventJson {
     name: String,
-    id: u64,
-    parent_id: Option<u64>,
+    /// 16 hex digits (notify's JSON form of an event id).
+    id: String,
+    parent_id: Option<String>,
     depth: u64,
     offset_ns: u64,
     duration_ns: u64,
@@ -217,7 +218,7 @@ fn api_trace_has_each_key_once_and_exact_values() {
             events: vec![
                 EventJson {
                     name: "request.app".to_owned(),
-                    id: 7,
+                    id: "0000000000000007".to_owned(),
                     parent_id: None,
                     depth: 0,
                     offset_ns: 0,
@@ -229,8 +230,8 @@ fn api_trace_has_each_key_once_and_exact_values() {
                 },
                 EventJson {
                     name: "query.sql".to_owned(),
-                    id: 8,
-                    parent_id: Some(7),
+                    id: "0000000000000008".to_owned(),
+                    parent_id: Some("0000000000000007".to_owned()),
                     depth: 1,
                     offset_ns: 500,
                     duration_ns: 1_000,
