@@ -182,13 +182,11 @@ where
         };
         // Not started yet: cannot fail. Its parent is the current event.
         let _ = handle.start_detached();
-        match handle.context() {
-            Some(event) => crate::propagation::inject(request.headers_mut(), &event),
-            None => crate::propagation::inject_current(request.headers_mut()),
-        }
         if !handle.is_listened() {
+            crate::propagation::inject_current(request.headers_mut());
             return ResponseFuture::new(self.inner.call(request), None);
         }
+        crate::propagation::inject(request.headers_mut(), &handle);
         let future = {
             let _entered = handle.enter();
             self.inner.call(request)

@@ -1,21 +1,28 @@
 //! W3C trace context in and out of HTTP headers, through notify-core's `trace_context`.
-//! (Wired to notify-core's functions once they land; until then nothing is read or written.)
 
 use http::HeaderMap;
-use notify_core::{Context, EventContext};
+use notify_core::{trace_context, Context, Handle};
 
-/// The context of an incoming request's `traceparent`, when valid.
+/// The context of an incoming request's `traceparent`, when valid (a remote parent). Absent or
+/// malformed: `None`, the request starts a new trace; notify-core counts which
+/// (`trace_context::stats()`).
 pub(crate) fn extract(headers: &HeaderMap) -> Option<Context> {
-    let _ = headers;
-    None
+    let context = trace_context::extract(headers);
+    (!context.is_none()).then_some(context)
 }
 
-/// Writes `event`'s `traceparent` into `headers`.
-pub(crate) fn inject(headers: &mut HeaderMap, event: &EventContext) {
-    let _ = (headers, event);
+/// Sets the `traceparent` of an outgoing call to the event of `handle` (started), with its
+/// trace's sampled flag.
+pub(crate) fn inject(headers: &mut HeaderMap, handle: &Handle) {
+    let _entered = handle.enter();
+    trace_context::inject(&Context::current(), headers);
 }
 
-/// Writes the current context's `traceparent` into `headers`, when there is a current event.
+/// Sets the `traceparent` of an outgoing call to the current event, when there is one (a
+/// `traceparent` the caller set is kept otherwise).
 pub(crate) fn inject_current(headers: &mut HeaderMap) {
-    let _ = (headers, Context::current());
+    let context = Context::current();
+    if context.event_id().is_some() {
+        trace_context::inject(&context, headers);
+    }
 }
