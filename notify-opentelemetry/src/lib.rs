@@ -25,9 +25,17 @@
 
 mod exporter;
 mod span;
+mod stats;
+pub mod tail;
 
-pub use crate::exporter::OpenTelemetryExporter;
-pub use crate::span::{span_data, span_id, trace_id};
+pub use crate::exporter::{Builder, OpenTelemetryExporter, OverflowPolicy};
+pub use crate::span::{span_data, span_id, trace_id, KIND_KEY};
+pub use crate::stats::{DropReport, ExportError, ExportStats};
+
+/// `text` escaped for one log line (an exporter's error message is foreign text).
+pub(crate) fn escape(text: &str) -> notify_core::escape::Escaped<'_> {
+    notify_core::escape::Escaped::new(text)
+}
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]
