@@ -1,11 +1,15 @@
-//! One parent rule across tracing spans and notify events (issue 35, item 3), tracing -> notify
-//! direction (`NotifyLayer`): the parent of a span or event is the innermost unfinished one of
-//! either API, whatever order they nest in, sync and async.
+//! One parent rule across tracing spans and notify events (issue 35, item 3): the parent of a span
+//! or event is the innermost unfinished one of either API, whatever order they nest in. tracing ->
+//! notify (`NotifyLayer`): sync and async; notify -> tracing (`TracingSubscriber`): synchronous
+//! events.
+
+mod support;
 
 use std::sync::{Arc, Mutex};
 
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
-use notify_tracing::NotifyLayer;
+use notify_tracing::{NotifyLayer, TracingSubscriber};
+use support::Capture;
 use tracing_subscriber::prelude::*;
 
 /// Every event `notifier` delivers, in finish order.
@@ -155,4 +159,50 @@ fn async_nesting_tracing_future_notify_future_tracing_span_across_awaits() {
     assert_parent(&seen, "middle.n", Some("outer.t"));
     assert_parent(&seen, "inner.t", Some("middle.n"));
     assert_parent(&seen, "info.t", Some("inner.t"));
+}
+
+// ---- notify -> tracing ----
+
+/// The parent's name of each captured span, by span name.
+fn tracing_parents(capture: &Capture) -> Vec<(String, Option<String>)> {
+    let spans = capture.spans();
+    spans
+        .iter()
+        .map(|s| {
+            let parent = s
+                .parent
+                .map(|p| spans.iter().find(|o| o.id == p).expect("parent captured").name.clone());
+            (s.name.clone(), parent)
+        })
+        .collect()
+}
+
+#[test]
+fn a_bridged_notify_event_inside_a_tracing_span_inside_a_bridged_event_is_the_tracing_spans_child() {
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        notifier.instrument("outer.n", Payload::new, |_| {
+            tracing::info_span!(target: "t", "middle").in_scope(|| {
+                notifier.instrument("inner.n", Payload::new, |_| ());
+            });
+            notifier.instrument("sibling.n", Payload::new, |_| ());
+        });
+    });
+    let parents = tracing_parents(&capture);
+    let parent_of = |name: &str| {
+        parents
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{parents:?}"))
+            .1
+            .clone()
+    };
+    assert_eq!(parent_of("outer"), None);
+    assert_eq!(parent_of("middle").as_deref(), Some("outer"));
+    // Was `outer`: the bridge took the span of the notify parent, skipping the tracing span.
+    assert_eq!(parent_of("inner").as_deref(), Some("middle"));
+    assert_eq!(parent_of("sibling").as_deref(), Some("outer"));
 }
