@@ -58,8 +58,8 @@ impl<E: SpanExporter + 'static> Builder<E> {
         self
     }
 
-    /// At most this many spans per `SpanExporter::export` call (default 512; at least 1). The
-    /// exporter thread is woken when this many events are queued.
+    /// At most this many spans per `SpanExporter::export` call (default 512; at least 1; at most
+    /// the queue capacity). The exporter thread is woken when this many events are queued.
     pub fn max_batch_size(mut self, spans: usize) -> Builder<E> {
         self.batch = spans.max(1);
         self
@@ -148,6 +148,8 @@ impl<E: SpanExporter + 'static> Builder<E> {
                 .build(),
         };
         exporter.set_resource(&resource);
+        // The thread is woken when a batch is queued: a batch larger than the queue would never be.
+        let batch = batch.min(capacity);
         let (tx, rx) = crossbeam_channel::bounded(capacity);
         let shared = Arc::new(Shared {
             tx,

@@ -298,3 +298,22 @@ fn a_flush_that_times_out_says_so_with_the_counters() {
     let stats = exporter.force_flush().unwrap();
     assert_eq!((stats.exported, stats.dropped()), (5, 0));
 }
+
+#[test]
+fn a_queue_smaller_than_a_batch_still_wakes_the_exporter_thread() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::builder(memory.clone())
+        .queue_capacity(10)
+        .scheduled_delay(Duration::from_secs(3600))
+        .overflow_policy(OverflowPolicy::Wait(Duration::from_secs(60)))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    let started = std::time::Instant::now();
+    burst(&notifier, 1_000);
+    // Without the batch clamped to the queue, each full queue waited for the hour-long delay (the
+    // first wait timed out after 60 s and dropped).
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
+}
