@@ -117,7 +117,9 @@ impl<E: SpanExporter + 'static> Builder<E> {
         self
     }
 
-    /// Starts the exporter thread (named `notify-otel`).
+    /// Starts the exporter thread (named `notify-otel`), telemetry-suppressed
+    /// ([`notify_core::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
+    /// traces there is not bridged back into notify.
     ///
     /// # Panics
     /// When the thread cannot be spawned (as `std::thread::spawn`).
@@ -549,6 +551,9 @@ struct Worker<E> {
 
 impl<E: SpanExporter> Worker<E> {
     fn run(mut self) {
+        // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
+        // back through notify's bridges as events to export, forever.
+        notify_core::suppress_telemetry_on_this_thread();
         let mut events = Vec::with_capacity(self.shared.batch);
         let mut last_export = Instant::now();
         loop {
