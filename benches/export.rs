@@ -7,7 +7,9 @@
 //! * `export/notify_opentelemetry`: `Notifier::instrument` with notify-opentelemetry subscribed
 //!   (`OverflowPolicy::Wait`: nothing dropped, the producer is paced by the exporter thread);
 //!   `export/notify_opentelemetry_drop_newest`: the default policy (under a sustained flood it drops,
-//!   counted; the table says how many).
+//!   counted; the table says how many); `export/notify_opentelemetry_callsite`: the same event
+//!   through a `static Callsite` on the global notifier (no lookup by name; tracing's macros have
+//!   such a callsite too).
 //! * `export/tracing_opentelemetry`: a `tracing` span (Registry + tracing-opentelemetry layer, SDK
 //!   batch processor with its defaults).
 //! * `export/fastrace_opentelemetry`: a fastrace root span (fastrace-opentelemetry reporter, default
@@ -25,7 +27,7 @@
 //! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
 //! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
 //! ```
-//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `tracing`, `fastrace` or `nobody_notify` runs only that
 //! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
 
 use std::borrow::Cow;
@@ -38,7 +40,7 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
-use notify_core::{Notifier, Pattern, Payload};
+use notify_core::{Callsite, Notifier, Pattern, Payload};
 use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;
@@ -75,6 +77,15 @@ fn notify_event(notifier: &Notifier, i: u64) {
     );
 }
 
+/// The event through a `static Callsite` (as tracing's `info_span!` has one), on the global
+/// notifier: no lookup by name.
+static SITE: Callsite = Callsite::new("request.export_site");
+
+#[inline(always)]
+fn notify_site_event(i: u64) {
+    SITE.instrument(|| Payload::new().with("sql", SQL).with("rows", i), |_| black_box(()));
+}
+
 #[inline(always)]
 fn tracing_span(i: u64) {
     tracing::info_span!("request", sql = SQL, rows = i).in_scope(|| black_box(()));
@@ -93,6 +104,13 @@ fn fastrace_span(i: u64) {
 fn calling_thread_notify(notifier: &Notifier, n: u64) {
     for i in 0..n {
         notify_event(notifier, i);
+    }
+}
+
+#[inline(never)]
+fn calling_thread_notify_site(n: u64) {
+    for i in 0..n {
+        notify_site_event(i);
     }
 }
 
@@ -121,6 +139,17 @@ fn notify_pipeline(sink: &Nothing, policy: OverflowPolicy) -> (Notifier, OpenTel
     // does not unsubscribe).
     let _ = exporter.subscribe(&notifier, Pattern::all());
     (notifier, exporter)
+}
+
+/// notify-opentelemetry into `sink`, subscribed to the callsite's name on the global notifier
+/// (`Wait` policy); unsubscribe with the returned subscription.
+fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelemetryExporter) {
+    let exporter = OpenTelemetryExporter::builder(sink.clone())
+        .overflow_policy(WAIT)
+        .on_drops(|_| {})
+        .build();
+    let subscription = exporter.subscribe(Notifier::global(), Pattern::from("request.export_site"));
+    (subscription, exporter)
 }
 
 /// tracing-opentelemetry into `sink` through the SDK's batch processor (defaults).
@@ -177,6 +206,17 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
             notify_event(&notifier, i)
         })
     });
+    let _ = exporter.shutdown(Duration::from_secs(30));
+
+    let sink = Nothing::default();
+    let (subscription, exporter) = notify_site_pipeline(&sink);
+    group.bench_function("notify_opentelemetry_callsite", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_site_event(i)
+        })
+    });
+    let _ = subscription.unsubscribe();
     let _ = exporter.shutdown(Duration::from_secs(30));
 
     let sink = Nothing::default();
@@ -266,6 +306,22 @@ fn table(n: u64, fastrace_sink: &Nothing) {
         let _ = exporter.shutdown(Duration::from_secs(30));
     }
     let sink = Nothing::default();
+    let (subscription, exporter) = notify_site_pipeline(&sink);
+    rows.push(measure(
+        "notify_opentelemetry_callsite",
+        n,
+        calling_thread_notify_site,
+        || {
+            let stats = exporter.force_flush().expect("flush");
+            (
+                sink.count(),
+                format!("exported {} dropped {}", stats.exported, stats.dropped()),
+            )
+        },
+    ));
+    let _ = subscription.unsubscribe();
+    let _ = exporter.shutdown(Duration::from_secs(30));
+    let sink = Nothing::default();
     let (provider, dispatch) = tracing_pipeline(&sink);
     rows.push(tracing::dispatcher::with_default(&dispatch, || {
         measure("tracing_opentelemetry", n, calling_thread_tracing, || {
@@ -309,6 +365,11 @@ fn callgrind(case: &str) {
             calling_thread_notify(&notifier, N);
             let _ = exporter.shutdown(Duration::from_secs(600));
         }
+        "notify_callsite" => {
+            let (_subscription, exporter) = notify_site_pipeline(&sink);
+            calling_thread_notify_site(N);
+            let _ = exporter.shutdown(Duration::from_secs(600));
+        }
         "tracing" => {
             let (provider, dispatch) = tracing_pipeline(&sink);
             tracing::dispatcher::with_default(&dispatch, || calling_thread_tracing(N));
@@ -319,7 +380,9 @@ fn callgrind(case: &str) {
             calling_thread_fastrace(N);
             fastrace::flush();
         }
-        other => panic!("NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, notify, tracing, fastrace)"),
+        other => panic!(
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, notify, notify_callsite, tracing, fastrace)"
+        ),
     }
     println!("{case}: {N} events; delivered {}", sink.count());
 }
