@@ -29,8 +29,13 @@ pub enum OverflowPolicy {
     DropOldest,
     /// Block the instrumenting thread until there is room, at most this long per event; then drop
     /// the new event (counted `dropped_queue_full`). `Duration::MAX` waits as long as it takes.
+    /// A shutdown ends the wait (the event is counted `dropped_shutdown`).
     Wait(Duration),
 }
+
+/// How long a producer waiting on a full queue (`OverflowPolicy::Wait`) sleeps between looks at
+/// whether shutdown began.
+const WAIT_SLICE: Duration = Duration::from_millis(10);
 
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
@@ -370,18 +375,32 @@ impl Shared {
                 }
             },
             OverflowPolicy::Wait(limit) => {
-                let result = if limit == Duration::MAX {
-                    self.tx.send(event).map_err(|e| SendTimeoutError::Disconnected(e.0))
-                } else {
-                    self.tx.send_timeout(event, limit)
-                };
-                match result {
-                    Ok(()) => {}
-                    Err(SendTimeoutError::Timeout(_)) => {
-                        self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(SendTimeoutError::Disconnected(_)) => {
-                        self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                // Waits in slices, so a producer blocked on a full queue notices a shutdown (the
+                // exporter thread stops draining then: a wait without end would never return).
+                let deadline = Instant::now().checked_add(limit);
+                loop {
+                    let slice = match deadline {
+                        Some(deadline) => deadline.saturating_duration_since(Instant::now()).min(WAIT_SLICE),
+                        None => WAIT_SLICE,
+                    };
+                    match self.tx.send_timeout(event, slice) {
+                        Ok(()) => return,
+                        Err(SendTimeoutError::Timeout(back)) => {
+                            if self.closed.load(Ordering::SeqCst) {
+                                self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            event = back;
+                            self.wake();
+                        }
+                        Err(SendTimeoutError::Disconnected(_)) => {
+                            self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
                     }
                 }
             }

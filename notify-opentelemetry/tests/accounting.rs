@@ -317,3 +317,46 @@ fn a_queue_smaller_than_a_batch_still_wakes_the_exporter_thread() {
     let stats = exporter.force_flush().unwrap();
     assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
 }
+
+#[test]
+fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .queue_capacity(1)
+        .overflow_policy(OverflowPolicy::Wait(Duration::MAX))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    // One event stuck in the export, one in the queue; five producers wait for room.
+    burst(&notifier, 1);
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    burst(&notifier, 1);
+    let producers: Vec<_> = (0..5)
+        .map(|_| {
+            let notifier = notifier.clone();
+            std::thread::spawn(move || burst(&notifier, 1))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    // The export is still stuck: the shutdown times out, but the waiting producers return.
+    let error = exporter.shutdown(Duration::from_millis(100)).unwrap_err();
+    assert!(matches!(error, ExportError::TimedOut(_)), "{error:?}");
+    for producer in producers {
+        producer.join().unwrap();
+    }
+    assert_eq!(exporter.stats().dropped_shutdown, 5, "{:?}", exporter.stats());
+    // Released, the thread exports what it holds and ends: all seven accounted for.
+    gate.open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while exporter.stats().exported < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.received()),
+        (2, 5, 7),
+        "{stats:?}"
+    );
+}
