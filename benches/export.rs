@@ -14,6 +14,8 @@
 //!   batch processor with its defaults).
 //! * `export/fastrace_opentelemetry`: a fastrace root span (fastrace-opentelemetry reporter, default
 //!   collector config).
+//! * `export/notify_owned_noop`: the floor of any owned-event exporter, the same event to a
+//!   do-nothing owned subscriber (notify-core builds the shared `Arc<Event>`, nothing queues it).
 //! * `export/nobody_notify`, `export/nobody_tracing`, `export/nobody_fastrace`: the same calls with
 //!   nobody listening.
 //!
@@ -27,7 +29,7 @@
 //! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
 //! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
 //! ```
-//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `tracing`, `fastrace` or `nobody_notify` runs only that
 //! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
 
 use std::borrow::Cow;
@@ -141,6 +143,23 @@ fn notify_pipeline(sink: &Nothing, policy: OverflowPolicy) -> (Notifier, OpenTel
     (notifier, exporter)
 }
 
+/// The floor of any owned-event exporter: a subscriber that takes the shared event and does
+/// nothing with it (notify-core still builds the `Arc<Event>`; dropped at once, on this thread).
+struct Noop;
+
+impl notify_core::OwnedEventSubscriber for Noop {
+    fn deliver(&self, event: &Arc<notify_core::Event>) {
+        black_box(event);
+    }
+}
+
+/// A notifier with one do-nothing owned subscriber on everything.
+fn owned_noop_notifier() -> Notifier {
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(Pattern::all(), notify_core::Subscriber::owned(Noop));
+    notifier
+}
+
 /// notify-opentelemetry into `sink`, subscribed to the callsite's name on the global notifier
 /// (`Wait` policy); unsubscribe with the returned subscription.
 fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelemetryExporter) {
@@ -195,6 +214,14 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
         b.iter(|| {
             i += 1;
             fastrace_span(i)
+        })
+    });
+
+    let floor = owned_noop_notifier();
+    group.bench_function("notify_owned_noop", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&floor, i)
         })
     });
 
@@ -360,6 +387,7 @@ fn callgrind(case: &str) {
     let sink = Nothing::default();
     match case {
         "nobody_notify" => calling_thread_notify(&Notifier::new(), N),
+        "owned_noop" => calling_thread_notify(&owned_noop_notifier(), N),
         "notify" => {
             let (notifier, exporter) = notify_pipeline(&sink, WAIT);
             calling_thread_notify(&notifier, N);
@@ -381,7 +409,7 @@ fn callgrind(case: &str) {
             fastrace::flush();
         }
         other => panic!(
-            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, notify, notify_callsite, tracing, fastrace)"
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, tracing, fastrace)"
         ),
     }
     println!("{case}: {N} events; delivered {}", sink.count());
