@@ -807,13 +807,30 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let (Some(start), Some(end)) = (context.start, context.end) else {
             return;
         };
-        let name = if resolved.listeners.owned.is_empty() {
-            // SAFETY: without owned listeners the event lives in this frame only (its
-            // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
-            unsafe { Name::lend(resolved.name()) }
-        } else {
-            resolved.name().clone()
-        };
+        if !resolved.listeners.owned.is_empty() {
+            // Owned listeners: the event is built where it will live, in its `Arc`, with the
+            // payload moved in once (no event on this frame moved into a callee, then into the
+            // `Arc`, and no three-way payload swap): issue 38, the owned event of exporters.
+            let shared = Arc::new(Event {
+                name: resolved.name().clone(),
+                start,
+                end,
+                transaction_id: self.transaction_id,
+                id: context.id,
+                parent_id: context.parent_id,
+                trace_id: context.trace_id,
+                payload: mem::take(payload),
+                cpu_time: measured.cpu_time,
+                allocations: measured.allocations,
+                outcome,
+                location: context.location,
+            });
+            deliver_shared(&mut self.failures, resolved, &shared);
+            return;
+        }
+        // SAFETY: without owned listeners the event lives in this frame only (its
+        // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
+        let name = unsafe { Name::lend(resolved.name()) };
         let mut event = Event {
             name,
             start,
@@ -977,6 +994,20 @@ pub(crate) fn deliver_event(failures: &mut Failures, resolved: &Resolved, event:
     } else {
         drop(event);
     }
+}
+
+/// Delivers an event already shared (built in its `Arc`) to the event-object group, then the owned
+/// group, of `resolved`.
+#[inline(never)]
+fn deliver_shared(failures: &mut Failures, resolved: &Resolved, shared: &Arc<Event>) {
+    each(
+        failures,
+        &resolved.listeners.event,
+        resolved.name_str(),
+        &**shared,
+        |s, e| s.call(e),
+    );
+    deliver_owned(failures, resolved, shared);
 }
 
 /// Delivers a shared event to the owned group of `resolved`.
