@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use crate::event::Outcome;
 use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
@@ -48,6 +49,8 @@ use crate::trace_id::TraceId;
 pub struct Context {
     trace_id: Option<TraceId>,
     event_id: Option<EventId>,
+    /// `ids::DECIDED`, `ids::SAMPLED`, `ids::REMOTE`.
+    flags: u8,
 }
 
 impl Context {
@@ -62,6 +65,7 @@ impl Context {
         Context {
             trace_id: TraceId::new(frame.trace),
             event_id: (frame.event != 0).then_some(EventId(frame.event)),
+            flags: frame.flags,
         }
     }
 
@@ -75,6 +79,7 @@ impl Context {
         Context {
             trace_id: None,
             event_id: None,
+            flags: 0,
         }
     }
 
@@ -90,11 +95,13 @@ impl Context {
         Context {
             trace_id: Some(ids::random_trace_id()),
             event_id: None,
+            flags: 0,
         }
     }
 
-    /// A context of a known trace and parent event id, e.g. read from a W3C `traceparent` header
-    /// (the parent then lives in another process).
+    /// A context of a known trace and parent event id of this process, its sampling not decided
+    /// (the first event under it, a local root, decides). For a parent read from another process
+    /// use [`Context::from_traceparent`] or [`Context::remote`], which mark it remote.
     ///
     /// ```
     /// use notify_core::{Context, EventId, TraceId};
@@ -106,7 +113,85 @@ impl Context {
         Context {
             trace_id: Some(trace_id),
             event_id,
+            flags: 0,
         }
+    }
+
+    /// A context whose event `parent_id` lives in another process (the parent id of a W3C
+    /// `traceparent`), of trace `trace_id`, whose sampling was decided there (`sampled`: the W3C
+    /// sampled flag). Events started under it have [`EventContext::parent_is_remote`] (the
+    /// OpenTelemetry bridge sets `is_remote`) and inherit the decision. For a parsed header,
+    /// [`Context::from_traceparent`].
+    ///
+    /// ```
+    /// use notify_core::{Context, EventId, TraceId};
+    /// let context = Context::remote(TraceId::new(42).unwrap(), EventId::new(7), false);
+    /// assert!(context.is_remote());
+    /// assert_eq!(context.is_sampled(), Some(false));
+    /// ```
+    pub const fn remote(trace_id: TraceId, parent_id: EventId, sampled: bool) -> Context {
+        Context {
+            trace_id: Some(trace_id),
+            event_id: Some(parent_id),
+            flags: ids::REMOTE
+                | if sampled {
+                    ids::DECIDED | ids::SAMPLED
+                } else {
+                    ids::DECIDED
+                },
+        }
+    }
+
+    /// The context a W3C `traceparent` describes: its trace id, its parent id as a *remote*
+    /// parent, its sampled flag as the trace's sampling decision ([`Context::remote`]).
+    ///
+    /// ```
+    /// use notify_core::{trace_context::TraceParent, Context};
+    /// let header: TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse()?;
+    /// let context = Context::from_traceparent(&header);
+    /// assert_eq!(context.trace_id().unwrap().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    /// assert_eq!(context.event_id().unwrap().get(), 0x00f0_67aa_0ba9_02b7);
+    /// assert!(context.is_remote());
+    /// assert_eq!(context.is_sampled(), Some(true));
+    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+    /// ```
+    pub fn from_traceparent(traceparent: &crate::trace_context::TraceParent) -> Context {
+        Context::remote(
+            traceparent.trace_id(),
+            traceparent.parent_id(),
+            traceparent.flags().is_sampled(),
+        )
+    }
+
+    /// The W3C `traceparent` to send with a call made under this context: its trace id, its event
+    /// as the parent id, the sampled flag of its trace (set when the decision is not made yet:
+    /// the default sampler keeps everything). `None` without a trace id or an event.
+    ///
+    /// ```
+    /// use notify_core::{Context, Notifier, Payload};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("call.http", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
+    /// let header = notifier.instrument("call.http", Payload::new, |_| Context::current().traceparent());
+    /// let text = header.unwrap().to_string();
+    /// assert!(text.starts_with("00-") && text.ends_with("-01"), "{text}");
+    /// assert_eq!(Context::none().traceparent(), None);
+    /// ```
+    pub fn traceparent(&self) -> Option<crate::trace_context::TraceParent> {
+        let flags = crate::trace_context::TraceFlags::NONE.with_sampled(self.is_sampled() != Some(false));
+        crate::trace_context::TraceParent::new(self.trace_id?, self.event_id?, flags)
+    }
+
+    /// True when the context's event lives in another process (made by [`Context::remote`] or
+    /// [`Context::from_traceparent`]); false for events of this process and for no event.
+    pub fn is_remote(&self) -> bool {
+        self.flags & ids::REMOTE != 0 && self.event_id.is_some()
+    }
+
+    /// The trace's sampling decision: `Some(true)` sampled, `Some(false)` not, `None` not made
+    /// yet (the first event under the context, a local root, makes it with its notifier's
+    /// sampler).
+    pub fn is_sampled(&self) -> Option<bool> {
+        (self.flags & ids::DECIDED != 0).then_some(self.flags & ids::SAMPLED != 0)
     }
 
     /// The trace id, if any.
@@ -124,10 +209,20 @@ impl Context {
         self.trace_id.is_none() && self.event_id.is_none()
     }
 
+    /// The context of the local event `event_id` of a trace `sampled` or not.
+    pub(crate) fn local(trace_id: TraceId, event_id: EventId, sampled: bool) -> Context {
+        Context {
+            trace_id: Some(trace_id),
+            event_id: Some(event_id),
+            flags: ids::event_flags(sampled),
+        }
+    }
+
     pub(crate) fn frame(&self) -> ids::Frame {
         ids::frame(
             self.event_id.map_or(0, EventId::get),
             self.trace_id.map_or(0, TraceId::get),
+            self.flags,
         )
     }
 
@@ -216,6 +311,12 @@ pub struct EventContext {
     /// Set at finish when the event was entered on another thread (see
     /// [`EventContext::finished_on_another_thread`]).
     pub(crate) finished_on_another_thread: bool,
+    /// How the block ended: set at `finish`.
+    pub(crate) outcome: Outcome,
+    /// See [`EventContext::is_sampled`].
+    pub(crate) sampled: bool,
+    /// See [`EventContext::parent_is_remote`].
+    pub(crate) parent_remote: bool,
 }
 
 impl EventContext {
@@ -238,7 +339,78 @@ impl EventContext {
             end: None,
             location: None,
             finished_on_another_thread: false,
+            outcome: Outcome::Completed,
+            sampled: true,
+            parent_remote: false,
         }
+    }
+
+    /// The same identity with the given sampling decision (bridges that make events of their own).
+    ///
+    /// ```
+    /// let trace = notify_core::TraceId::new(3).unwrap();
+    /// let event = notify_core::EventContext::new(notify_core::EventId::new(2), None, trace);
+    /// assert!(event.is_sampled());
+    /// assert!(!event.with_sampled(false).is_sampled());
+    /// ```
+    #[must_use]
+    pub const fn with_sampled(mut self, sampled: bool) -> EventContext {
+        self.sampled = sampled;
+        self
+    }
+
+    /// The same identity with its parent marked as living in another process (or not).
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventId, TraceId};
+    /// let event = EventContext::new(EventId::new(2), Some(EventId::new(1)), TraceId::new(3).unwrap());
+    /// assert!(!event.parent_is_remote());
+    /// assert!(event.with_parent_remote(true).parent_is_remote());
+    /// ```
+    #[must_use]
+    pub const fn with_parent_remote(mut self, remote: bool) -> EventContext {
+        self.parent_remote = remote;
+        self
+    }
+
+    /// True when the event's trace is sampled: decided once per trace by its local root (the
+    /// notifier's sampler, or the sampled flag of an incoming W3C `traceparent`) and inherited by
+    /// every descendant. In-process subscribers receive unsampled events too; exporters
+    /// (OpenTelemetry, NATS, notify-web) skip them.
+    pub fn is_sampled(&self) -> bool {
+        self.sampled
+    }
+
+    /// True when the parent lives in another process: the event started under a context read
+    /// from a W3C `traceparent` ([`Context::from_traceparent`]). OpenTelemetry's `is_remote` of
+    /// the parent span context.
+    pub fn parent_is_remote(&self) -> bool {
+        self.parent_remote
+    }
+
+    /// How the block ended, at `finish` ([`Outcome::Completed`] at `start` and for an event built
+    /// with [`EventContext::new`]): [`Outcome::Panicked`] when it panicked, [`Outcome::Cancelled`]
+    /// for a future dropped before it completed.
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Outcome, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// #[derive(Default)]
+    /// struct Outcomes(Mutex<Vec<Outcome>>);
+    /// impl EventedSubscriber for Outcomes {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, event: &EventContext, _: &Payload) { self.0.lock().unwrap().push(event.outcome()); }
+    /// }
+    /// let notifier = Notifier::new();
+    /// let outcomes = Arc::new(Outcomes::default());
+    /// notifier.subscribe("job", Subscriber::evented(outcomes.clone()));
+    /// notifier.instrument("job", Payload::new, |_| ());
+    /// let panicking = std::panic::AssertUnwindSafe(|| notifier.instrument("job", Payload::new, |_| panic!("boom")));
+    /// let _ = std::panic::catch_unwind(panicking);
+    /// assert_eq!(*outcomes.0.lock().unwrap(), [Outcome::Completed, Outcome::Panicked]);
+    /// ```
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
     }
 
     /// Where the event is instrumented: set for events of callsites with a location
@@ -247,7 +419,7 @@ impl EventContext {
         self.location
     }
 
-    /// The event id, unique in this process (never 0); it pairs `start` with `finish`.
+    /// The event id, a random W3C span id (never 0); it pairs `start` with `finish`.
     pub fn id(&self) -> EventId {
         self.id
     }
@@ -286,12 +458,14 @@ impl EventContext {
         Some(self.end?.saturating_duration_since(self.start?))
     }
 
-    /// `true` at `finish` when the event was entered on one thread and is finished on another: a
-    /// started [`Handle`](crate::Handle) moved to another thread before its `finish`. A bridge that
-    /// keeps per-thread state for the event from its `start` (notify-tracing's entered span) finds
-    /// it missing on the finishing thread and must have the starting thread release it. `false` at
-    /// `start`, for events finished where they were entered, and for events never entered (async
-    /// events between polls, [`Notifier::publish`](crate::Notifier::publish)).
+    /// `true` at `finish` when the event was current on one thread from its start and is finished
+    /// on another. A bridge that keeps per-thread state for such an event from its `start`
+    /// (notify-tracing's entered span) would find it missing on the finishing thread. `false` at
+    /// `start` and for every event of the public API today: the events current from their start
+    /// (the block of `instrument`, a function under `#[instrument_event]`, an
+    /// [`Instrumenter::start`](crate::Instrumenter::start)ed event) finish on their thread, and a
+    /// [`Handle`](crate::Handle), the one event that moves between threads, is never current from
+    /// its start (only inside [`Handle::enter`](crate::Handle::enter), a `!Send` guard).
     ///
     /// ```
     /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
@@ -311,7 +485,7 @@ impl EventContext {
     /// let mut handle = notifier.build_handle("job", Payload::new());
     /// handle.start()?;
     /// std::thread::spawn(move || handle.finish()).join().unwrap()?;
-    /// assert_eq!(*moved.0.lock().unwrap(), [false, true]);
+    /// assert_eq!(*moved.0.lock().unwrap(), [false, false], "a handle is not current from its start");
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn finished_on_another_thread(&self) -> bool {
@@ -326,7 +500,7 @@ impl EventContext {
     /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(notify_core::EventId::new(2))));
     /// ```
     pub fn context(&self) -> Context {
-        Context::new(self.trace_id, Some(self.id))
+        Context::local(self.trace_id, self.id, self.sampled)
     }
 }
 

@@ -140,6 +140,7 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
         kind,
         event: event.to_owned(),
         message: panic_message(&*payload),
+        in_drop: false,
     };
     drop_payload(payload);
     failure
@@ -380,6 +381,8 @@ pub(crate) struct Active<R: Deref<Target = Resolved> = Arc<Resolved>> {
     /// Whether the thread was already unwinding at `start`: then a drop guard finishing the event
     /// during that unwinding is not this event's panic (see [`Active::finish_on_drop`]).
     panicking_at_start: bool,
+    /// The notifier's head-sampler threshold, for a local root (see `sampling.rs`).
+    sample_below: u64,
 }
 
 /// The silenceable listeners that hear an event, and the failures of asking them.
@@ -531,6 +534,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             failures: Failures::new(),
             redaction: Pending::new(fanout.redaction()),
             panicking_at_start: false,
+            sample_below: fanout.sample_below(),
         }
     }
 
@@ -574,12 +578,14 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     #[inline]
     pub(crate) fn start(&mut self, payload: &mut Payload, enter: bool, parent: Option<ids::Frame>) {
         let begun = match parent {
-            None => ids::begin(enter),
-            Some(parent) => ids::begin_in(parent, enter),
+            None => ids::begin(enter, self.sample_below),
+            Some(parent) => ids::begin_in(parent, enter, self.sample_below),
         };
         self.context.id = begun.id;
         self.context.parent_id = begun.parent;
         self.context.trace_id = begun.trace;
+        self.context.sampled = begun.sampled;
+        self.context.parent_remote = begun.parent_remote;
         self.transaction_id = begun.transaction;
         self.entered = enter;
         let resolved = &*self.resolved;
@@ -623,7 +629,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     /// Makes the started event this thread's current event (one poll of an async event) and calls
     /// the evented `enter`s; [`Active::exit`] undoes it.
     pub(crate) fn enter(&self, fanout: &Fanout) {
-        ids::enter(self.context.id, self.context.trace_id);
+        ids::enter(self.context.id, self.context.trace_id, self.context.sampled);
         self.each_evented(fanout, Poll::Enter);
     }
 
@@ -668,6 +674,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     pub(crate) fn finish_in_place(&mut self, fanout: &Fanout, payload: &mut Payload, outcome: Outcome) {
         let end = self.context.start.map(|_| Instant::now());
         self.context.end = end;
+        self.context.outcome = outcome;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
         let measured = if self.cpu_start.is_some() || self.allocations_start.is_some() {
             self.measure()
@@ -678,9 +685,6 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             self.context.finished_on_another_thread = !ids::leave(self.context.id.0);
         }
         record::take_into(self.context.id.0, payload);
-        if self.context.finished_on_another_thread {
-            record::take_from_every_thread(self.context.id.0, payload);
-        }
         self.redaction.apply(payload);
         let hears_phases = self.hears_phases();
         let resolved = &*self.resolved;
@@ -752,6 +756,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             failures,
             redaction,
             panicking_at_start: _,
+            sample_below: _,
         } = self;
         const _: () = assert!(!mem::needs_drop::<EventContext>() && !mem::needs_drop::<Option<SystemTime>>());
         // SAFETY: the caller's obligation (one drop, no use after); the fields not dropped here
@@ -819,6 +824,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                 allocations: measured.allocations,
                 outcome,
                 location: context.location,
+                sampled: context.sampled,
+                parent_remote: context.parent_remote,
             });
             deliver_shared(&mut self.failures, resolved, &shared);
             return;
@@ -839,6 +846,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             allocations: measured.allocations,
             outcome,
             location: context.location,
+            sampled: context.sampled,
+            parent_remote: context.parent_remote,
         };
         // Swapped in where the event is built: one pass over the payload, no temporary; none at
         // all for an empty payload (the event's is already one).
@@ -934,17 +943,13 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
 }
 
 /// Applies the fanout's failure policy to the failures of one event, in run order: the hook is
-/// called once per failure (a panic in it is caught and its payload dropped under a guard), then
+/// called once per failure and they are counted (`FailureSink::report`: a panic in the hook, and
+/// in the drop of its clone, is caught and its payload dropped under a guard), then
 /// [`FailurePolicy::Detach`] removes the subscriptions and publishes [`SUBSCRIBER_FAILED`], and
 /// [`FailurePolicy::Strict`] panics with a [`SubscriberErrors`] (unless already unwinding).
 #[cold]
 pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>) {
-    let hook = fanout.hook();
-    for failure in &failures {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
-            drop_payload(payload);
-        }
-    }
+    fanout.failure_sink().report(&failures);
     match fanout.policy() {
         FailurePolicy::Report => {}
         FailurePolicy::Detach => {

@@ -203,6 +203,8 @@ pub struct Event {
     pub(crate) allocations: Option<u64>,
     pub(crate) outcome: Outcome,
     pub(crate) location: Option<&'static Location>,
+    pub(crate) sampled: bool,
+    pub(crate) parent_remote: bool,
 }
 
 impl Event {
@@ -227,7 +229,7 @@ impl Event {
 
     /// An event with a name already shared (no copy of the text).
     pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
-        let begun = ids::begin(false);
+        let begun = ids::begin(false, crate::sampling::ALWAYS);
         Event {
             name,
             start,
@@ -241,6 +243,8 @@ impl Event {
             allocations: None,
             outcome: Outcome::Completed,
             location: None,
+            sampled: begun.sampled,
+            parent_remote: begun.parent_remote,
         }
     }
 
@@ -322,7 +326,7 @@ impl Event {
         self.transaction_id
     }
 
-    /// The event id, unique in this process (see [`EventId`]).
+    /// The event id: a random W3C span id, never 0 (see [`EventId`]).
     ///
     /// ```
     /// # let now = std::time::Instant::now();
@@ -369,7 +373,32 @@ impl Event {
     /// assert_eq!(e.context().event_id(), Some(e.id()));
     /// ```
     pub fn context(&self) -> Context {
-        Context::new(self.trace_id, Some(self.id))
+        Context::local(self.trace_id, self.id, self.sampled)
+    }
+
+    /// True when the event's trace is sampled ([`EventContext::is_sampled`](crate::EventContext::is_sampled)):
+    /// exporters send only sampled events; in-process subscribers get them all.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert!(e.is_sampled(), "the default sampler keeps every trace");
+    /// assert!(!e.with_sampled(false).is_sampled());
+    /// ```
+    pub fn is_sampled(&self) -> bool {
+        self.sampled
+    }
+
+    /// True when the event's parent lives in another process (the event started under a context
+    /// read from a W3C `traceparent`): OpenTelemetry's `is_remote` of the parent span context.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert!(!e.parent_is_remote());
+    /// ```
+    pub fn parent_is_remote(&self) -> bool {
+        self.parent_remote
     }
 
     /// The payload.
@@ -462,6 +491,8 @@ impl fmt::Debug for Event {
             .field("allocations", &self.allocations)
             .field("outcome", &self.outcome)
             .field("location", &self.location)
+            .field("sampled", &self.sampled)
+            .field("parent_remote", &self.parent_remote)
             .finish()
     }
 }

@@ -2,7 +2,8 @@
 //! [`TransactionId`](crate::TransactionId), [`SubscriptionId`](crate::SubscriptionId)).
 //!
 //! Each is a `#[repr(transparent)]` `u64` that is `Copy`, ordered and hashed by its number,
-//! converts into `u64`, and serializes as the bare number (feature `serde`). Two display forms:
+//! converts into `u64`, and serializes as the bare number (feature `serde`), or, with
+//! `serde hex`, as 16 hex digits in a string in human-readable formats. Two display forms:
 //!
 //! * `decimal`: displays as the number (`17`), parses it back ([`FromStr`](std::str::FromStr)),
 //!   and is made from any `u64` (`new`, `From<u64>`): ids that other processes send (importers,
@@ -32,6 +33,10 @@ macro_rules! id_type {
             }
         }
 
+    };
+
+    // Serialized as the bare number.
+    (@serde number $name:ident) => {
         #[cfg(feature = "serde")]
         impl serde::Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -47,13 +52,41 @@ macro_rules! id_type {
         }
     };
 
+    // Human-readable formats (JSON): 16 lowercase hex digits in a string, as W3C writes span ids,
+    // so readers that hold numbers as doubles stay exact; the bare number is read too (the form
+    // of earlier versions). Binary formats (postcard): the `u64`.
+    (@serde hex number $name:ident) => {
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                if serializer.is_human_readable() {
+                    serializer.collect_str(&format_args!("{:016x}", self.0))
+                } else {
+                    serializer.serialize_u64(self.0)
+                }
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                if deserializer.is_human_readable() {
+                    deserializer.deserialize_any($crate::id_type::HexOrNumber).map($name)
+                } else {
+                    <u64 as serde::Deserialize>::deserialize(deserializer).map($name)
+                }
+            }
+        }
+    };
+
     (
         $(#[$meta:meta])*
-        pub struct $name:ident: decimal;
+        pub struct $name:ident: decimal $(, serde $form:ident)?;
         new: $new_doc:literal;
         get: $get_doc:literal;
     ) => {
         id_type!(@common $(#[$meta])* $name, $get_doc);
+        id_type!(@serde $($form)? number $name);
 
         impl $name {
             #[doc = $new_doc]
@@ -97,6 +130,7 @@ macro_rules! id_type {
         get: $get_doc:literal;
     ) => {
         id_type!(@common $(#[$meta])* $name, $get_doc);
+        id_type!(@serde number $name);
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,6 +141,35 @@ macro_rules! id_type {
 }
 
 pub(crate) use id_type;
+
+/// Reads an id from 16 hex digits in a string (either case) or a bare non-negative number.
+#[cfg(feature = "serde")]
+pub(crate) struct HexOrNumber;
+
+#[cfg(feature = "serde")]
+impl serde::de::Visitor<'_> for HexOrNumber {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an id: 16 hex digits in a string, or a number")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<u64, E> {
+        Ok(n)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<u64, E> {
+        u64::try_from(n).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<u64, E> {
+        if text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            u64::from_str_radix(text, 16).map_err(E::custom)
+        } else {
+            Err(E::invalid_value(serde::de::Unexpected::Str(text), &self))
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -155,11 +218,49 @@ mod tests {
 
     #[cfg(feature = "serde")]
     #[test]
-    fn ids_serialize_as_the_bare_number() {
-        assert_eq!(serde_json::to_string(&EventId::new(17)).unwrap(), "17");
+    fn event_ids_serialize_as_16_hex_digits_and_read_the_old_number_form() {
+        assert_eq!(
+            serde_json::to_string(&EventId::new(17)).unwrap(),
+            "\"0000000000000011\""
+        );
+        for id in [1, 17, (1 << 53) + 1, u64::MAX - 1, u64::MAX] {
+            let json = serde_json::to_string(&EventId::new(id)).unwrap();
+            assert_eq!(json.len(), 18, "{json}");
+            assert_eq!(serde_json::from_str::<EventId>(&json).unwrap().get(), id);
+        }
+        // A reader holding JSON numbers as doubles (JavaScript, jq) loses 2^53 + 1 in the old
+        // form; the string form keeps every digit.
+        let big = (1_u64 << 53) + 1;
+        let as_double: f64 = serde_json::from_str(&big.to_string()).unwrap();
+        assert_eq!(as_double as u64, 1 << 53, "the number form was not exact");
+        let text: String = serde_json::from_str(&serde_json::to_string(&EventId::new(big)).unwrap()).unwrap();
+        assert_eq!(
+            (text.as_str(), u64::from_str_radix(&text, 16).unwrap()),
+            ("0020000000000001", big)
+        );
+        // The old form (a bare number) still reads; uppercase hex too.
+        assert_eq!(serde_json::from_str::<EventId>("17").unwrap(), EventId::new(17));
+        assert_eq!(
+            serde_json::from_str::<EventId>("\"FFFFFFFFFFFFFFFF\"").unwrap(),
+            EventId::new(u64::MAX)
+        );
+        for bad in [
+            "\"17\"",
+            "\"000000000000001g\"",
+            "\"00000000000000011\"",
+            "-1",
+            "null",
+            "1.5",
+        ] {
+            assert!(serde_json::from_str::<EventId>(bad).is_err(), "{bad} read");
+        }
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn other_ids_serialize_as_the_bare_number() {
         assert_eq!(serde_json::to_string(&Some(TransactionId::new(3))).unwrap(), "3");
         assert_eq!(serde_json::to_string(&SubscriptionId(5)).unwrap(), "5");
-        assert_eq!(serde_json::from_str::<EventId>("17").unwrap(), EventId::new(17));
         let max = TransactionId::new(u64::MAX);
         assert_eq!(
             serde_json::from_str::<TransactionId>(&serde_json::to_string(&max).unwrap()).unwrap(),
@@ -167,7 +268,7 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<SubscriptionId>("5").unwrap(), SubscriptionId(5));
         for bad in ["\"17\"", "-1", "null"] {
-            assert!(serde_json::from_str::<EventId>(bad).is_err(), "{bad} read");
+            assert!(serde_json::from_str::<TransactionId>(bad).is_err(), "{bad} read");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Transaction ids, event ids, trace ids and the current context of each thread.
 //!
-//! Event ids come from per-thread blocks reserved from one global counter, so handing one out is a
-//! thread-local increment, not a contended atomic. Root trace ids come from a per-thread generator.
+//! Event ids (W3C span ids) and root trace ids come from one per-thread random generator, seeded
+//! from the OS through `RandomState`: a few arithmetic operations per id, no shared counter.
 //! Inside this file ids are plain `u64`s (0: none); what leaves it is an [`EventId`] or a
 //! [`TransactionId`] (same layout, `#[repr(transparent)]`).
 //!
@@ -26,10 +26,6 @@ use crate::event_id::EventId;
 use crate::trace_id::{Rng, TraceId};
 use crate::transaction_id::TransactionId;
 
-/// How many ids a thread reserves at a time.
-const BLOCK: u64 = 1024;
-
-static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
 static NEXT_TRANSACTION: AtomicU64 = AtomicU64::new(1);
 
 /// Frames kept in the thread-local's `Cell`s; deeper ones go to [`DEEP`].
@@ -44,20 +40,30 @@ pub(crate) struct Frame {
     pub(crate) event: u64,
     /// Its trace id; 0 for none (a new event then starts a trace).
     pub(crate) trace: u128,
+    /// What is known of the trace and the event: [`DECIDED`], [`SAMPLED`], [`REMOTE`].
+    pub(crate) flags: u8,
 }
+
+/// Frame flag: the trace's sampling decision is made ([`SAMPLED`] says which); without it the
+/// next event under the frame is a local root that decides.
+pub(crate) const DECIDED: u8 = 1;
+/// Frame flag: the trace is sampled (meaningful with [`DECIDED`]).
+pub(crate) const SAMPLED: u8 = 2;
+/// Frame flag: the frame's event lives in another process (a context read from a W3C
+/// `traceparent`): events started under it have a remote parent.
+pub(crate) const REMOTE: u8 = 4;
 
 const NO_FRAME: Frame = Frame {
     key: 0,
     event: 0,
     trace: 0,
+    flags: 0,
 };
 
 thread_local! {
     /// Everything per-thread in one place, so an event's start reads it through one access.
     static THREAD: Thread = const {
         Thread {
-            next_id: Cell::new(0),
-            end_id: Cell::new(0),
             transaction: Cell::new(0),
             seen_orphaned: Cell::new(0),
             rng: Cell::new(0),
@@ -69,17 +75,14 @@ thread_local! {
     static DEEP: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A thread's ids: its block of event ids, its transaction id, its random generator, its stack.
+/// A thread's ids: its transaction id, its random generator (event ids, root trace ids), its stack.
 /// Plain `Cell`s: no destructor, each access a load or a store.
 struct Thread {
-    /// The next event id of this thread's block and the block's end.
-    next_id: Cell<u64>,
-    end_id: Cell<u64>,
     /// 0 until first asked.
     transaction: Cell<u64>,
     /// The value of `ORPHANED` at this thread's last look at the orphans.
     seen_orphaned: Cell<usize>,
-    /// The trace id generator's state; 0 until seeded.
+    /// The event id and trace id generator's state; 0 until seeded.
     rng: Cell<u64>,
     /// The bottom [`DEPTH`] frames.
     frames: [FrameSlot; DEPTH],
@@ -94,6 +97,7 @@ struct FrameSlot {
     key: Cell<u64>,
     event: Cell<u64>,
     trace: Cell<u128>,
+    flags: Cell<u8>,
 }
 
 impl FrameSlot {
@@ -102,6 +106,7 @@ impl FrameSlot {
             key: Cell::new(0),
             event: Cell::new(0),
             trace: Cell::new(0),
+            flags: Cell::new(0),
         }
     }
 
@@ -111,6 +116,7 @@ impl FrameSlot {
             key: self.key.get(),
             event: self.event.get(),
             trace: self.trace.get(),
+            flags: self.flags.get(),
         }
     }
 
@@ -119,6 +125,7 @@ impl FrameSlot {
         self.key.set(frame.key);
         self.event.set(frame.event);
         self.trace.set(frame.trace);
+        self.flags.set(frame.flags);
     }
 }
 
@@ -129,19 +136,31 @@ pub(crate) struct Begun {
     pub(crate) parent: Option<EventId>,
     pub(crate) trace: TraceId,
     pub(crate) transaction: TransactionId,
+    /// The trace is sampled (inherited from the parent, or decided here for a local root).
+    pub(crate) sampled: bool,
+    /// The parent lives in another process.
+    pub(crate) parent_remote: bool,
 }
 
 impl Thread {
+    /// A random event id (a W3C span id): one step of this thread's generator.
     #[inline]
     fn next_event_id(&self) -> u64 {
-        let (mut next, mut end) = (self.next_id.get(), self.end_id.get());
-        if next == end {
-            next = NEXT_BLOCK.fetch_add(BLOCK, Ordering::Relaxed);
-            end = next + BLOCK;
-            self.end_id.set(end);
+        let mut state = self.rng_state();
+        let id = Rng::span_id(&mut state);
+        self.rng.set(state);
+        id
+    }
+
+    /// The generator's state, seeded on first use.
+    #[inline(always)]
+    fn rng_state(&self) -> u64 {
+        let state = self.rng.get();
+        if state != 0 {
+            state
+        } else {
+            Rng::seeded().state()
         }
-        self.next_id.set(next + 1);
-        next
     }
 
     #[inline]
@@ -158,10 +177,7 @@ impl Thread {
     /// A random trace id for a root event.
     #[inline]
     fn random_trace(&self) -> TraceId {
-        let mut state = self.rng.get();
-        if state == 0 {
-            state = Rng::seeded().state();
-        }
+        let mut state = self.rng_state();
         let id = Rng::trace_id(&mut state);
         self.rng.set(state);
         id
@@ -298,33 +314,43 @@ const _: () = assert!(!std::mem::needs_drop::<Thread>());
 /// The ids of an event starting on this thread, in one thread-local access: a fresh event id, its
 /// parent and trace id (from the current context; a random trace id for a root), and the
 /// transaction id. With `enter`, the event becomes the thread's current event until [`leave`]
-/// with its id.
+/// with its id. A local root decides its trace's sampling with the head sampler's `sample_below`.
 #[inline]
-pub(crate) fn begin(enter: bool) -> Begun {
+pub(crate) fn begin(enter: bool, sample_below: u64) -> Begun {
     let thread = this_thread();
-    begin_under(thread, thread.current(), enter)
+    begin_under(thread, thread.current(), enter, sample_below)
 }
 
 /// As [`begin`], with an explicit parent context instead of the thread's current one.
 #[inline]
-pub(crate) fn begin_in(parent: Frame, enter: bool) -> Begun {
-    begin_under(this_thread(), parent, enter)
+pub(crate) fn begin_in(parent: Frame, enter: bool, sample_below: u64) -> Begun {
+    begin_under(this_thread(), parent, enter, sample_below)
 }
 
 /// An event's ids under `parent` (its trace, or a new random one for a root); with `enter`, the
-/// event becomes the thread's current one.
+/// event becomes the thread's current one. Its sampling decision is the parent's when made, else
+/// (a local root) the head sampler's for the trace id (`sample_below`, see `sampling.rs`).
 #[inline(always)]
-fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
-    let id = thread.next_event_id();
+fn begin_under(thread: &Thread, parent: Frame, enter: bool, sample_below: u64) -> Begun {
+    // One load and one store of the generator's state for the event id and a root's trace id.
+    let mut state = thread.rng_state();
+    let id = Rng::span_id(&mut state);
     let trace = match TraceId::new(parent.trace) {
         Some(trace) => trace,
-        None => thread.random_trace(),
+        None => Rng::trace_id(&mut state),
+    };
+    thread.rng.set(state);
+    let sampled = if parent.flags & DECIDED != 0 {
+        parent.flags & SAMPLED != 0
+    } else {
+        crate::sampling::decide(trace, sample_below)
     };
     if enter {
         thread.push(Frame {
             key: id,
             event: id,
             trace: trace.get(),
+            flags: event_flags(sampled),
         });
     }
     Begun {
@@ -332,12 +358,30 @@ fn begin_under(thread: &Thread, parent: Frame, enter: bool) -> Begun {
         parent: (parent.event != 0).then_some(EventId(parent.event)),
         trace,
         transaction: TransactionId(thread.transaction_id()),
+        sampled,
+        parent_remote: parent.flags & REMOTE != 0 && parent.event != 0,
     }
 }
 
-/// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under.
-pub(crate) fn frame(event: u64, trace: u128) -> Frame {
-    Frame { key: 0, event, trace }
+/// The frame flags of a local event whose trace is `sampled` or not.
+#[inline(always)]
+pub(crate) fn event_flags(sampled: bool) -> u8 {
+    if sampled {
+        DECIDED | SAMPLED
+    } else {
+        DECIDED
+    }
+}
+
+/// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under,
+/// with `flags` ([`DECIDED`], [`SAMPLED`], [`REMOTE`]).
+pub(crate) fn frame(event: u64, trace: u128, flags: u8) -> Frame {
+    Frame {
+        key: 0,
+        event,
+        trace,
+        flags,
+    }
 }
 
 /// The event entered on this thread that is current (the top frame, when it is an entered event,
@@ -366,13 +410,15 @@ pub(crate) fn current() -> Frame {
     THREAD.with(Thread::current)
 }
 
-/// Makes the event `id` of `trace` this thread's current event until [`leave`] with `id`.
-pub(crate) fn enter(id: EventId, trace: TraceId) {
+/// Makes the event `id` of `trace` (`sampled` or not) this thread's current event until
+/// [`leave`] with `id`.
+pub(crate) fn enter(id: EventId, trace: TraceId, sampled: bool) {
     THREAD.with(|thread| {
         thread.push(Frame {
             key: id.0,
             event: id.0,
             trace: trace.get(),
+            flags: event_flags(sampled),
         })
     });
 }
@@ -394,7 +440,7 @@ static ORPHANED: AtomicUsize = AtomicUsize::new(0);
 /// Orphans of threads that exited are never claimed; past this many the oldest are forgotten.
 const MAX_ORPHANS: usize = 4096;
 
-/// A fresh event id, unique in this process (never 0).
+/// A fresh random event id (never 0).
 #[cfg(test)]
 pub(crate) fn next_event_id() -> u64 {
     THREAD.with(Thread::next_event_id)
@@ -472,6 +518,10 @@ mod tests {
         TraceId::new(9).unwrap()
     }
 
+    fn enter_sampled(id: EventId, trace: TraceId) {
+        enter(id, trace, true);
+    }
+
     /// Fake event ids far from the real ones, one range per test (tests share the orphan list).
     const A: u64 = 1 << 62;
     const B: u64 = A + 1000;
@@ -480,13 +530,13 @@ mod tests {
 
     #[test]
     fn out_of_order_and_cross_thread_finishes_leave_no_stale_current_event() {
-        enter(EventId(A + 1), trace());
-        enter(EventId(A + 2), trace());
+        enter_sampled(EventId(A + 1), trace());
+        enter_sampled(EventId(A + 2), trace());
         leave(A + 1);
         assert_eq!(current_event_id(), Some(EventId(A + 2)));
         leave(A + 2);
         assert_eq!(current_event_id(), None);
-        enter(EventId(A + 3), trace());
+        enter_sampled(EventId(A + 3), trace());
         std::thread::spawn(|| leave(A + 3)).join().unwrap();
         assert_eq!(current_event_id(), None);
         assert_eq!(depth(), 0);
@@ -495,7 +545,7 @@ mod tests {
     #[test]
     fn deep_nesting_beyond_the_cells_is_exact() {
         for id in B + 1..=B + 40 {
-            enter(EventId(id), trace());
+            enter_sampled(EventId(id), trace());
             assert_eq!(current_event_id(), Some(EventId(id)));
         }
         leave(B + 17);
@@ -512,7 +562,7 @@ mod tests {
     #[test]
     fn a_middle_frame_removed_from_a_deep_stack_pulls_the_deep_frames_down() {
         for id in C + 1..=C + 20 {
-            enter(EventId(id), trace());
+            enter_sampled(EventId(id), trace());
         }
         leave(C + 5);
         // The cells now hold C+1..=C+4 and C+6..=C+17; the deep part C+18..=C+20.
@@ -526,15 +576,15 @@ mod tests {
 
     #[test]
     fn attached_frames_mask_the_current_event() {
-        enter(EventId(D + 7), trace());
-        let key = attach(frame(0, 0));
+        enter_sampled(EventId(D + 7), trace());
+        let key = attach(frame(0, 0, 0));
         assert_eq!(current_event_id(), None);
-        let begun = begin(false);
+        let begun = begin(false, crate::sampling::ALWAYS);
         assert_eq!(begun.parent, None);
         assert_ne!(begun.trace, trace());
         leave(key);
         assert_eq!(current_event_id(), Some(EventId(D + 7)));
-        let child = begin(false);
+        let child = begin(false, crate::sampling::ALWAYS);
         assert_eq!((child.parent, child.trace), (Some(EventId(D + 7)), trace()));
         leave(D + 7);
     }
@@ -547,8 +597,8 @@ mod tests {
         struct OnExit(std::sync::mpsc::Sender<Seen>);
         impl Drop for OnExit {
             fn drop(&mut self) {
-                let outer = begin(true);
-                let inner = begin(true);
+                let outer = begin(true, crate::sampling::ALWAYS);
+                let inner = begin(true, crate::sampling::ALWAYS);
                 let current = current_entered_event();
                 leave(inner.id.0);
                 leave(outer.id.0);
@@ -566,7 +616,7 @@ mod tests {
         .join()
         .unwrap();
         let (inner, parent, current, transaction_at_exit) = receive.recv().unwrap();
-        assert_eq!(parent, Some(EventId(inner.0 - 1)));
+        assert!(parent.is_some_and(|p| p != inner && p.0 != 0));
         assert_eq!(current, inner.0);
         assert_eq!(transaction_at_exit, transaction);
     }

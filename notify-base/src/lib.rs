@@ -49,12 +49,15 @@ mod redaction;
 #[path = "redaction_off.rs"]
 mod redaction;
 mod remote;
+mod sampling;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod subscriber;
 mod subscription;
 mod suppress;
 mod sync;
+mod tags;
+pub mod trace_context;
 mod trace_id;
 mod transaction_id;
 
@@ -98,9 +101,11 @@ pub use crate::payload::*;
 pub use crate::record::*;
 #[cfg(feature = "redaction")]
 pub use crate::redaction::*;
+pub use crate::sampling::Sampler;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::suppress::*;
+pub use crate::tags::{tagged, Tagged, Tags, TagsGuard};
 pub use crate::trace_id::*;
 pub use crate::transaction_id::*;
 

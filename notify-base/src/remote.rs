@@ -69,6 +69,33 @@ impl Event {
         self
     }
 
+    /// The same event with the given sampling decision (the one its trace had in the process
+    /// that recorded it).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_sampled(false);
+    /// assert!(!event.is_sampled());
+    /// ```
+    #[must_use]
+    pub fn with_sampled(mut self, sampled: bool) -> Event {
+        self.sampled = sampled;
+        self
+    }
+
+    /// The same event with its parent marked as living in another process (or not).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_parent_remote(true);
+    /// assert!(event.parent_is_remote());
+    /// ```
+    #[must_use]
+    pub fn with_parent_remote(mut self, remote: bool) -> Event {
+        self.parent_remote = remote;
+        self
+    }
+
     /// The same event with the given thread CPU time (as measured in the process that recorded
     /// it; `None`: not measured). [`Event::idle_time`] follows from it.
     ///

@@ -11,6 +11,7 @@ use async_nats::jetstream;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
+use notify_core::escape::Escaped;
 use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
@@ -27,7 +28,7 @@ pub const ENCODING_HEADER: &str = "Notify-Encoding";
 pub const VERSION_HEADER: &str = "Notify-Version";
 /// Header with the W3C `traceparent` of the first event of a batch (each event carries its own
 /// ids in the body).
-pub const TRACEPARENT_HEADER: &str = "traceparent";
+pub const TRACEPARENT_HEADER: &str = notify_core::trace_context::TRACEPARENT;
 
 /// Configures and starts an [`Exporter`].
 ///
@@ -223,7 +224,9 @@ pub struct Dropped {
     pub disconnected: u64,
     /// The event alone encodes larger than the largest message.
     pub too_large: u64,
-    /// The serializer failed.
+    /// The event could not be encoded: the serializer failed, or a payload value nests lists and
+    /// maps deeper than `notify_core::Value::MAX_NESTING` (32), which importers refuse (the event
+    /// is refused alone, so that the rest of its batch arrives; a warning names it).
     pub encode: u64,
     /// Refused after shutdown began, or still unconfirmed when the shutdown deadline passed.
     pub shutdown: u64,
@@ -420,6 +423,10 @@ struct ExportSubscriber(Arc<Shared>);
 impl OwnedEventSubscriber for ExportSubscriber {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
+        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        if !event.is_sampled() {
+            return;
+        }
         if crate::imported::is_republishing() {
             self.0.not_reexported.fetch_add(1, Ordering::Relaxed);
             return;
@@ -556,6 +563,44 @@ struct Round {
     messages: Vec<Message>,
 }
 
+/// How many characters of an event name a warning quotes (names come from the instrumented code,
+/// or from another process through an importer).
+const NAME_CHARS: usize = 200;
+
+/// The warning for an event whose encoding alone is larger than the largest message: its name
+/// escaped as notify-core's own lines escape text (control, bidirectional-formatting and line
+/// separator characters: [`notify_core::escape`]) and cut to [`NAME_CHARS`] characters.
+fn too_large_warning(name: &str, bytes: usize, max_bytes: usize) -> String {
+    format!(
+        "event {} encodes to {bytes} bytes, more than the largest message ({max_bytes} bytes): dropped",
+        Escaped::truncated(name, NAME_CHARS)
+    )
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::too_large_warning;
+
+    /// Issue 33 item 11: the name was written raw (a newline forged a log line, ESC/OSC drove the
+    /// terminal, bidi controls reordered the text).
+    #[test]
+    fn the_too_large_warning_escapes_the_event_name() {
+        let name = "big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe";
+        assert_eq!(
+            too_large_warning(name, 2_000_000, 1_048_576),
+            r"event big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe encodes to 2000000 bytes, more than the largest message (1048576 bytes): dropped"
+        );
+        let long = "a".repeat(1_000);
+        assert_eq!(
+            too_large_warning(&long, 9, 8),
+            format!(
+                "event {}…[1000 bytes] encodes to 9 bytes, more than the largest message (8 bytes): dropped",
+                "a".repeat(200)
+            )
+        );
+    }
+}
+
 impl Round {
     async fn run(&mut self) {
         let mut taken = VecDeque::new();
@@ -637,12 +682,12 @@ impl Round {
                             self.messages.push(message);
                         }
                         Err(PushError::TooLarge(bytes)) => {
-                            log::warn!(target: "notify::nats", "event {name} encodes to {bytes} bytes, more than the largest message ({} bytes): dropped", self.max_bytes);
+                            log::warn!(target: "notify::nats", "{}", too_large_warning(name, bytes, self.max_bytes));
                             counts.too_large.fetch_add(1, Ordering::AcqRel);
                             break;
                         }
                         Err(PushError::Encode(e)) => {
-                            log::warn!(target: "notify::nats", "could not encode event {name}: {e}");
+                            log::warn!(target: "notify::nats", "could not encode event {}: {}", Escaped::truncated(name, NAME_CHARS), Escaped::new(&e));
                             counts.encode.fetch_add(1, Ordering::AcqRel);
                             break;
                         }
@@ -669,8 +714,8 @@ impl Round {
         let mut headers = HeaderMap::new();
         headers.insert(ENCODING_HEADER, self.encoding.header_value());
         headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        if let Some(first) = first {
-            headers.insert(TRACEPARENT_HEADER, traceparent(first).as_str());
+        if let Some(traceparent) = first.and_then(traceparent) {
+            headers.insert(TRACEPARENT_HEADER, traceparent.as_str());
         }
         if matches!(self.sink, Sink::JetStream(_)) {
             let sequence = self.shared.batches.load(Ordering::Relaxed) + self.messages.len() as u64;
@@ -854,26 +899,30 @@ async fn until_abandoned<T>(shared: &Shared, work: impl std::future::Future<Outp
     }
 }
 
-/// The W3C `traceparent` of `event`: version 00, the event's trace id (32 hex digits), its event id
-/// as the parent span id (16 hex digits, never 0: W3C forbids the all-zero span id) and the
-/// sampled flag, as notify-opentelemetry names the same event's span.
-fn traceparent(event: &Event) -> String {
-    format!("00-{}-{:016x}-01", event.trace_id(), event.id().get().max(1))
+/// The W3C `traceparent` of `event` (notify_core's formatter): version 00, the event's trace id,
+/// its event id as the parent span id and its trace's sampled flag, as notify-opentelemetry names
+/// the same event's span. `None` for an event id 0 (W3C forbids the all-zero span id).
+fn traceparent(event: &Event) -> Option<String> {
+    event.context().traceparent().map(|t| t.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::traceparent;
-    use notify_core::{Event, Payload};
+    use notify_core::trace_context::TraceParent;
+    use notify_core::{Event, EventId, Payload, TransactionId};
 
     #[test]
-    fn traceparent_carries_the_events_trace_id_and_event_id() {
+    fn traceparent_carries_the_events_trace_id_event_id_and_sampled_flag() {
         let now = std::time::Instant::now();
         let event = Event::new("query.sql", now, now, Payload::new());
-        let header = traceparent(&event);
+        let header = traceparent(&event).unwrap();
         assert_eq!(header, format!("00-{}-{:016x}-01", event.trace_id(), event.id().get()));
-        let parts: Vec<&str> = header.split('-').collect();
-        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [2, 32, 16, 2]);
-        assert_eq!(parts[1], event.trace_id().to_string());
+        let parsed: TraceParent = header.parse().unwrap();
+        assert_eq!((parsed.trace_id(), parsed.parent_id()), (event.trace_id(), event.id()));
+        let unsampled = traceparent(&event.clone().with_sampled(false)).unwrap();
+        assert!(unsampled.ends_with("-00"), "{unsampled}");
+        let zero = event.with_ids(EventId::new(0), None, TransactionId::new(1));
+        assert_eq!(traceparent(&zero), None, "no all-zero parent id is sent");
     }
 }

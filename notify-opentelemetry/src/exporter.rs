@@ -533,7 +533,10 @@ impl OpenTelemetryExporter {
 impl OwnedEventSubscriber for OpenTelemetryExporter {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        self.inner.shared.enqueue(event);
+        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        if event.is_sampled() {
+            self.inner.shared.enqueue(event);
+        }
     }
 }
 

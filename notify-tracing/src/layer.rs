@@ -199,7 +199,7 @@ where
             let _ = handle.set_parent(NotifyContext::none());
         }
         // A handle just made cannot have been started: this never fails.
-        let _ = reentry::publishing(|| handle.start_detached());
+        let _ = reentry::publishing(|| handle.start());
         let Some(span) = ctx.span(id) else {
             return;
         };

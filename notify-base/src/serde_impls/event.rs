@@ -7,8 +7,9 @@
 //! | `name` | string |
 //! | `start`, `end` | wall-clock times, RFC 3339 UTC strings with nanoseconds |
 //! | `duration_ns` | number: `end - start` on the monotonic clock, in nanoseconds |
-//! | `id`, `transaction_id` | numbers ([`EventId`](crate::EventId), [`TransactionId`](crate::TransactionId): the bare number) |
-//! | `parent_id` | number or `null` |
+//! | `id` | 16 lowercase hex digits in a string ([`EventId`](crate::EventId), a W3C span id); a bare number is read too |
+//! | `transaction_id` | number ([`TransactionId`](crate::TransactionId)) |
+//! | `parent_id` | as `id`, or `null` |
 //! | `trace_id` | 32 lowercase hex digits (W3C trace-context) |
 //! | `outcome` | `"completed"`, `"panicked"` or `"cancelled"` |
 //! | `payload` | map (see [`Payload`](crate::Payload)) |
@@ -259,11 +260,11 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_bare_numbers() {
+    fn event_ids_are_16_hex_digit_strings_and_transaction_ids_numbers() {
         let event = sample().with_ids(EventId(u64::MAX), Some(EventId(41)), TransactionId(3));
         let json: serde_json::Value = serde_json::to_value(&event).unwrap();
-        assert_eq!(json["id"], serde_json::json!(u64::MAX));
-        assert_eq!(json["parent_id"], serde_json::json!(41));
+        assert_eq!(json["id"], serde_json::json!("ffffffffffffffff"));
+        assert_eq!(json["parent_id"], serde_json::json!("0000000000000029"));
         assert_eq!(json["transaction_id"], serde_json::json!(3));
         let root = Event::new("a.b", event.start(), event.end(), Payload::new());
         assert_eq!(

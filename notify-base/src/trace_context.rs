@@ -1,0 +1,1119 @@
+//! W3C trace context (<https://www.w3.org/TR/trace-context/>): the one format for a context that
+//! leaves the process.
+//!
+//! * [`TraceParent`]: the `traceparent` header, `00-{trace id}-{parent id}-{trace flags}`:
+//!   [`TraceId`], the sender's event id as the parent id ([`EventId`]: event ids are span ids),
+//!   and [`TraceFlags`] (the *sampled* bit). Parsed and formatted as the specification says
+//!   (lowercase hex only; version `ff` and all-zero ids invalid; a future version is read by its
+//!   first four fields).
+//! * [`TraceState`]: the `tracestate` header, carried opaque and bounded (32 members, 512 bytes).
+//! * [`Context::from_traceparent`] makes the context of an incoming request: its parent is
+//!   *remote* ([`Event::parent_is_remote`](crate::Event::parent_is_remote)) and its sampled flag is
+//!   the trace's sampling decision; [`Context::traceparent`] formats the outgoing header.
+//! * [`extract_values`] (and, with feature `http`, [`extract`] and [`inject`] on an
+//!   `http::HeaderMap`): what a server or an importer calls. Malformed headers never become an
+//!   error the request sees: they start a new root trace and are counted ([`stats`]).
+//!
+//! ```
+//! use notify_core::trace_context::{self, TraceParent};
+//! use notify_core::{Context, Notifier, Payload, Subscriber, Event};
+//!
+//! let notifier = Notifier::new();
+//! notifier.subscribe("request.http", Subscriber::event(|e: &Event| {
+//!     assert!(e.parent_is_remote());
+//!     assert_eq!(e.parent_id().unwrap().get(), 0x00f0_67aa_0ba9_02b7);
+//! }));
+//! let incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+//! let (context, _state) = trace_context::extract_values([incoming], []);
+//! let outgoing = context.in_scope(|| {
+//!     notifier.instrument("request.http", Payload::new, |_| Context::current().traceparent())
+//! });
+//! let outgoing = outgoing.unwrap();
+//! assert_eq!(outgoing.trace_id().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+//! assert_ne!(outgoing.parent_id().get(), 0x00f0_67aa_0ba9_02b7, "our event is the new parent");
+//! assert!(outgoing.flags().is_sampled());
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::context::Context;
+use crate::event_id::EventId;
+use crate::trace_id::TraceId;
+
+/// The name of the `traceparent` header (lowercase, as HTTP/2 requires; HTTP matches names
+/// case-insensitively).
+pub const TRACEPARENT: &str = "traceparent";
+
+/// The name of the `tracestate` header.
+pub const TRACESTATE: &str = "tracestate";
+
+/// The `trace-flags` byte of a [`TraceParent`]. Bit 0 is *sampled*: the caller may have recorded
+/// the trace, and [`Context::from_traceparent`] takes it as the trace's sampling decision. Other
+/// bits are kept as received in version 00 and are not interpreted.
+///
+/// ```
+/// use notify_core::trace_context::TraceFlags;
+/// assert!(TraceFlags::SAMPLED.is_sampled());
+/// assert!(!TraceFlags::NONE.is_sampled());
+/// assert_eq!(TraceFlags::new(0x03).with_sampled(false).bits(), 0x02);
+/// assert_eq!(TraceFlags::SAMPLED.to_string(), "01");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceFlags(u8);
+
+impl TraceFlags {
+    /// No flag set: not sampled.
+    pub const NONE: TraceFlags = TraceFlags(0);
+    /// The sampled flag (`01`).
+    pub const SAMPLED: TraceFlags = TraceFlags(0x01);
+
+    /// The flags of this byte.
+    pub const fn new(bits: u8) -> TraceFlags {
+        TraceFlags(bits)
+    }
+
+    /// The byte.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// True when the sampled bit is set.
+    pub const fn is_sampled(self) -> bool {
+        self.0 & TraceFlags::SAMPLED.0 != 0
+    }
+
+    /// The same flags with the sampled bit set or cleared.
+    #[must_use]
+    pub const fn with_sampled(self, sampled: bool) -> TraceFlags {
+        if sampled {
+            TraceFlags(self.0 | TraceFlags::SAMPLED.0)
+        } else {
+            TraceFlags(self.0 & !TraceFlags::SAMPLED.0)
+        }
+    }
+}
+
+impl fmt::Display for TraceFlags {
+    /// Two lowercase hex digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02x}", self.0)
+    }
+}
+
+/// A W3C `traceparent`: the trace id, the parent id (the sender's span: for notify, the event id
+/// of the event that made the call) and the trace flags. Always formatted as version `00`
+/// (`00-{32 hex}-{16 hex}-{2 hex}`, 55 bytes, lowercase).
+///
+/// Parsing ([`FromStr`]) follows the specification and its test suite: optional spaces and tabs
+/// around the value are ignored; every field is lowercase hex of its exact length; version `ff`
+/// is invalid; an all-zero trace id or parent id is invalid; version `00` has nothing after the
+/// flags; a higher (future) version is read by its first four fields, anything after them must
+/// start with `-`, and only its sampled flag is kept.
+///
+/// ```
+/// use notify_core::trace_context::{TraceContextError, TraceParent};
+/// let header: TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".parse()?;
+/// assert_eq!(header.trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+/// assert_eq!(header.parent_id().get(), 0xb7ad_6b71_6920_3331);
+/// assert!(header.flags().is_sampled());
+/// assert_eq!(header.to_string(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+///
+/// let future: TraceParent = "cc-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-more".parse()?;
+/// assert_eq!(future.to_string(), header.to_string());
+/// assert_eq!(
+///     "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".parse::<TraceParent>(),
+///     Err(TraceContextError::InvalidVersion)
+/// );
+/// # Ok::<(), TraceContextError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TraceParent {
+    trace_id: TraceId,
+    parent_id: EventId,
+    flags: TraceFlags,
+}
+
+impl TraceParent {
+    /// The `traceparent` of these ids and flags; `None` when `parent_id` is 0 (W3C forbids the
+    /// all-zero parent id; a [`TraceId`] is never zero).
+    pub const fn new(trace_id: TraceId, parent_id: EventId, flags: TraceFlags) -> Option<TraceParent> {
+        if parent_id.get() == 0 {
+            None
+        } else {
+            Some(TraceParent {
+                trace_id,
+                parent_id,
+                flags,
+            })
+        }
+    }
+
+    /// The trace id.
+    pub const fn trace_id(&self) -> TraceId {
+        self.trace_id
+    }
+
+    /// The parent id: the span (event) of the sender that made the call; never 0.
+    pub const fn parent_id(&self) -> EventId {
+        self.parent_id
+    }
+
+    /// The trace flags.
+    pub const fn flags(&self) -> TraceFlags {
+        self.flags
+    }
+}
+
+impl fmt::Display for TraceParent {
+    /// `00-{trace id: 32 hex}-{parent id: 16 hex}-{flags: 2 hex}`, lowercase.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "00-{}-{:016x}-{}", self.trace_id, self.parent_id.get(), self.flags)
+    }
+}
+
+/// Why a `traceparent` or `tracestate` was not accepted. [`extract`] and [`extract_values`] never
+/// return it: they count it ([`stats`]) and start a new trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TraceContextError {
+    /// Shorter than the 55 bytes of version 00 (after trimming spaces and tabs).
+    TooShort,
+    /// The version is not two lowercase hex digits.
+    Version,
+    /// Version `ff`, which the specification forbids.
+    InvalidVersion,
+    /// A field is not followed by `-`.
+    Separator,
+    /// The trace id is not 32 lowercase hex digits.
+    TraceId,
+    /// The trace id is all zero.
+    ZeroTraceId,
+    /// The parent id is not 16 lowercase hex digits.
+    ParentId,
+    /// The parent id is all zero.
+    ZeroParentId,
+    /// The flags are not two lowercase hex digits.
+    Flags,
+    /// Data after the flags: for version 00 anything, for a future version anything not starting
+    /// with `-`.
+    TrailingData,
+    /// More than one `traceparent` header.
+    Duplicate,
+    /// A `traceparent` header that is not text (HTTP header bytes outside visible ASCII).
+    NotText,
+    /// A `tracestate` list member that is not `key=value` with a valid key and value.
+    TraceStateMember,
+    /// A `tracestate` key that appears twice.
+    TraceStateDuplicateKey,
+    /// More than [`TraceState::MAX_MEMBERS`] `tracestate` members.
+    TraceStateTooManyMembers,
+}
+
+impl fmt::Display for TraceContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TraceContextError::TooShort => "traceparent is shorter than 55 bytes",
+            TraceContextError::Version => "traceparent version is not 2 lowercase hex digits",
+            TraceContextError::InvalidVersion => "traceparent version ff is invalid",
+            TraceContextError::Separator => "traceparent field not followed by '-'",
+            TraceContextError::TraceId => "traceparent trace-id is not 32 lowercase hex digits",
+            TraceContextError::ZeroTraceId => "traceparent trace-id is all zero",
+            TraceContextError::ParentId => "traceparent parent-id is not 16 lowercase hex digits",
+            TraceContextError::ZeroParentId => "traceparent parent-id is all zero",
+            TraceContextError::Flags => "traceparent trace-flags is not 2 lowercase hex digits",
+            TraceContextError::TrailingData => "traceparent has data after its trace-flags",
+            TraceContextError::Duplicate => "more than one traceparent header",
+            TraceContextError::NotText => "traceparent header is not visible ASCII",
+            TraceContextError::TraceStateMember => "tracestate member is not a valid key=value",
+            TraceContextError::TraceStateDuplicateKey => "tracestate key appears twice",
+            TraceContextError::TraceStateTooManyMembers => "tracestate has more than 32 members",
+        })
+    }
+}
+
+impl std::error::Error for TraceContextError {}
+
+/// Spaces and tabs (HTTP's optional whitespace) around `text` removed.
+fn trim_ows(text: &str) -> &str {
+    text.trim_matches(|c| c == ' ' || c == '\t')
+}
+
+/// The value of lowercase hex `digits`, `None` when one is not `0-9a-f` (or there are more than
+/// 32).
+fn lower_hex(digits: &[u8]) -> Option<u128> {
+    if digits.len() > 32 {
+        return None;
+    }
+    digits.iter().try_fold(0_u128, |value, &d| {
+        let digit = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            _ => return None,
+        };
+        Some((value << 4) | u128::from(digit))
+    })
+}
+
+impl FromStr for TraceParent {
+    type Err = TraceContextError;
+
+    fn from_str(text: &str) -> Result<TraceParent, TraceContextError> {
+        let b = trim_ows(text).as_bytes();
+        if b.len() < 2 {
+            return Err(TraceContextError::TooShort);
+        }
+        let version = lower_hex(&b[0..2]).ok_or(TraceContextError::Version)?;
+        if b.get(2) != Some(&b'-') && b.len() >= 3 {
+            return Err(TraceContextError::Version);
+        }
+        if version == 0xff {
+            return Err(TraceContextError::InvalidVersion);
+        }
+        if b.len() < 55 {
+            return Err(TraceContextError::TooShort);
+        }
+        let trace = lower_hex(&b[3..35]).ok_or(TraceContextError::TraceId)?;
+        if b[35] != b'-' {
+            return Err(TraceContextError::Separator);
+        }
+        let parent = lower_hex(&b[36..52]).ok_or(TraceContextError::ParentId)? as u64;
+        if b[52] != b'-' {
+            return Err(TraceContextError::Separator);
+        }
+        let mut flags = lower_hex(&b[53..55]).ok_or(TraceContextError::Flags)? as u8;
+        if b.len() > 55 && (version == 0 || b[55] != b'-') {
+            return Err(TraceContextError::TrailingData);
+        }
+        if version != 0 {
+            flags &= TraceFlags::SAMPLED.0;
+        }
+        let trace_id = TraceId::new(trace).ok_or(TraceContextError::ZeroTraceId)?;
+        TraceParent::new(trace_id, EventId(parent), TraceFlags(flags)).ok_or(TraceContextError::ZeroParentId)
+    }
+}
+
+/// A W3C `tracestate`: vendor-specific `key=value` members, carried opaque (notify reads none of
+/// them) and bounded: at most [`TraceState::MAX_MEMBERS`] members and [`TraceState::MAX_LEN`]
+/// bytes as formatted.
+///
+/// Parsing follows the specification and its test suite (strict level 2): members are separated
+/// by `,` with optional spaces and tabs around them; empty members are skipped; several header
+/// values are one list in order; a member with an invalid key or value, a key appearing twice or
+/// more than 32 members discard the whole list (an error). A valid list longer than 512 bytes is
+/// truncated as the specification allows: members longer than 128 bytes are removed first, then
+/// members from the end, until it fits.
+///
+/// ```
+/// use notify_core::trace_context::TraceState;
+/// let state = TraceState::from_values(["rojo=00f067aa0ba902b7", " congo=t61rcWkgMzE "])?;
+/// assert_eq!(state.get("congo"), Some("t61rcWkgMzE"));
+/// assert_eq!(state.to_string(), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+/// assert!("foo=1,foo=2".parse::<TraceState>().is_err());
+/// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceState {
+    /// The members joined by `,`, no whitespace.
+    list: String,
+}
+
+impl TraceState {
+    /// The most members a `tracestate` may have.
+    pub const MAX_MEMBERS: usize = 32;
+    /// The most bytes kept (members longer than 128 bytes are dropped first to fit).
+    pub const MAX_LEN: usize = 512;
+
+    /// The empty `tracestate`.
+    pub const fn new() -> TraceState {
+        TraceState { list: String::new() }
+    }
+
+    /// The `tracestate` of one or more header values, in order (HTTP allows the header to be
+    /// split over several lines).
+    ///
+    /// # Errors
+    ///
+    /// [`TraceContextError::TraceStateMember`], [`TraceContextError::TraceStateDuplicateKey`] or
+    /// [`TraceContextError::TraceStateTooManyMembers`]: the whole list is to be discarded.
+    pub fn from_values<'a>(values: impl IntoIterator<Item = &'a str>) -> Result<TraceState, TraceContextError> {
+        let mut members: Vec<&str> = Vec::new();
+        for value in values {
+            for member in value.split(',').map(trim_ows).filter(|m| !m.is_empty()) {
+                let key = valid_member(member)?;
+                if members.iter().any(|m| member_key(m) == key) {
+                    return Err(TraceContextError::TraceStateDuplicateKey);
+                }
+                if members.len() == TraceState::MAX_MEMBERS {
+                    return Err(TraceContextError::TraceStateTooManyMembers);
+                }
+                members.push(member);
+            }
+        }
+        Ok(TraceState {
+            list: fit(members).join(","),
+        })
+    }
+
+    /// The value of `key`, if the list has it.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.members().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The members as `(key, value)`, in order (the most recently updated vendor first).
+    pub fn members(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.list
+            .split(',')
+            .filter(|m| !m.is_empty())
+            .filter_map(|m| m.split_once('='))
+    }
+
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        self.members().count()
+    }
+
+    /// True when there is no member (then no `tracestate` header is sent).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The header value: the members joined by `,`.
+    pub fn as_str(&self) -> &str {
+        &self.list
+    }
+
+    /// The same list with `key=value` as its first member (a vendor updating its own entry, as
+    /// the specification asks: an existing member of that key is removed), truncated to the
+    /// bounds as parsing does.
+    ///
+    /// # Errors
+    ///
+    /// [`TraceContextError::TraceStateMember`] when `key` or `value` is not valid.
+    ///
+    /// ```
+    /// use notify_core::trace_context::TraceState;
+    /// let state: TraceState = "a=1,b=2".parse()?;
+    /// assert_eq!(state.with("b", "3")?.as_str(), "b=3,a=1");
+    /// assert!(state.with("B", "3").is_err());
+    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+    /// ```
+    pub fn with(&self, key: &str, value: &str) -> Result<TraceState, TraceContextError> {
+        let member = format!("{key}={value}");
+        valid_member(&member)?;
+        let mut members = vec![member.as_str()];
+        members.extend(self.list.split(',').filter(|m| !m.is_empty() && member_key(m) != key));
+        members.truncate(TraceState::MAX_MEMBERS);
+        Ok(TraceState {
+            list: fit(members).join(","),
+        })
+    }
+}
+
+impl fmt::Display for TraceState {
+    /// The header value ([`TraceState::as_str`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.list)
+    }
+}
+
+impl FromStr for TraceState {
+    type Err = TraceContextError;
+
+    /// [`TraceState::from_values`] of one header value.
+    fn from_str(text: &str) -> Result<TraceState, TraceContextError> {
+        TraceState::from_values([text])
+    }
+}
+
+/// The key of a member already checked.
+fn member_key(member: &str) -> &str {
+    member.split_once('=').map_or(member, |(k, _)| k)
+}
+
+/// `members` without those that make the list longer than [`TraceState::MAX_LEN`]: members over
+/// 128 bytes go first, then members from the end.
+fn fit(mut members: Vec<&str>) -> Vec<&str> {
+    let len = |m: &[&str]| m.iter().map(|s| s.len()).sum::<usize>() + m.len().saturating_sub(1);
+    while len(&members) > TraceState::MAX_LEN {
+        match members.iter().rposition(|m| m.len() > 128) {
+            Some(at) => members.remove(at),
+            None => members.pop().unwrap_or_default(),
+        };
+    }
+    members
+}
+
+/// The key of `member` when it is a valid `key=value` list member.
+fn valid_member(member: &str) -> Result<&str, TraceContextError> {
+    let (key, value) = member.split_once('=').ok_or(TraceContextError::TraceStateMember)?;
+    if valid_key(key.as_bytes()) && valid_value(value.as_bytes()) {
+        Ok(key)
+    } else {
+        Err(TraceContextError::TraceStateMember)
+    }
+}
+
+/// `lcalpha / DIGIT / "_" / "-" / "*" / "/"`.
+fn key_char(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'*' | b'/')
+}
+
+/// `simple-key = lcalpha 0*255(key chars)` or `tenant-id "@" system-id` with
+/// `tenant-id = (lcalpha / DIGIT) 0*240(key chars)` and `system-id = lcalpha 0*13(key chars)`.
+fn valid_key(key: &[u8]) -> bool {
+    match key.iter().position(|&c| c == b'@') {
+        None => key.len() <= 256 && key.first().is_some_and(u8::is_ascii_lowercase) && key.iter().all(|&c| key_char(c)),
+        Some(at) => {
+            let (tenant, system) = (&key[..at], &key[at + 1..]);
+            (1..=241).contains(&tenant.len())
+                && (tenant[0].is_ascii_lowercase() || tenant[0].is_ascii_digit())
+                && tenant.iter().all(|&c| key_char(c))
+                && (1..=14).contains(&system.len())
+                && system[0].is_ascii_lowercase()
+                && system.iter().all(|&c| key_char(c))
+        }
+    }
+}
+
+/// `0*255(chr) nblk-chr`: 1 to 256 printable ASCII characters but `,` and `=`, spaces allowed
+/// except last.
+fn valid_value(value: &[u8]) -> bool {
+    let nblk = |c: u8| (0x21..=0x7e).contains(&c) && c != b',' && c != b'=';
+    match value.split_last() {
+        Some((&last, rest)) => value.len() <= 256 && nblk(last) && rest.iter().all(|&c| c == b' ' || nblk(c)),
+        None => false,
+    }
+}
+
+/// What [`extract`] and [`extract_values`] did in this process since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExtractStats {
+    /// Incoming `traceparent`s accepted: the request continued the caller's trace.
+    pub continued: u64,
+    /// Requests without a `traceparent`: they started a new trace.
+    pub absent: u64,
+    /// `traceparent`s rejected (malformed, all-zero ids, version `ff`, duplicated): the request
+    /// started a new trace instead.
+    pub rejected: u64,
+    /// `tracestate`s discarded (invalid, or sent without a valid `traceparent`).
+    pub tracestate_discarded: u64,
+}
+
+static CONTINUED: AtomicU64 = AtomicU64::new(0);
+static ABSENT: AtomicU64 = AtomicU64::new(0);
+static REJECTED: AtomicU64 = AtomicU64::new(0);
+static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
+
+/// The counts of [`extract`] and [`extract_values`] so far in this process (every notifier, every
+/// server layer, every importer).
+///
+/// ```
+/// let before = notify_core::trace_context::stats().rejected;
+/// let (context, _) = notify_core::trace_context::extract_values(["00-00000000000000000000000000000000-00f067aa0ba902b7-01"], []);
+/// assert!(context.is_none(), "a new root trace");
+/// assert!(notify_core::trace_context::stats().rejected > before);
+/// ```
+pub fn stats() -> ExtractStats {
+    ExtractStats {
+        continued: CONTINUED.load(Ordering::Relaxed),
+        absent: ABSENT.load(Ordering::Relaxed),
+        rejected: REJECTED.load(Ordering::Relaxed),
+        tracestate_discarded: TRACESTATE_DISCARDED.load(Ordering::Relaxed),
+    }
+}
+
+/// The context of an incoming call from its `traceparent` and `tracestate` header values (each
+/// header may come several times, as HTTP and NATS headers may): [`Context::from_traceparent`]
+/// of a valid single `traceparent` and its `tracestate`; otherwise [`Context::none`] (the request
+/// starts a new root trace) and an empty `tracestate`. Never fails; every outcome is counted in
+/// [`stats`]. A `tracestate` is kept only with a valid `traceparent`.
+///
+/// ```
+/// use notify_core::trace_context::extract_values;
+/// let (context, state) = extract_values(
+///     ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"],
+///     ["congo=t61rcWkgMzE"],
+/// );
+/// assert!(context.is_remote());
+/// assert_eq!(context.is_sampled(), Some(false));
+/// assert_eq!(state.get("congo"), Some("t61rcWkgMzE"));
+/// let (context, state) = extract_values(["00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"], ["a=1"]);
+/// assert!(context.is_none() && state.is_empty(), "uppercase hex is invalid");
+/// ```
+pub fn extract_values<'a>(
+    traceparents: impl IntoIterator<Item = &'a str>,
+    tracestates: impl IntoIterator<Item = &'a str>,
+) -> (Context, TraceState) {
+    let mut traceparents = traceparents.into_iter();
+    let parsed = match (traceparents.next(), traceparents.next()) {
+        (None, _) => None,
+        (Some(one), None) => Some(one.parse::<TraceParent>()),
+        (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
+    };
+    extract_parsed(parsed, tracestates)
+}
+
+/// [`extract_values`] after the `traceparent` was parsed (`None`: absent).
+fn extract_parsed<'a>(
+    parsed: Option<Result<TraceParent, TraceContextError>>,
+    tracestates: impl IntoIterator<Item = &'a str>,
+) -> (Context, TraceState) {
+    let mut tracestates = tracestates.into_iter().peekable();
+    let sent_state = tracestates.peek().is_some();
+    let traceparent = match parsed {
+        Some(Ok(traceparent)) => traceparent,
+        absent_or_rejected => {
+            let counter = if absent_or_rejected.is_none() {
+                &ABSENT
+            } else {
+                &REJECTED
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            if sent_state {
+                TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
+            }
+            return (Context::none(), TraceState::new());
+        }
+    };
+    CONTINUED.fetch_add(1, Ordering::Relaxed);
+    let state = TraceState::from_values(tracestates).unwrap_or_else(|_| {
+        TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
+        TraceState::new()
+    });
+    (Context::from_traceparent(&traceparent), state)
+}
+
+/// The context of an incoming HTTP request: [`extract_values`] of its `traceparent` and
+/// `tracestate` headers, without the `tracestate`. A header value that is not text counts as
+/// rejected.
+///
+/// ```
+/// let mut headers = http::HeaderMap::new();
+/// headers.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse().unwrap());
+/// let context = notify_core::trace_context::extract(&headers);
+/// assert!(context.is_remote());
+/// assert_eq!(context.event_id().unwrap().get(), 0x00f0_67aa_0ba9_02b7);
+/// ```
+#[cfg(feature = "http")]
+pub fn extract(headers: &http::HeaderMap) -> Context {
+    extract_with_state(headers).0
+}
+
+/// [`extract`] and the request's `tracestate` (to send on with [`inject_with_state`]).
+#[cfg(feature = "http")]
+pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
+    let mut values = headers.get_all(TRACEPARENT).iter();
+    let parsed = match (values.next(), values.next()) {
+        (None, _) => None,
+        (Some(one), None) => Some(
+            one.to_str()
+                .map_err(|_| TraceContextError::NotText)
+                .and_then(str::parse::<TraceParent>),
+        ),
+        (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
+    };
+    // A tracestate value that is not text cannot be a valid list: one invalid member is what
+    // discards the whole list, so it stands in for it.
+    let states: Vec<&str> = headers
+        .get_all(TRACESTATE)
+        .iter()
+        .map(|v| v.to_str().unwrap_or("not text"))
+        .collect();
+    extract_parsed(parsed, states)
+}
+
+/// Sets the `traceparent` header of an outgoing request to `context`'s
+/// ([`Context::traceparent`]); removes it when the context has no trace id or no event (the
+/// callee then starts a trace of its own). Typical call: `inject(&Context::current(), headers)`.
+///
+/// ```
+/// use notify_core::{Context, EventId, TraceId};
+/// let mut headers = http::HeaderMap::new();
+/// let context = Context::new(TraceId::new(0x4bf9).unwrap(), Some(EventId::new(0xb7ad)));
+/// notify_core::trace_context::inject(&context, &mut headers);
+/// assert_eq!(headers["traceparent"], "00-00000000000000000000000000004bf9-000000000000b7ad-01");
+/// ```
+#[cfg(feature = "http")]
+pub fn inject(context: &Context, headers: &mut http::HeaderMap) {
+    // A formatted traceparent is always visible ASCII, so the conversion never fails.
+    match context
+        .traceparent()
+        .and_then(|t| http::HeaderValue::try_from(t.to_string()).ok())
+    {
+        Some(value) => {
+            headers.insert(TRACEPARENT, value);
+        }
+        None => {
+            headers.remove(TRACEPARENT);
+        }
+    }
+}
+
+/// [`inject`], and the `tracestate` header set to `state` when there is a `traceparent` and the
+/// state is not empty (removed otherwise).
+#[cfg(feature = "http")]
+pub fn inject_with_state(context: &Context, state: &TraceState, headers: &mut http::HeaderMap) {
+    inject(context, headers);
+    if headers.contains_key(TRACEPARENT) && !state.is_empty() {
+        match http::HeaderValue::try_from(state.as_str()) {
+            Ok(value) => {
+                headers.insert(TRACESTATE, value);
+            }
+            Err(_) => {
+                headers.remove(TRACESTATE);
+            }
+        }
+    } else {
+        headers.remove(TRACESTATE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "12345678901234567890123456789012";
+    const VALID: &str = "00-12345678901234567890123456789012-1234567890123456-01";
+
+    fn parse(text: &str) -> Result<TraceParent, TraceContextError> {
+        text.parse()
+    }
+
+    /// The traceparent cases of the W3C test suite (test/test.py), each with the exact outcome.
+    #[test]
+    fn traceparent_cases_of_the_w3c_test_suite() {
+        use TraceContextError as E;
+        let ok = parse(VALID).unwrap();
+        assert_eq!(ok.trace_id().to_string(), TRACE);
+        assert_eq!(ok.parent_id().get(), 0x1234_5678_9012_3456);
+        assert!(ok.flags().is_sampled());
+        let cases: &[(&str, Result<(), E>)] = &[
+            // test_traceparent_version_0x00: nothing may follow version 00's flags.
+            (
+                "00-12345678901234567890123456789012-1234567890123456-01.",
+                Err(E::TrailingData),
+            ),
+            (
+                "00-12345678901234567890123456789012-1234567890123456-01-what-the-future-will-be-like",
+                Err(E::TrailingData),
+            ),
+            // test_traceparent_version_0xcc: a future version is read by its first four fields.
+            ("cc-12345678901234567890123456789012-1234567890123456-01", Ok(())),
+            (
+                "cc-12345678901234567890123456789012-1234567890123456-01-what-the-future-will-be-like",
+                Ok(()),
+            ),
+            (
+                "cc-12345678901234567890123456789012-1234567890123456-01.what-the-future-will-be-like",
+                Err(E::TrailingData),
+            ),
+            // test_traceparent_version_0xff
+            (
+                "ff-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::InvalidVersion),
+            ),
+            // test_traceparent_version_illegal_characters, _too_long, _too_short
+            (
+                ".0-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            (
+                "0.-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            (
+                "000-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            (
+                "0000-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            (
+                "0-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            // test_traceparent_trace_id_*
+            (
+                "00-00000000000000000000000000000000-1234567890123456-01",
+                Err(E::ZeroTraceId),
+            ),
+            (
+                "00-.2345678901234567890123456789012-1234567890123456-01",
+                Err(E::TraceId),
+            ),
+            (
+                "00-1234567890123456789012345678901.-1234567890123456-01",
+                Err(E::TraceId),
+            ),
+            (
+                "00-123456789012345678901234567890123-1234567890123456-01",
+                Err(E::Separator),
+            ),
+            (
+                "00-1234567890123456789012345678901-1234567890123456-01",
+                Err(E::TooShort),
+            ),
+            // test_traceparent_parent_id_*
+            (
+                "00-12345678901234567890123456789012-0000000000000000-01",
+                Err(E::ZeroParentId),
+            ),
+            (
+                "00-12345678901234567890123456789012-.234567890123456-01",
+                Err(E::ParentId),
+            ),
+            (
+                "00-12345678901234567890123456789012-123456789012345.-01",
+                Err(E::ParentId),
+            ),
+            (
+                "00-12345678901234567890123456789012-12345678901234567-01",
+                Err(E::Separator),
+            ),
+            (
+                "00-12345678901234567890123456789012-123456789012345-01",
+                Err(E::TooShort),
+            ),
+            // test_traceparent_trace_flags_*
+            ("00-12345678901234567890123456789012-1234567890123456-.0", Err(E::Flags)),
+            ("00-12345678901234567890123456789012-1234567890123456-0.", Err(E::Flags)),
+            (
+                "00-12345678901234567890123456789012-1234567890123456-001",
+                Err(E::TrailingData),
+            ),
+            (
+                "00-12345678901234567890123456789012-1234567890123456-1",
+                Err(E::TooShort),
+            ),
+            // test_traceparent_ows_handling
+            (" 00-12345678901234567890123456789012-1234567890123456-01", Ok(())),
+            ("\t00-12345678901234567890123456789012-1234567890123456-01", Ok(())),
+            ("00-12345678901234567890123456789012-1234567890123456-01 ", Ok(())),
+            ("00-12345678901234567890123456789012-1234567890123456-01\t", Ok(())),
+            ("\t 00-12345678901234567890123456789012-1234567890123456-01 \t", Ok(())),
+            // Uppercase hex is not HEXDIGLC.
+            (
+                "00-1234567890123456789012345678901A-1234567890123456-01",
+                Err(E::TraceId),
+            ),
+            (
+                "00-12345678901234567890123456789012-123456789012345A-01",
+                Err(E::ParentId),
+            ),
+            ("00-12345678901234567890123456789012-1234567890123456-0A", Err(E::Flags)),
+            (
+                "0A-12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            // Separators.
+            (
+                "00_12345678901234567890123456789012-1234567890123456-01",
+                Err(E::Version),
+            ),
+            (
+                "00-12345678901234567890123456789012_1234567890123456-01",
+                Err(E::Separator),
+            ),
+            (
+                "00-12345678901234567890123456789012-1234567890123456_01",
+                Err(E::Separator),
+            ),
+            ("", Err(E::TooShort)),
+            ("00", Err(E::TooShort)),
+        ];
+        for (text, expected) in cases {
+            let got = parse(text);
+            match expected {
+                Ok(()) => assert_eq!(got.map(|t| t.trace_id().to_string()), Ok(TRACE.to_owned()), "{text:?}"),
+                Err(e) => assert_eq!(got, Err(*e), "{text:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn formatting_is_version_00_lowercase_and_round_trips() {
+        let header = parse(VALID).unwrap();
+        assert_eq!(header.to_string(), VALID);
+        let unsampled = TraceParent::new(header.trace_id(), EventId(0xab), TraceFlags::NONE).unwrap();
+        assert_eq!(
+            unsampled.to_string(),
+            "00-12345678901234567890123456789012-00000000000000ab-00"
+        );
+        assert_eq!(parse(&unsampled.to_string()), Ok(unsampled));
+        assert_eq!(
+            TraceParent::new(header.trace_id(), EventId(0), TraceFlags::SAMPLED),
+            None
+        );
+        // Version 00 keeps unknown flags as received; a future version keeps only `sampled`.
+        let other = parse("00-12345678901234567890123456789012-1234567890123456-03").unwrap();
+        assert_eq!(other.flags().bits(), 0x03);
+        let future = parse("cc-12345678901234567890123456789012-1234567890123456-03-x").unwrap();
+        assert_eq!(future.flags(), TraceFlags::SAMPLED);
+        assert_eq!(
+            future.to_string(),
+            "00-12345678901234567890123456789012-1234567890123456-01"
+        );
+        let max = TraceParent::new(TraceId::new(u128::MAX).unwrap(), EventId(u64::MAX), TraceFlags::SAMPLED).unwrap();
+        assert_eq!(parse(&max.to_string()), Ok(max));
+    }
+
+    fn state(values: &[&str]) -> Result<TraceState, TraceContextError> {
+        TraceState::from_values(values.iter().copied())
+    }
+
+    /// The tracestate cases of the W3C test suite (strict level 2).
+    #[test]
+    fn tracestate_cases_of_the_w3c_test_suite() {
+        use TraceContextError as E;
+        // test_tracestate_empty_header
+        assert_eq!(state(&[""]), Ok(TraceState::new()));
+        assert_eq!(state(&["foo=1", ""]).unwrap().get("foo"), Some("1"));
+        assert_eq!(state(&["", "foo=1"]).unwrap().get("foo"), Some("1"));
+        // test_tracestate_multiple_headers_different_keys: one list, in order.
+        let joined = state(&["foo=1,bar=2", "rojo=1,congo=2", "baz=3"]).unwrap();
+        assert_eq!(joined.as_str(), "foo=1,bar=2,rojo=1,congo=2,baz=3");
+        // test_tracestate_duplicated_keys
+        for values in [
+            &["foo=1,foo=1"][..],
+            &["foo=1,foo=2"],
+            &["foo=1", "foo=1"],
+            &["foo=1", "foo=2"],
+        ] {
+            assert_eq!(state(values), Err(E::TraceStateDuplicateKey), "{values:?}");
+        }
+        // test_tracestate_all_allowed_characters
+        let key = "abcdefghijklmnopqrstuvwxyz0123456789_-*/";
+        let value: String = (0x20_u8..=0x2b)
+            .chain(0x2d..=0x3c)
+            .chain(0x3e..=0x7e)
+            .map(char::from)
+            .collect();
+        let all = state(&[&format!("{key}={value}")]).unwrap();
+        assert_eq!(all.get(key), Some(value.as_str()));
+        let vendor_key = format!("{key}@a-z0-9_-*/");
+        assert_eq!(
+            state(&[&format!("{vendor_key}={value}")]).unwrap().get(&vendor_key),
+            Some(value.as_str())
+        );
+        // test_tracestate_ows_handling
+        for text in ["foo=1 \t , \t bar=2, \t baz=3", "foo=1\t \t,\t \tbar=2,\t \tbaz=3"] {
+            let s = state(&[text]).unwrap();
+            assert_eq!(
+                (s.get("foo"), s.get("bar"), s.get("baz")),
+                (Some("1"), Some("2"), Some("3"))
+            );
+        }
+        for text in [" foo=1", "\tfoo=1", "foo=1 ", "foo=1\t", "\t foo=1 \t"] {
+            assert_eq!(state(&[text]).unwrap().as_str(), "foo=1", "{text:?}");
+        }
+        // test_tracestate_key_illegal_characters, _illegal_vendor_format, value_illegal_characters
+        for text in [
+            "foo =1",
+            "FOO=1",
+            "foo.bar=1",
+            "foo@=1,bar=2",
+            "@foo=1,bar=2",
+            "foo@@bar=1,bar=2",
+            "foo@bar@baz=1,bar=2",
+            "foo=bar=baz",
+            "foo=,bar=3",
+        ] {
+            assert_eq!(state(&[text]), Err(E::TraceStateMember), "{text:?}");
+        }
+        // test_tracestate_member_count_limit: 32 kept, 33 discard the list.
+        let members: Vec<String> = (1..=33).map(|i| format!("bar{i:02}={i:02}")).collect();
+        let thirty_two = state(&[&members[..32].join(",")]).unwrap();
+        assert_eq!((thirty_two.len(), thirty_two.get("bar01")), (32, Some("01")));
+        assert_eq!(state(&[&members.join(",")]), Err(E::TraceStateTooManyMembers));
+        // test_tracestate_key_length_limit
+        let z256 = format!("{}=1", "z".repeat(256));
+        assert_eq!(state(&["foo=1", &z256]).unwrap().get("foo"), Some("1"));
+        assert_eq!(
+            state(&["foo=1", &format!("{}=1", "z".repeat(257))]),
+            Err(E::TraceStateMember)
+        );
+        let tenant = format!("{}@{}=1", "t".repeat(241), "v".repeat(14));
+        assert_eq!(state(&["foo=1", &tenant]).unwrap().get("foo"), Some("1"));
+        assert_eq!(
+            state(&["foo=1", &format!("{}@v=1", "t".repeat(242))]),
+            Err(E::TraceStateMember)
+        );
+        assert_eq!(
+            state(&["foo=1", &format!("t@{}=1", "v".repeat(15))]),
+            Err(E::TraceStateMember)
+        );
+    }
+
+    #[test]
+    fn a_tracestate_over_512_bytes_drops_long_members_first_then_from_the_end() {
+        let long = format!("long={}", "x".repeat(200));
+        let short: Vec<String> = (0..30).map(|i| format!("k{i:02}={}", "v".repeat(10))).collect();
+        // 30 short members of 14 bytes: 30 * 14 + 29 commas = 449 bytes; with the long one, 655.
+        let mut values = vec![long.as_str()];
+        values.extend(short.iter().map(String::as_str));
+        let fitted = state(&values).unwrap();
+        assert_eq!(fitted.get("long"), None, "the member over 128 bytes goes first");
+        assert_eq!(fitted.len(), 30);
+        assert_eq!(fitted.as_str().len(), 449);
+        // Only short members, 40 bytes each: 13 fit (13 * 40 + 12 = 532 > 512, 12 * 40 + 11 = 491).
+        let wide: Vec<String> = (0..20).map(|i| format!("k{i:02}={}", "v".repeat(36))).collect();
+        let fitted = state(&wide.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        assert_eq!(fitted.len(), 12);
+        assert_eq!(fitted.as_str().len(), 491);
+        assert_eq!(fitted.members().last().unwrap().0, "k11", "members go from the end");
+    }
+
+    #[test]
+    fn tracestate_with_puts_the_member_first_and_replaces_its_key() {
+        let s: TraceState = "a=1,b=2,c=3".parse().unwrap();
+        assert_eq!(s.with("c", "9").unwrap().as_str(), "c=9,a=1,b=2");
+        assert_eq!(s.with("d", "4").unwrap().as_str(), "d=4,a=1,b=2,c=3");
+        assert_eq!(s.with("d", ""), Err(TraceContextError::TraceStateMember));
+        let full = state(&[&(0..32).map(|i| format!("k{i}=1")).collect::<Vec<_>>().join(",")]).unwrap();
+        let added = full.with("new", "1").unwrap();
+        assert_eq!((added.len(), added.get("new"), added.get("k31")), (32, Some("1"), None));
+        assert_eq!(TraceState::new().with("a", "1").unwrap().to_string(), "a=1");
+    }
+
+    /// Every outcome of `extract_values`, with the counters' exact moves. The counters are
+    /// process-wide, so this is the one test of this crate that extracts.
+    #[test]
+    fn extract_counts_every_outcome_and_never_fails() {
+        let before = stats();
+        // Valid: a remote parent, its sampled flag, its tracestate.
+        let (context, s) = extract_values(
+            ["00-12345678901234567890123456789012-1234567890123456-00"],
+            ["foo=1,bar=2"],
+        );
+        assert_eq!(context.trace_id().unwrap().to_string(), TRACE);
+        assert_eq!(context.event_id(), Some(EventId(0x1234_5678_9012_3456)));
+        assert!(context.is_remote());
+        assert_eq!(context.is_sampled(), Some(false));
+        assert_eq!(s.as_str(), "foo=1,bar=2");
+        // Valid traceparent, invalid tracestate: the context is kept, the state discarded.
+        let (context, s) = extract_values([VALID], ["foo=1,foo=2"]);
+        assert!(context.is_remote() && s.is_empty());
+        // Absent: a new trace; a tracestate without traceparent is discarded.
+        let (context, s) = extract_values([], ["foo=1"]);
+        assert!(context.is_none() && s.is_empty());
+        // Rejected: malformed, all-zero, duplicated (test_traceparent_duplicated).
+        for values in [
+            &["00-00000000000000000000000000000000-1234567890123456-01"][..],
+            &["00-12345678901234567890123456789012-0000000000000000-01"],
+            &["not a traceparent"],
+            &[VALID, "00-12345678901234567890123456789011-1234567890123456-01"],
+        ] {
+            let (context, s) = extract_values(values.iter().copied(), []);
+            assert!(context.is_none() && s.is_empty(), "{values:?}");
+        }
+        let after = stats();
+        assert_eq!(after.continued - before.continued, 2);
+        assert_eq!(after.absent - before.absent, 1);
+        assert_eq!(after.rejected - before.rejected, 4);
+        assert_eq!(after.tracestate_discarded - before.tracestate_discarded, 2);
+    }
+
+    #[test]
+    fn events_under_a_remote_parent_know_it_and_inherit_its_sampled_flag() {
+        use crate::{Event, EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+        use std::sync::{Arc, Mutex};
+        /// Id, parent id, parent is remote, sampled.
+        type Start = (EventId, Option<EventId>, bool, bool);
+        #[derive(Default)]
+        struct Starts(Mutex<Vec<Start>>);
+        impl EventedSubscriber for Starts {
+            fn start(&self, _: &str, e: &EventContext, _: &Payload) {
+                let row = (e.id(), e.parent_id(), e.parent_is_remote(), e.is_sampled());
+                self.0.lock().unwrap().push(row);
+            }
+            fn finish(&self, _: &str, _: &EventContext, _: &Payload) {}
+        }
+        let notifier = Notifier::new();
+        let starts = Arc::new(Starts::default());
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let _a = notifier.subscribe(crate::Pattern::all(), Subscriber::evented(starts.clone()));
+        let _b = notifier.subscribe(
+            crate::Pattern::all(),
+            Subscriber::event(move |e: &Event| {
+                sink.lock()
+                    .unwrap()
+                    .push((e.id(), e.parent_is_remote(), e.is_sampled()))
+            }),
+        );
+        let remote = parse("00-12345678901234567890123456789012-1234567890123456-00").unwrap();
+        let (outgoing, captured) = Context::from_traceparent(&remote).in_scope(|| {
+            notifier.instrument("request.http", Payload::new, |_| {
+                notifier.instrument("query.sql", Payload::new, |_| {
+                    (Context::current().traceparent(), Context::current())
+                })
+            })
+        });
+        let outgoing = outgoing.unwrap();
+        assert_eq!(outgoing.flags(), TraceFlags::NONE, "the outgoing traceparent says 00");
+        assert_eq!(outgoing.trace_id(), remote.trace_id());
+        assert_eq!(captured.is_sampled(), Some(false));
+        assert!(!captured.is_remote());
+        // Across a thread through a captured context, the decision holds.
+        let n = notifier.clone();
+        std::thread::spawn(move || captured.in_scope(|| n.instrument("job.app", Payload::new, |_| ())))
+            .join()
+            .unwrap();
+        // Without a remote parent, the default sampler keeps the trace.
+        let local = notifier.instrument("request.http", Payload::new, |_| Context::current());
+        assert_eq!((local.is_sampled(), local.is_remote()), (Some(true), false));
+        let starts = starts.0.lock().unwrap().clone();
+        let (request, query, job) = (starts[0], starts[1], starts[2]);
+        assert_eq!(
+            (request.1, request.2, request.3),
+            (Some(remote.parent_id()), true, false)
+        );
+        assert_eq!((query.1, query.2, query.3), (Some(request.0), false, false));
+        assert_eq!((job.1, job.2, job.3), (Some(query.0), false, false));
+        let events = events.lock().unwrap().clone();
+        assert_eq!(
+            events[..3],
+            [(query.0, false, false), (request.0, true, false), (job.0, false, false)]
+        );
+        assert!(events[3].2, "a local root of the default sampler is sampled");
+    }
+
+    #[cfg(feature = "http")]
+    #[test]
+    fn http_headers_inject_and_extract() {
+        use http::{HeaderMap, HeaderValue};
+        let mut headers = HeaderMap::new();
+        headers.insert("TraceParent", HeaderValue::from_static(VALID));
+        headers.append("tracestate", HeaderValue::from_static("foo=1"));
+        headers.append("tracestate", HeaderValue::from_static("bar=2"));
+        let (context, s) = extract_with_state(&headers);
+        assert!(context.is_remote());
+        assert_eq!(s.as_str(), "foo=1,bar=2");
+
+        let mut out = HeaderMap::new();
+        inject_with_state(&context, &s, &mut out);
+        assert_eq!(
+            out[TRACEPARENT], VALID,
+            "the remote context itself: its parent id is sent on"
+        );
+        assert_eq!(out[TRACESTATE], "foo=1,bar=2");
+        inject_with_state(&Context::none(), &s, &mut out);
+        assert!(out.is_empty(), "no context: both headers removed");
+
+        let mut bad = HeaderMap::new();
+        bad.insert(TRACEPARENT, HeaderValue::from_bytes(b"00-\xff").unwrap());
+        assert!(extract(&bad).is_none());
+        let mut two = HeaderMap::new();
+        two.append(TRACEPARENT, HeaderValue::from_static(VALID));
+        two.append(TRACEPARENT, HeaderValue::from_static(VALID));
+        assert!(extract(&two).is_none(), "duplicated traceparent");
+        // A header name that is not traceparent is not read (test_traceparent_header_name).
+        let mut misnamed = HeaderMap::new();
+        misnamed.insert("trace-parent", HeaderValue::from_static(VALID));
+        assert!(extract(&misnamed).is_none());
+    }
+}
