@@ -32,7 +32,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | span | from the event |
 /// |---|---|
 /// | trace id, span id | [`Event::trace_id`], [`Event::id`] ([`trace_id`], [`span_id`]); sampled |
-/// | parent span id | [`Event::parent_id`] (invalid for a root); `parent_span_is_remote` is false (notify-base has no remote-parent flag on events yet) |
+/// | parent span id | [`Event::parent_id`] (invalid for a root); `parent_span_is_remote` from [`Event::parent_is_remote`] (a parent read from a W3C `traceparent`) |
 /// | name | the event name |
 /// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
 /// | start, end | [`Event::start_time`], [`Event::end_time`] |
@@ -109,7 +109,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
     SpanData {
         span_context,
         parent_span_id: event.parent_id().map_or(SpanId::INVALID, span_id),
-        parent_span_is_remote: false,
+        parent_span_is_remote: event.parent_is_remote(),
         span_kind,
         name: Cow::Owned(event.name().to_owned()),
         start_time: event.start_time(),

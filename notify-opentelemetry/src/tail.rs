@@ -226,9 +226,10 @@ pub fn is_error(event: &Event) -> bool {
     event.outcome() != Outcome::Completed || event.payload().contains_key(EXCEPTION_KEY)
 }
 
-/// Whether `event` is the root of its trace in this process.
+/// Whether `event` is the root of its trace in this process: no parent, or a parent in another
+/// process (a remote parent, read from a W3C `traceparent`).
 fn is_local_root(event: &Event) -> bool {
-    event.parent_id().is_none()
+    event.parent_id().is_none() || event.parent_is_remote()
 }
 
 impl TailSampler {

@@ -306,3 +306,30 @@ fn the_builders_service_name_reaches_the_span_exporter_in_its_resource() {
         Some(Value::from("test"))
     );
 }
+
+#[test]
+fn a_parent_from_a_traceparent_is_flagged_remote() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::new(memory.clone());
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    let header: notify_core::trace_context::TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        .parse()
+        .unwrap();
+    notify_core::Context::from_traceparent(&header).in_scope(|| {
+        notifier.instrument("request.remote", Payload::new, |_| {
+            notifier.instrument("query.remote", Payload::new, |_| ());
+        });
+    });
+    exporter.force_flush().unwrap();
+    let spans = memory.get_finished_spans().unwrap();
+    let (query, request) = (&spans[0], &spans[1]);
+    assert_eq!(request.parent_span_id.to_string(), "00f067aa0ba902b7");
+    assert!(request.parent_span_is_remote);
+    assert_eq!(
+        request.span_context.trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(query.parent_span_id, request.span_context.span_id());
+    assert!(!query.parent_span_is_remote);
+}

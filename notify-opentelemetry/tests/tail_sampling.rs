@@ -249,3 +249,27 @@ fn the_ratio_decides_as_opentelemetrys_trace_id_ratio_sampler() {
         assert!((kept as f64 - expected).abs() <= 100.0, "ratio {ratio}: {kept}");
     }
 }
+
+#[test]
+fn a_local_root_with_a_remote_parent_decides_its_trace() {
+    // A request that arrived with a traceparent: its root has a parent, in another process.
+    let header: notify_core::trace_context::TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        .parse()
+        .unwrap();
+    let notifier = Notifier::new();
+    let collect = Collect::default();
+    let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(collect.clone()));
+    notify_core::Context::from_traceparent(&header).in_scope(|| {
+        notifier.instrument("request.tail", Payload::new, |_| {
+            let _ = notifier.instrument_result("query.tail", Payload::new, |_| Err::<(), _>("refused"));
+        });
+    });
+    let events = collect.0.lock().unwrap().clone();
+    assert!(events[1].parent_is_remote() && events[1].parent_id().is_some());
+    let mut sampler = TailSampler::new(TailSampling::new());
+    let mut kept = Vec::new();
+    offer_all(&mut sampler, &events, Instant::now(), &mut kept);
+    // Decided at once (not held until max_wait), kept whole for its error.
+    assert_eq!((kept.len(), sampler.traces_held()), (2, 0));
+    assert_eq!(sampler.stats().traces_kept_error, 1);
+}
