@@ -4,6 +4,7 @@
 //! cargo run --release --example bookstore                # SQL lines (debug) and requests (info)
 //! RUST_LOG=info cargo run --release --example bookstore  # requests only: the SQL log subscriber is silenced
 //! cargo run --release --example bookstore -- --db my.sqlite path/to/books.csv   # keep the database
+//! cargo run --release --example bookstore -- --log-format json     # one JSON object per event (logfmt: --log-format logfmt)
 //! cargo run --release --example bookstore -- --help
 //! ```
 //!

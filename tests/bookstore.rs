@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{LazyLock, Mutex, MutexGuard, Once};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use notify_app::bookstore::{self, Book, Db, Options, SummaryRow};
+use notify_app::bookstore::{self, Book, Db, LogFormat, Options, SummaryRow};
 use notify_core::Notifier;
 use notify_log::ColorChoice;
 use regex::Regex;
@@ -159,6 +159,124 @@ fn rust_log_info_silences_the_sql_lines_but_not_the_requests_or_the_summary() {
     assert_eq!(lines.iter().filter(|(_, _, m)| m.starts_with("Completed ")).count(), 17);
     // The summary's event-object subscriber still sees every statement.
     assert_eq!(counts(&report.summary), expected_counts());
+}
+
+/// Runs the example in `format` and returns the captured lines.
+fn run_in_format(format: LogFormat) -> Vec<(Level, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = Options::new(bookstore::default_data_file(), dir.path().join("bookstore.sqlite"));
+    options.log_format = format;
+    let report = bookstore::run(&options, &Notifier::new()).expect("the example runs");
+    assert_eq!(counts(&report.summary), expected_counts());
+    captured()
+}
+
+/// The facts of one structured line, whatever its format: event, trace id, span id, parent id
+/// and `request_id` tag.
+#[derive(Debug)]
+struct Facts {
+    target: String,
+    event: String,
+    trace_id: String,
+    span_id: String,
+    parent_id: Option<String>,
+    request_id: Option<String>,
+}
+
+fn json_facts((_, target, line): &(Level, String, String)) -> Facts {
+    let json: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    Facts {
+        target: target.clone(),
+        event: text(&json["event"]).unwrap(),
+        trace_id: text(&json["trace_id"]).unwrap_or_else(|| panic!("no trace_id: {line}")),
+        span_id: text(&json["span_id"]).unwrap_or_else(|| panic!("no span_id: {line}")),
+        parent_id: text(&json["parent_id"]),
+        request_id: text(&json["tags"]["request_id"]),
+    }
+}
+
+fn logfmt_facts((_, target, line): &(Level, String, String)) -> Facts {
+    assert!(!line.contains('\n'));
+    // The values looked at here are never quoted; a quoted value may hold spaces, so pairs are
+    // found by their key.
+    let value = |key: &str| {
+        let start = line.find(&format!(" {key}="))? + key.len() + 2;
+        Some(line[start..].split(' ').next().unwrap().to_owned())
+    };
+    assert!(line.starts_with("time=") && line.contains(" level="), "{line}");
+    Facts {
+        target: target.clone(),
+        event: value("event").unwrap(),
+        trace_id: value("trace_id").unwrap_or_else(|| panic!("no trace_id: {line}")),
+        span_id: value("span_id").unwrap_or_else(|| panic!("no span_id: {line}")),
+        parent_id: value("parent_id"),
+        request_id: value("tags.request_id"),
+    }
+}
+
+/// Every line has a 32-digit trace id and a 16-digit span id; every SQL line of a request has its
+/// request's trace id, its span as parent and its `request_id` tag.
+fn check_structured(facts: &[Facts]) {
+    assert_eq!(facts.len(), 70, "52 statements, 17 requests, 1 import");
+    for f in facts {
+        assert_eq!(f.trace_id.len(), 32, "{f:?}");
+        assert_eq!(f.span_id.len(), 16, "{f:?}");
+        assert!(
+            f.trace_id
+                .chars()
+                .chain(f.span_id.chars())
+                .all(|c| c.is_ascii_hexdigit()),
+            "{f:?}"
+        );
+    }
+    let requests: Vec<&Facts> = facts.iter().filter(|f| f.event == "request.bookstore").collect();
+    assert_eq!(requests.len(), 17);
+    let mut in_requests = 0;
+    for request in &requests {
+        assert_eq!(request.target, "bookstore");
+        assert!(request.request_id.is_some(), "{request:?}");
+        for sql in facts
+            .iter()
+            .filter(|f| f.request_id == request.request_id && f.event == "query.sql")
+        {
+            assert_eq!(sql.target, "sql");
+            assert_eq!(sql.trace_id, request.trace_id, "{sql:?} in {request:?}");
+            assert_eq!(sql.parent_id.as_ref(), Some(&request.span_id), "{sql:?} in {request:?}");
+            in_requests += 1;
+        }
+    }
+    // Every statement but the schema's and the import's runs inside a request.
+    assert_eq!(in_requests, 52 - 5 - 12 - 2, "{facts:#?}");
+}
+
+#[test]
+fn json_at_debug_writes_one_object_per_event_and_sql_lines_carry_their_requests_trace_id() {
+    let _serial = setup(LevelFilter::Debug);
+    let lines = run_in_format(LogFormat::Json);
+    check_structured(&lines.iter().map(json_facts).collect::<Vec<_>>());
+}
+
+#[test]
+fn logfmt_at_debug_writes_one_line_per_event_and_sql_lines_carry_their_requests_trace_id() {
+    let _serial = setup(LevelFilter::Debug);
+    let lines = run_in_format(LogFormat::Logfmt);
+    check_structured(&lines.iter().map(logfmt_facts).collect::<Vec<_>>());
+}
+
+#[test]
+fn rust_log_info_silences_the_sql_lines_in_every_format() {
+    for format in [LogFormat::Rails, LogFormat::Json, LogFormat::Logfmt] {
+        let _serial = setup(LevelFilter::Info);
+        let lines = run_in_format(format);
+        assert_eq!(lines.len(), 18, "{format:?}: {lines:?}");
+        assert!(
+            lines
+                .iter()
+                .all(|(level, target, _)| target == "bookstore" && *level == Level::Info),
+            "{format:?}"
+        );
+    }
 }
 
 #[test]
@@ -368,11 +486,12 @@ Arguments:
   [DATA_FILE]  The data file, CSV with the header isbn,title,author,year,price_cents,genre,stock [default: examples/data/books.csv]
 
 Options:
-      --db <DATABASE_FILE>  Use this SQLite database file and keep it (its tables are dropped and re-created). Without it, a new temporary file is used and removed at exit
-      --serve [<ADDR>]      Serve the live page of the requests' events on ADDR [default: 127.0.0.1:7878] and run the requests once a second until stopped (a DATA_FILE goes before it, or write --serve=ADDR)
-      --traces <COUNT>      With --serve: how many finished traces the live page keeps (older ones are forgotten) [default: 100]
-      --color <WHEN>        Colour the log lines: `auto` when stderr, where the log goes, is a terminal (and NO_COLOR is unset) [default: auto] [possible values: auto, always, never]
-  -h, --help                Print help
+      --db <DATABASE_FILE>   Use this SQLite database file and keep it (its tables are dropped and re-created). Without it, a new temporary file is used and removed at exit
+      --serve [<ADDR>]       Serve the live page of the requests' events on ADDR [default: 127.0.0.1:7878] and run the requests once a second until stopped (a DATA_FILE goes before it, or write --serve=ADDR)
+      --traces <COUNT>       With --serve: how many finished traces the live page keeps (older ones are forgotten) [default: 100]
+      --color <WHEN>         Colour the log lines: `auto` when stderr, where the log goes, is a terminal (and NO_COLOR is unset) [default: auto] [possible values: auto, always, never]
+      --log-format <FORMAT>  The log lines: Rails-style text, or one JSON object or logfmt line per event with its trace and span ids [default: rails] [possible values: rails, json, logfmt]
+  -h, --help                 Print help
 
 RUST_LOG=info hides the SQL lines; RUST_LOG=debug (the default) shows them.
 ";

@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use crate::event::Outcome;
 use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
@@ -310,6 +311,8 @@ pub struct EventContext {
     /// Set at finish when the event was entered on another thread (see
     /// [`EventContext::finished_on_another_thread`]).
     pub(crate) finished_on_another_thread: bool,
+    /// How the block ended: set at `finish`.
+    pub(crate) outcome: Outcome,
     /// See [`EventContext::is_sampled`].
     pub(crate) sampled: bool,
     /// See [`EventContext::parent_is_remote`].
@@ -336,6 +339,7 @@ impl EventContext {
             end: None,
             location: None,
             finished_on_another_thread: false,
+            outcome: Outcome::Completed,
             sampled: true,
             parent_remote: false,
         }
@@ -384,6 +388,31 @@ impl EventContext {
         self.parent_remote
     }
 
+    /// How the block ended, at `finish` ([`Outcome::Completed`] at `start` and for an event built
+    /// with [`EventContext::new`]): [`Outcome::Panicked`] when it panicked, [`Outcome::Cancelled`]
+    /// for a future dropped before it completed.
+    ///
+    /// ```
+    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Outcome, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// #[derive(Default)]
+    /// struct Outcomes(Mutex<Vec<Outcome>>);
+    /// impl EventedSubscriber for Outcomes {
+    ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, event: &EventContext, _: &Payload) { self.0.lock().unwrap().push(event.outcome()); }
+    /// }
+    /// let notifier = Notifier::new();
+    /// let outcomes = Arc::new(Outcomes::default());
+    /// notifier.subscribe("job", Subscriber::evented(outcomes.clone()));
+    /// notifier.instrument("job", Payload::new, |_| ());
+    /// let panicking = std::panic::AssertUnwindSafe(|| notifier.instrument("job", Payload::new, |_| panic!("boom")));
+    /// let _ = std::panic::catch_unwind(panicking);
+    /// assert_eq!(*outcomes.0.lock().unwrap(), [Outcome::Completed, Outcome::Panicked]);
+    /// ```
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
     /// Where the event is instrumented: set for events of callsites with a location
     /// ([`Callsite::at`](crate::Callsite::at)) and of `#[instrument_event]`.
     pub fn location(&self) -> Option<&'static Location> {
@@ -429,12 +458,14 @@ impl EventContext {
         Some(self.end?.saturating_duration_since(self.start?))
     }
 
-    /// `true` at `finish` when the event was entered on one thread and is finished on another: a
-    /// started [`Handle`](crate::Handle) moved to another thread before its `finish`. A bridge that
-    /// keeps per-thread state for the event from its `start` (notify-tracing's entered span) finds
-    /// it missing on the finishing thread and must have the starting thread release it. `false` at
-    /// `start`, for events finished where they were entered, and for events never entered (async
-    /// events between polls, [`Notifier::publish`](crate::Notifier::publish)).
+    /// `true` at `finish` when the event was current on one thread from its start and is finished
+    /// on another. A bridge that keeps per-thread state for such an event from its `start`
+    /// (notify-tracing's entered span) would find it missing on the finishing thread. `false` at
+    /// `start` and for every event of the public API today: the events current from their start
+    /// (the block of `instrument`, a function under `#[instrument_event]`, an
+    /// [`Instrumenter::start`](crate::Instrumenter::start)ed event) finish on their thread, and a
+    /// [`Handle`](crate::Handle), the one event that moves between threads, is never current from
+    /// its start (only inside [`Handle::enter`](crate::Handle::enter), a `!Send` guard).
     ///
     /// ```
     /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
@@ -454,7 +485,7 @@ impl EventContext {
     /// let mut handle = notifier.build_handle("job", Payload::new());
     /// handle.start()?;
     /// std::thread::spawn(move || handle.finish()).join().unwrap()?;
-    /// assert_eq!(*moved.0.lock().unwrap(), [false, true]);
+    /// assert_eq!(*moved.0.lock().unwrap(), [false, false], "a handle is not current from its start");
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn finished_on_another_thread(&self) -> bool {

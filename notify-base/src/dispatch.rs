@@ -140,6 +140,7 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
         kind,
         event: event.to_owned(),
         message: panic_message(&*payload),
+        in_drop: false,
     };
     drop_payload(payload);
     failure
@@ -673,6 +674,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
     pub(crate) fn finish_in_place(&mut self, fanout: &Fanout, payload: &mut Payload, outcome: Outcome) {
         let end = self.context.start.map(|_| Instant::now());
         self.context.end = end;
+        self.context.outcome = outcome;
         let end_wall = self.start_wall.map(|_| SystemTime::now());
         let measured = if self.cpu_start.is_some() || self.allocations_start.is_some() {
             self.measure()
@@ -683,9 +685,6 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             self.context.finished_on_another_thread = !ids::leave(self.context.id.0);
         }
         record::take_into(self.context.id.0, payload);
-        if self.context.finished_on_another_thread {
-            record::take_from_every_thread(self.context.id.0, payload);
-        }
         self.redaction.apply(payload);
         let hears_phases = self.hears_phases();
         let resolved = &*self.resolved;
@@ -808,13 +807,30 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         let (Some(start), Some(end)) = (context.start, context.end) else {
             return;
         };
-        let name = if resolved.listeners.owned.is_empty() {
-            // SAFETY: without owned listeners the event lives in this frame only (its
-            // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
-            unsafe { Name::lend(resolved.name()) }
-        } else {
-            resolved.name().clone()
-        };
+        if !resolved.listeners.owned.is_empty() {
+            // Owned listeners: the event is built where it will live, in its `Arc`, with the
+            // payload moved in once (no event on this frame moved into a callee, then into the
+            // `Arc`, and no three-way payload swap): issue 38, the owned event of exporters.
+            let shared = Arc::new(Event {
+                name: resolved.name().clone(),
+                start,
+                end,
+                transaction_id: self.transaction_id,
+                id: context.id,
+                parent_id: context.parent_id,
+                trace_id: context.trace_id,
+                payload: mem::take(payload),
+                cpu_time: measured.cpu_time,
+                allocations: measured.allocations,
+                outcome,
+                location: context.location,
+            });
+            deliver_shared(&mut self.failures, resolved, &shared);
+            return;
+        }
+        // SAFETY: without owned listeners the event lives in this frame only (its
+        // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
+        let name = unsafe { Name::lend(resolved.name()) };
         let mut event = Event {
             name,
             start,
@@ -925,17 +941,13 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
 }
 
 /// Applies the fanout's failure policy to the failures of one event, in run order: the hook is
-/// called once per failure (a panic in it is caught and its payload dropped under a guard), then
+/// called once per failure and they are counted (`FailureSink::report`: a panic in the hook, and
+/// in the drop of its clone, is caught and its payload dropped under a guard), then
 /// [`FailurePolicy::Detach`] removes the subscriptions and publishes [`SUBSCRIBER_FAILED`], and
 /// [`FailurePolicy::Strict`] panics with a [`SubscriberErrors`] (unless already unwinding).
 #[cold]
 pub(crate) fn handle_failures(fanout: &Fanout, failures: Vec<SubscriberFailure>) {
-    let hook = fanout.hook();
-    for failure in &failures {
-        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
-            drop_payload(payload);
-        }
-    }
+    fanout.failure_sink().report(&failures);
     match fanout.policy() {
         FailurePolicy::Report => {}
         FailurePolicy::Detach => {
@@ -982,6 +994,20 @@ pub(crate) fn deliver_event(failures: &mut Failures, resolved: &Resolved, event:
     } else {
         drop(event);
     }
+}
+
+/// Delivers an event already shared (built in its `Arc`) to the event-object group, then the owned
+/// group, of `resolved`.
+#[inline(never)]
+fn deliver_shared(failures: &mut Failures, resolved: &Resolved, shared: &Arc<Event>) {
+    each(
+        failures,
+        &resolved.listeners.event,
+        resolved.name_str(),
+        &**shared,
+        |s, e| s.call(e),
+    );
+    deliver_owned(failures, resolved, shared);
 }
 
 /// Delivers a shared event to the owned group of `resolved`.

@@ -5,12 +5,15 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cold_box::ColdBox;
 use crate::escape::Escaped;
 use crate::kinds::SubscriberKind;
 use crate::subscription::SubscriptionId;
+use crate::sync::RwLock;
 
 /// What a notifier does when a subscriber panics.
 ///
@@ -66,6 +69,8 @@ pub struct SubscriberFailure {
     pub(crate) kind: SubscriberKind,
     pub(crate) event: String,
     pub(crate) message: String,
+    /// The subscriber panicked while it was dropped, not in a callback.
+    pub(crate) in_drop: bool,
 }
 
 impl SubscriberFailure {
@@ -84,9 +89,52 @@ impl SubscriberFailure {
         self.kind
     }
 
-    /// The name of the event being delivered.
+    /// The name of the event being delivered; empty for a panic in the subscriber's drop
+    /// ([`SubscriberFailure::in_drop`]).
     pub fn event(&self) -> &str {
         &self.event
+    }
+
+    /// True when the subscriber panicked while it was dropped (its `Drop`, or the drop of a value
+    /// it captured), not in a callback: when the registry let go of its last reference, which
+    /// can happen on the instrumenting thread (a subscription removed by
+    /// [`FailurePolicy::Detach`], or unsubscribed while one of its events was in flight) or on
+    /// the thread that unsubscribed. The panic is caught there and never unwinds into the
+    /// instrumented code: it is reported once through the failure hook, whatever the policy (the
+    /// subscription is already gone, and [`FailurePolicy::Strict`] does not re-raise it), and
+    /// counted by [`Notifier::failures`](crate::Notifier::failures). A clone of the
+    /// [`Subscriber`](crate::Subscriber) that the caller kept is dropped by the caller's code:
+    /// only the registry's reference is guarded.
+    ///
+    /// ```
+    /// use notify_core::{FailurePolicy, Notifier, Payload, Subscriber, SubscriberFailure};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// struct PanicsOnDrop;
+    /// impl Drop for PanicsOnDrop {
+    ///     fn drop(&mut self) { panic!("flushing the audit file failed"); }
+    /// }
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let notifier = Notifier::new();
+    /// let reports = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = reports.clone();
+    /// notifier.set_failure_hook(move |f: &SubscriberFailure| sink.lock().unwrap().push((f.in_drop(), f.to_string())));
+    /// notifier.set_failure_policy(FailurePolicy::Detach);
+    /// let held = PanicsOnDrop;
+    /// notifier.subscribe("query.sql", Subscriber::event(move |_: &notify_core::Event| {
+    ///     let _ = &held;
+    ///     panic!("boom");
+    /// }).named("audit"));
+    /// // Detached after its panic: its drop panics too, on this thread, and neither unwinds here.
+    /// assert_eq!(notifier.instrument("query.sql", Payload::new, |_| 7), 7);
+    /// assert_eq!(*reports.lock().unwrap(), [
+    ///     (false, "subscriber `audit` (event, subscription #1) panicked on `query.sql`: boom".to_owned()),
+    ///     (true, "subscriber `audit` (event, subscription #1) panicked when dropped: flushing the audit file failed".to_owned()),
+    /// ]);
+    /// assert_eq!(notifier.failures(), 2);
+    /// ```
+    pub fn in_drop(&self) -> bool {
+        self.in_drop
     }
 
     /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
@@ -112,6 +160,16 @@ impl SubscriberFailure {
 /// ```
 impl fmt::Display for SubscriberFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.in_drop {
+            return write!(
+                f,
+                "subscriber `{}` ({}, subscription {}) panicked when dropped: {}",
+                Escaped::new(&self.subscriber),
+                self.kind,
+                self.subscription,
+                Escaped::new(&self.message)
+            );
+        }
         write!(
             f,
             "subscriber `{}` ({}, subscription {}) panicked on `{}`: {}",
@@ -194,6 +252,71 @@ impl Failures {
 
 /// The failure hook's type.
 pub(crate) type Hook = Arc<dyn Fn(&SubscriberFailure) + Send + Sync>;
+
+/// Where one notifier's failures go: its hook and their count. The fanout holds it, and so does
+/// each registry entry, so that an entry whose subscriber panics when dropped (wherever its last
+/// reference goes) reports through its notifier's hook, even after the notifier itself is gone.
+pub(crate) struct FailureSink {
+    hook: RwLock<Hook>,
+    /// Failures reported through the hook (callbacks and drops), a count.
+    failures: AtomicU64,
+}
+
+impl Drop for FailureSink {
+    /// The hook is user code, and so is its drop: the sink's last reference can go on any thread
+    /// (the notifier's drop, or the last registry entry's, on an instrumenting thread), so the
+    /// hook is dropped under a guard (its panic swallowed, as a panic in the hook is).
+    fn drop(&mut self) {
+        let hook: Hook = Arc::new(|_: &SubscriberFailure| {});
+        let hook = std::mem::replace(&mut *self.hook.write(), hook);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(hook))) {
+            crate::dispatch::drop_payload(payload);
+        }
+    }
+}
+
+impl FailureSink {
+    pub(crate) fn new() -> FailureSink {
+        FailureSink {
+            hook: RwLock::new(default_hook()),
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn hook(&self) -> Hook {
+        self.hook.read().clone()
+    }
+
+    pub(crate) fn set_hook(&self, hook: Hook) {
+        // The old hook is dropped after the lock is released: its Drop is user code.
+        let old = std::mem::replace(&mut *self.hook.write(), hook);
+        drop(old);
+    }
+
+    /// Failures reported so far (a count).
+    pub(crate) fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Calls the hook once per failure, in order, and counts them. A panic in the hook is caught
+    /// and its payload dropped under a guard; the hook's clone is dropped under the guard too
+    /// (replaced meanwhile, it is the last reference, and its drop is user code).
+    #[cold]
+    pub(crate) fn report(&self, failures: &[SubscriberFailure]) {
+        self.failures.fetch_add(failures.len() as u64, Ordering::Relaxed);
+        let hook = self.hook();
+        let called = catch_unwind(AssertUnwindSafe(move || {
+            for failure in failures {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
+                    crate::dispatch::drop_payload(payload);
+                }
+            }
+        }));
+        if let Err(payload) = called {
+            crate::dispatch::drop_payload(payload);
+        }
+    }
+}
 
 /// The default failure hook: [`report`]s the failure, one line (see [`SubscriberFailure`]'s
 /// `Display`).

@@ -23,7 +23,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::cold_box::drop_cold;
 use crate::error::NotifyError;
 use crate::event::Name;
-use crate::failure::{default_hook, FailurePolicy, Hook};
+use crate::failure::{FailurePolicy, FailureSink, Hook};
 #[cfg(not(loom))]
 use crate::hazard::{self, Mirror};
 use crate::name_map::name_hash;
@@ -33,7 +33,7 @@ use crate::redaction::Redaction;
 use crate::registry::{Change, Entry, Group, Lookup, Membership, NameRef, Resolved, Snapshot};
 use crate::subscriber::Subscriber;
 use crate::subscription::SubscriptionId;
-use crate::sync::{AtomicU8, Mutex, RwLock};
+use crate::sync::{AtomicU8, Mutex};
 
 /// The default of [`Fanout::max_depth`]: how many deliveries may nest on one thread.
 pub(crate) const DEFAULT_MAX_DEPTH: u32 = 32;
@@ -54,7 +54,9 @@ pub(crate) struct Fanout {
     writer: Mutex<Writer>,
     next_subscription: AtomicU64,
     policy: AtomicU8,
-    hook: RwLock<Hook>,
+    /// The failure hook and the count of failures, shared with every registry entry (see
+    /// [`FailureSink`]).
+    failures: Arc<FailureSink>,
     /// Nested deliveries allowed on one thread (see `dispatch::Nesting`).
     max_depth: AtomicU32,
     /// Events not delivered because the nesting limit was reached, and whether that was reported.
@@ -425,7 +427,7 @@ impl Fanout {
             writer: Mutex::new(Writer::default()),
             next_subscription: AtomicU64::new(1),
             policy: AtomicU8::new(0),
-            hook: RwLock::new(default_hook()),
+            failures: Arc::new(FailureSink::new()),
             max_depth: AtomicU32::new(DEFAULT_MAX_DEPTH),
             too_deep: AtomicU64::new(0),
             too_deep_reported: AtomicBool::new(false),
@@ -639,11 +641,7 @@ impl Fanout {
         let added = self.write(|_, _| {
             let added = pairs.into_iter().map(|(pattern, subscriber)| {
                 let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
-                Arc::new(Entry {
-                    id,
-                    pattern,
-                    subscriber,
-                })
+                Arc::new(Entry::new(id, pattern, subscriber, self.failures.clone()))
             });
             let added: Group = added.collect();
             (!added.is_empty()).then(|| Planned {
@@ -652,6 +650,30 @@ impl Fanout {
             })
         });
         added.map_or_else(Group::new, |change| change.added.iter().map(|e| e.id).collect())
+    }
+
+    /// Adds `(pattern, subscriber)` and removes the subscription `old` (if it still exists) in one
+    /// change, so an event sees either the old subscriber or the new one, never both or neither
+    /// (what replacing a method of an attached namespace subscriber needs). Returns the new id.
+    pub(crate) fn replace(&self, old: SubscriptionId, pattern: Pattern, subscriber: Subscriber) -> SubscriptionId {
+        let change = self.write(|_, subscriptions| {
+            let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
+            let added: Group = smallvec::smallvec![Arc::new(Entry {
+                id,
+                pattern,
+                subscriber,
+            })];
+            let removed: Group = subscriptions.get(&old).map(|e| e.0.clone()).into_iter().collect();
+            Some(Planned {
+                added,
+                removed,
+                ..Planned::default()
+            })
+        });
+        let change = change.expect("a replacement always adds");
+        let id = change.added[0].id;
+        self.release(change.removed);
+        id
     }
 
     /// Removes the subscriptions of `ids` that still exist, in one change; returns how many.
@@ -766,14 +788,13 @@ impl Fanout {
         self.policy.store(code, Ordering::Relaxed);
     }
 
-    pub(crate) fn hook(&self) -> Hook {
-        self.hook.read().clone()
+    pub(crate) fn set_hook(&self, hook: Hook) {
+        self.failures.set_hook(hook);
     }
 
-    pub(crate) fn set_hook(&self, hook: Hook) {
-        // The old hook is dropped after the lock is released: its Drop is user code.
-        let old = std::mem::replace(&mut *self.hook.write(), hook);
-        drop(old);
+    /// Where this notifier's failures are reported and counted.
+    pub(crate) fn failure_sink(&self) -> &FailureSink {
+        &self.failures
     }
 
     /// Nested deliveries allowed on one thread before events are dropped (at least 1).

@@ -71,16 +71,19 @@ pub trait Instrument: Future + Sized {
 
     /// This future with the context current here (trace id and current event) attached while it is
     /// polled: events it starts, on whatever thread polls it, are children of the current event.
-    /// `tokio::spawn(fut.in_current_context())` keeps spawned work in its request's trace.
+    /// `tokio::spawn(fut.in_current_context())` keeps spawned work in its request's trace. The
+    /// [`Tags`](crate::Tags) current here are carried and attached too.
     fn in_current_context(self) -> WithContext<Self> {
         self.with_context(Context::current())
     }
 
-    /// This future with `context` attached while it is polled (and while it is dropped).
+    /// This future with `context` attached while it is polled (and while it is dropped), and the
+    /// [`Tags`](crate::Tags) current here.
     fn with_context(self, context: Context) -> WithContext<Self> {
         WithContext {
             inner: ManuallyDrop::new(self),
             context,
+            tags: crate::tags::Tags::current(),
         }
     }
 }
@@ -181,7 +184,7 @@ impl<F: Future, R: RecordOutput<F::Output>> Future for Instrumented<F, R> {
         };
         if !handle.is_started() {
             // A fresh handle cannot be started already.
-            let _ = handle.start_detached();
+            let _ = handle.start();
             if !handle.is_listened() {
                 this.handle = None;
                 return inner.poll(cx);
@@ -193,13 +196,13 @@ impl<F: Future, R: RecordOutput<F::Output>> Future for Instrumented<F, R> {
         };
         let entered = guard.handle.as_deref().map(Handle::enter);
         let poll = inner.poll(cx);
+        // The facts recorded in this poll move into the handle here.
         drop(entered);
         guard.armed = false;
-        if let Some(handle) = guard.handle.as_deref_mut() {
-            handle.collect_records();
-        }
         if let Poll::Ready(output) = &poll {
             if let Some(mut handle) = guard.handle.take() {
+                // The body's facts first, then what its output tells (`ret`, `err`), as before.
+                handle.add_recorded();
                 this.record.record(handle.payload_mut(), output);
                 let _ = handle.finish();
             }
@@ -219,7 +222,6 @@ impl<F: Future, R: RecordOutput<F::Output>> Drop for Instrumented<F, R> {
             if started {
                 // A poll that panicked already finished the event (PollGuard); what is left was
                 // dropped before completion, whatever else is unwinding.
-                handle.collect_records();
                 handle.set_outcome(Outcome::Cancelled);
                 let _ = handle.finish();
             }
@@ -239,6 +241,8 @@ impl<F: Future, R: RecordOutput<F::Output>> std::fmt::Debug for Instrumented<F, 
 pub struct WithContext<F> {
     inner: ManuallyDrop<F>,
     context: Context,
+    /// The tags current where the future was wrapped.
+    tags: crate::tags::Tags,
 }
 
 impl<F> WithContext<F> {
@@ -259,9 +263,10 @@ impl<F: Future> Future for WithContext<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         // SAFETY: `inner` is structurally pinned (never moved out, dropped in place in `drop`);
-        // `context` is `Copy` and not pinned.
+        // `context` is `Copy` and not pinned; `tags` is not pinned (only cloned).
         let this = unsafe { self.get_unchecked_mut() };
         let _attached: ContextGuard = this.context.attach();
+        let _tags = this.tags.clone().attach();
         // SAFETY: see above.
         unsafe { Pin::new_unchecked(&mut *this.inner) }.poll(cx)
     }
@@ -270,6 +275,7 @@ impl<F: Future> Future for WithContext<F> {
 impl<F> Drop for WithContext<F> {
     fn drop(&mut self) {
         let _attached = self.context.attach();
+        let _tags = self.tags.clone().attach();
         // SAFETY: dropped in place exactly once, never used again.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
     }

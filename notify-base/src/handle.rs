@@ -9,7 +9,8 @@ use crate::error::NotifyError;
 use crate::event::{Name, Outcome};
 use crate::event_id::EventId;
 use crate::fanout::{self, Fanout};
-use crate::payload::Payload;
+use crate::payload::{Payload, Value};
+use crate::sync::StaticMutex;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -19,6 +20,15 @@ enum State {
 }
 
 /// An event whose start and finish the caller drives: [`Handle::start`], then [`Handle::finish`].
+///
+/// **Starting a handle does not make it current.** Events started elsewhere meanwhile do not
+/// become its children and [`record`](crate::record) does not reach it, until code runs inside
+/// its scope: [`Handle::enter`] (a `!Send` guard, as tracing's `Span::enter`) or
+/// [`Handle::in_scope`]. A handle is `Send` and may be held across `.await`; its scope guard may
+/// not, so a task that awaits while holding the handle can never make itself the parent of
+/// other tasks' events polled on that thread meanwhile (the compiler refuses a guard held across
+/// `.await` in a `Send` future). For a future, [`Instrument::instrument`](crate::Instrument::instrument)
+/// enters the handle around each poll.
 ///
 /// The listener set is captured at `start`: a subscriber added afterwards is not called for this
 /// event, and one removed afterwards still receives its finish. A second
@@ -33,14 +43,29 @@ enum State {
 /// panicked is reported to the failure hook all the same.
 ///
 /// ```
-/// use notify_core::{Event, Notifier, NotifyError, Payload, Subscriber};
+/// use notify_core::{Event, EventId, Notifier, NotifyError, Payload, Subscriber};
+/// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
-/// notifier.subscribe("upload", Subscriber::event(|e: &Event| assert_eq!(e.payload().get("bytes").unwrap().as_i64(), Some(512))));
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// notifier.subscribe(notify_core::Pattern::all(), Subscriber::event(move |e: &Event| {
+///     sink.lock().unwrap().push((e.name().to_owned(), e.id(), e.parent_id(), e.payload().len()));
+/// }));
 /// let mut handle = notifier.build_handle("upload", Payload::new());
 /// handle.start()?;
 /// handle.payload_mut().insert("bytes", 512_u64);
+/// notifier.instrument("outside", Payload::new, |_| ()); // not a child: the handle is not current
+/// handle.in_scope(|| {
+///     notify_core::record("chunks", 4_u64);
+///     notifier.instrument("inside", Payload::new, |_| ()); // a child
+/// });
 /// handle.finish()?;
 /// assert_eq!(handle.finish(), Err(NotifyError::AlreadyFinished));
+/// let upload = handle.id().unwrap();
+/// let seen = seen.lock().unwrap();
+/// assert_eq!((seen[0].0.as_str(), seen[0].2), ("outside", None));
+/// assert_eq!((seen[1].0.as_str(), seen[1].2), ("inside", Some(upload)));
+/// assert_eq!((seen[2].0.as_str(), seen[2].1, seen[2].3), ("upload", upload, 2));
 /// # Ok::<(), NotifyError>(())
 /// ```
 pub struct Handle {
@@ -55,6 +80,9 @@ pub struct Handle {
     /// The explicit parent given with [`Handle::set_parent`].
     parent: Option<Context>,
     outcome: Outcome,
+    /// Facts [`record`](crate::record)ed inside [`Handle::enter`] guards, moved here when each
+    /// guard drops (on the entering thread), added to the payload at finish.
+    recorded: StaticMutex<Vec<(&'static str, Value)>>,
 }
 
 /// The notifier of a handle: callsite handles always use the global one, so they hold no
@@ -85,6 +113,7 @@ impl Handle {
             id: None,
             parent: None,
             outcome: Outcome::Completed,
+            recorded: StaticMutex::new(Vec::new()),
         }
     }
 
@@ -99,6 +128,7 @@ impl Handle {
             id: None,
             parent: None,
             outcome: Outcome::Completed,
+            recorded: StaticMutex::new(Vec::new()),
         }
     }
 
@@ -167,49 +197,62 @@ impl Handle {
         self.active.as_ref().map(|active| *active.context())
     }
 
-    /// Starts the event: captures the listener set, calls evented `start`s, reads the clocks, and
-    /// makes this the thread's current event (the parent of events started before `finish`).
+    /// Starts the event: takes its ids (parent: the explicit one, else the context current
+    /// here), captures the listener set, calls evented `start`s and reads the clocks. It does
+    /// **not** make the event current: code that should run as part of it (its children, its
+    /// [`record`](crate::record)s) runs inside [`Handle::enter`] or [`Handle::in_scope`].
     ///
     /// # Errors
     /// [`NotifyError::AlreadyStarted`] on a second call (also after `finish`).
     ///
     /// ```
-    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
+    /// use notify_core::{Notifier, NotifyError, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
+    /// let mut h = notifier.build_handle("x", Payload::new());
     /// assert!(h.start().is_ok());
-    /// assert_eq!(h.start(), Err(notify_core::NotifyError::AlreadyStarted));
+    /// assert_eq!(notify_core::current_event_id(), None, "started, not current");
+    /// assert_eq!(h.start(), Err(NotifyError::AlreadyStarted));
     /// ```
     pub fn start(&mut self) -> Result<(), NotifyError> {
-        self.begin(true)
+        self.begin(false)
     }
 
-    /// As [`Handle::start`], without becoming the thread's current event: for work that moves
-    /// between threads (an async fn), which wraps each poll in [`Handle::enter`] instead.
+    /// What [`Handle::start`] does now (it used to make the event current; it no longer does).
     ///
     /// # Errors
-    /// [`NotifyError::AlreadyStarted`] on a second call.
-    ///
-    /// ```
-    /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
-    /// h.start_detached()?;
-    /// assert_eq!(notify_core::current_event_id(), None);
-    /// # Ok::<(), notify_core::NotifyError>(())
-    /// ```
+    /// As [`Handle::start`].
+    #[deprecated(note = "`start` no longer makes the event current: call `start`")]
     pub fn start_detached(&mut self) -> Result<(), NotifyError> {
         self.begin(false)
     }
 
+    /// Starts the event and makes it the thread's current event until `finish` on this thread:
+    /// AS::N's per-thread [`Instrumenter::start`](crate::Instrumenter::start), whose handles
+    /// never leave their thread.
+    pub(crate) fn start_current(&mut self) -> Result<(), NotifyError> {
+        self.begin(true)
+    }
+
     /// Makes this (started, listened) event the thread's current event until the guard drops, so
-    /// events started meanwhile get it as parent, and calls the evented subscribers'
-    /// [`enter`](crate::EventedSubscriber::enter) (their `exit` when the guard drops). What an
-    /// instrumented future does around each poll. Does nothing for an unlistened or unstarted
-    /// handle.
+    /// events started meanwhile get it as parent and [`record`](crate::record) adds to it, and
+    /// calls the evented subscribers' [`enter`](crate::EventedSubscriber::enter) (their `exit`
+    /// when the guard drops). What an instrumented future does around each poll (tracing's
+    /// `Span::enter`). Does nothing for an unlistened or unstarted handle.
+    ///
+    /// The guard is `!Send`: it drops on the thread that entered, and a `Send` future cannot hold
+    /// it across `.await` (which would make this event the parent of whatever other task that
+    /// thread polls meanwhile). To be current across awaits, instrument the future instead
+    /// ([`Instrument::instrument`](crate::Instrument::instrument), `#[instrument_event]`). Facts
+    /// recorded inside the guard move into the handle when it drops, so they reach `finish` on
+    /// any thread.
     ///
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber};
     /// let notifier = Notifier::new();
     /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
     /// let mut h = notifier.build_handle("x", Payload::new());
-    /// h.start_detached()?;
+    /// h.start()?;
     /// {
     ///     let _entered = h.enter();
     ///     assert_eq!(notify_core::current_event_id(), h.id());
@@ -226,6 +269,24 @@ impl Handle {
             handle: active.map(|_| self),
             _not_send: PhantomData,
         }
+    }
+
+    /// Runs `f` with this (started, listened) event current, as inside an [`Handle::enter`]
+    /// guard, and returns what it returns. A panic in `f` goes on (the guard's drop still exits).
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
+    /// let mut h = notifier.build_handle("x", Payload::new());
+    /// h.start()?;
+    /// assert_eq!(h.in_scope(notify_core::current_event_id), h.id());
+    /// assert_eq!(notify_core::current_event_id(), None);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _entered = self.enter();
+        f()
     }
 
     /// The event name.
@@ -247,11 +308,11 @@ impl Handle {
         self.parent.is_some()
     }
 
-    /// Moves the facts recorded on this thread for this event ([`record`](crate::record)) into
-    /// the payload.
-    pub(crate) fn collect_records(&mut self) {
-        if let (Some(id), State::Started) = (self.id, self.state) {
-            crate::record::take_into(id.0, &mut self.payload);
+    /// Adds the facts its [`Handle::enter`] guards collected to the payload (before finish).
+    pub(crate) fn add_recorded(&mut self) {
+        let recorded = std::mem::take(&mut *self.recorded.lock());
+        for (key, value) in recorded {
+            self.payload.insert(key, value);
         }
     }
 
@@ -339,6 +400,9 @@ impl Handle {
             State::Started => {}
         }
         self.state = State::Finished;
+        if self.active.is_some() {
+            self.add_recorded();
+        }
         if let Some(active) = &mut self.active {
             active.finish_in_place(self.notifier.fanout(), &mut self.payload, self.outcome);
         }
@@ -351,6 +415,9 @@ impl Drop for Handle {
         match self.state {
             State::Started => {
                 self.state = State::Finished;
+                if self.active.is_some() {
+                    self.add_recorded();
+                }
                 if let Some(active) = &mut self.active {
                     active.finish_on_drop(self.notifier.fanout(), &mut self.payload, self.outcome);
                 }
@@ -378,8 +445,9 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-/// The guard of [`Handle::enter`]: the event stops being current when it drops. Not `Send`:
-/// it must drop on the thread that entered.
+/// The guard of [`Handle::enter`]: the event stops being current when it drops, and the facts
+/// [`record`](crate::record)ed meanwhile move into the handle. Not `Send`: it must drop on the
+/// thread that entered, and cannot be held across `.await` in a `Send` future.
 #[must_use = "the event is current only while the guard lives"]
 pub struct Entered<'a> {
     /// The entered handle, when it had an event to enter.
@@ -390,7 +458,10 @@ pub struct Entered<'a> {
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
         if let Some(handle) = self.handle {
-            if let Some(active) = &handle.active {
+            if let (Some(active), Some(id)) = (&handle.active, handle.id) {
+                if crate::record::any_waiting() {
+                    crate::record::take_into_vec(id.0, &mut handle.recorded.lock());
+                }
                 active.exit(handle.notifier.fanout());
             }
         }

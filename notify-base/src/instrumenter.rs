@@ -151,6 +151,12 @@ impl Instrumenter {
     /// open (the started events belong to the thread). Use a [`Handle`] for an event that must
     /// finish on another thread, or finish on drop.
     ///
+    /// Not for async code: the event is the *thread's* current event until its finish, so if a
+    /// task awaits between `start` and `finish`, other tasks polled on that thread meanwhile get
+    /// it as their parent. In an `async fn` use `#[instrument_event]` or
+    /// [`Instrument::instrument`](crate::Instrument::instrument), or a [`Handle`], which is
+    /// current only inside its `!Send` [`enter`](Handle::enter) guard.
+    ///
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber};
     /// let notifier = Notifier::new();
@@ -165,7 +171,7 @@ impl Instrumenter {
     /// ```
     pub fn start(&self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Option<EventContext> {
         let mut handle = self.notifier.build_handle(name, payload);
-        handle.start().expect("a new handle starts");
+        handle.start_current().expect("a new handle starts");
         let context = handle.context();
         STARTED.with(|started| started.borrow_mut().0.push((self.key(), handle)));
         context

@@ -95,12 +95,13 @@ where
 /// trace (AS::N passes the instrumenter id there). Both calls of one event reach the listener set
 /// captured at `start`.
 ///
-/// An async event (an instrumented future, an `async fn` under `#[instrument_event]`, a handle
-/// started with [`Handle::start_detached`](crate::Handle::start_detached)) is current only while
-/// it is polled: [`enter`](EventedSubscriber::enter) is called before each poll and
-/// [`exit`](EventedSubscriber::exit) after it, on the polling thread, so a bridge can enter and
-/// leave a span of its own there. A synchronous event is entered from `start` to `finish` and gets
-/// no `enter`/`exit` calls.
+/// An async event (an instrumented future, an `async fn` under `#[instrument_event]`, any
+/// [`Handle`](crate::Handle)) is current only while it is polled or entered:
+/// [`enter`](EventedSubscriber::enter) is called before each poll (each
+/// [`Handle::enter`](crate::Handle::enter)) and [`exit`](EventedSubscriber::exit) after it, on that
+/// thread, so a bridge can enter and leave a span of its own there. A synchronous event (the block
+/// of `instrument`, a function under `#[instrument_event]`) is entered from `start` to `finish` and
+/// gets no `enter`/`exit` calls.
 ///
 /// ```
 /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};

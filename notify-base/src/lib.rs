@@ -56,6 +56,7 @@ mod subscriber;
 mod subscription;
 mod suppress;
 mod sync;
+mod tags;
 pub mod trace_context;
 mod trace_id;
 mod transaction_id;
@@ -104,6 +105,7 @@ pub use crate::sampling::Sampler;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::suppress::*;
+pub use crate::tags::{tagged, Tagged, Tags, TagsGuard};
 pub use crate::trace_id::*;
 pub use crate::transaction_id::*;
 

@@ -416,7 +416,7 @@ fn start_detached_listened_in(
         let _ = handle.set_parent(parent);
     }
     // A fresh handle cannot be started already.
-    let _ = handle.start_detached();
+    let _ = handle.start();
     Some(handle)
 }
 

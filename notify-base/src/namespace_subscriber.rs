@@ -652,8 +652,10 @@ pub struct Attachment<T> {
 impl<T: Send + Sync + 'static> Attachment<T> {
     /// Subscribes one more method for the attached value on the same notifier — the Rust
     /// counterpart of AS::N's `method_added` (see [`NamespaceSubscriber`]). A method of the same
-    /// name that is attached already is unsubscribed and replaced. [`Attachment::detach`] removes it
-    /// with the others.
+    /// name that is attached already is replaced in the same registry change (as
+    /// [`Notifier::subscribe_all`] makes one change): each event is delivered to the old method or
+    /// to the new one, exactly once, also while other threads publish. [`Attachment::detach`]
+    /// removes it with the others.
     ///
     /// # Errors
     /// [`MethodsError::InvalidMethod`] for an empty name or one with a dot, and
@@ -681,10 +683,14 @@ impl<T: Send + Sync + 'static> Attachment<T> {
         }
         let notifier = self.notifier().ok_or(MethodsError::NotifierGone)?;
         let event = event_name(&method.name, &self.namespace);
-        let subscription = notifier.subscribe(Pattern::exact(event.as_str()), method.subscriber_for(&self.subscriber));
-        if let Some(at) = self.attached.iter().position(|a| a.method == method.name) {
-            let _ = self.attached.remove(at).subscription.unsubscribe();
-        }
+        let pattern = Pattern::exact(event.as_str());
+        let subscriber = method.subscriber_for(&self.subscriber);
+        // A replaced method is swapped in one registry change: an event starting meanwhile
+        // reaches the old method or the new one, exactly once.
+        let subscription = match self.attached.iter().position(|a| a.method == method.name) {
+            Some(at) => notifier.replace(&self.attached.remove(at).subscription, pattern, subscriber),
+            None => notifier.subscribe(pattern, subscriber),
+        };
         self.attached.push(Attached {
             method: method.name,
             event,

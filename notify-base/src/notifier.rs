@@ -125,6 +125,16 @@ impl Notifier {
         }
     }
 
+    /// Subscribes `subscriber` to `pattern` and unsubscribes `old` (when it still exists) in one
+    /// registry change: every event is delivered to exactly one of them.
+    pub(crate) fn replace(&self, old: &Subscription, pattern: Pattern, subscriber: Subscriber) -> Subscription {
+        let id = self.fanout.replace(old.id(), pattern, subscriber);
+        Subscription {
+            id,
+            notifier: Arc::downgrade(&self.fanout),
+        }
+    }
+
     /// Subscribes every `(pattern, subscriber)` pair in one registry change: one snapshot is built
     /// for all of them, so subscribing n subscribers costs O(n) rather than O(n²). Returns the
     /// subscriptions in the same order.
@@ -492,6 +502,22 @@ impl Notifier {
         self.fanout.set_hook(Arc::new(hook));
     }
 
+    /// Subscriber panics reported through the failure hook so far (a count): each panicking
+    /// callback once, and each subscriber whose drop panicked once
+    /// ([`SubscriberFailure::in_drop`]). Counted whatever the policy and whatever the hook does.
+    ///
+    /// ```
+    /// use notify_core::{Notifier, Payload, Subscriber};
+    /// let notifier = Notifier::new();
+    /// notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
+    /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
+    /// notifier.instrument("x", Payload::new, |_| ());
+    /// assert_eq!(notifier.failures(), 1);
+    /// ```
+    pub fn failures(&self) -> u64 {
+        self.fanout.failure_sink().failures()
+    }
+
     /// How many subscriptions there are.
     ///
     /// ```
@@ -541,14 +567,27 @@ impl Notifier {
         self.fanout.too_deep()
     }
 
-    /// The subscribers that an event named `name` would reach now, as `(subscription id, kind)` in
-    /// delivery order, silenced ones included. For diagnostics and tests (AS::N's `listeners_for`).
+    /// The subscribers that an event named `name` would reach now, as `(subscription id, kind)`,
+    /// silenced ones included. For diagnostics and tests (AS::N's `listeners_for`).
+    ///
+    /// The list is grouped by kind, as the notifier caches and delivers listeners (AS::N groups
+    /// by class): timed, monotonic, event object, evented, silenceable, then async (owned); within
+    /// a kind, in subscription order. It is *not* the order of either edge of an event: at its
+    /// start only the evented and then the unsilenced silenceable subscribers run (`start`); at
+    /// its finish the timed, monotonic, evented and silenceable subscribers run, then the event
+    /// object and async ones, each kind in subscription order.
     ///
     /// ```
     /// use notify_core::{Notifier, Subscriber, SubscriberKind};
     /// let notifier = Notifier::new();
     /// let s = notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| {}));
     /// assert_eq!(notifier.listeners_for("query.sql"), vec![(s.id(), SubscriberKind::Event)]);
+    /// // Subscribed later, listed first: timed subscribers are the first group.
+    /// let t = notifier.subscribe("query.sql", Subscriber::timed(|_: &str, _, _, _, _: &notify_core::Payload| {}));
+    /// assert_eq!(
+    ///     notifier.listeners_for("query.sql"),
+    ///     vec![(t.id(), SubscriberKind::Timed), (s.id(), SubscriberKind::Event)]
+    /// );
     /// ```
     pub fn listeners_for(&self, name: &str) -> Vec<(SubscriptionId, SubscriberKind)> {
         self.fanout.lookup(name).map_or_else(Vec::new, |r| {

@@ -13,6 +13,9 @@
 //! same however many names are cached. Removed pattern subscriptions are emptied from the cache
 //! when still held there (`Snapshot::forget`), so their subscribers are dropped at once.
 
+use std::borrow::Cow;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
@@ -23,6 +26,7 @@ use smallvec::SmallVec;
 use crate::callee::Callee;
 use crate::calls::{CallClocked, CallEvented, CallSilenceable};
 use crate::event::{Name, NameText};
+use crate::failure::{panic_message, FailureSink, SubscriberFailure};
 use crate::kinds::{EventOptions, EventSubscriber, OwnedEventSubscriber, SilenceKey};
 use crate::name_map::{name_hash, NameMap};
 use crate::pattern::Pattern;
@@ -53,10 +57,58 @@ pub(crate) type Group<T = Arc<Entry>> = SmallVec<[T; 4]>;
 pub(crate) struct Entry {
     pub(crate) id: SubscriptionId,
     pub(crate) pattern: Pattern,
-    pub(crate) subscriber: Subscriber,
+    /// Dropped by the entry's `Drop`, under a guard (see there).
+    pub(crate) subscriber: ManuallyDrop<Subscriber>,
+    /// Where a panic in the subscriber's drop is reported: its notifier's hook and count.
+    failures: Arc<FailureSink>,
+}
+
+impl Drop for Entry {
+    /// The registry's last reference to a subscription can go on any thread: the instrumenting
+    /// one (its snapshot pin released at the end of an event, after the subscription was removed
+    /// by [`FailurePolicy::Detach`](crate::FailurePolicy::Detach) or unsubscribed meanwhile), the
+    /// one that unsubscribed, a callsite's, the notifier's drop. If this is the last reference to
+    /// the subscriber too, its drop runs user code: a panic there is caught here, never unwinds
+    /// into the instrumented code, and is reported once through the notifier's failure hook
+    /// ([`SubscriberFailure::in_drop`](crate::SubscriberFailure::in_drop)) and counted.
+    fn drop(&mut self) {
+        // SAFETY: the one drop of `subscriber`, in the entry's own drop; it is not used after.
+        let subscriber = unsafe { ManuallyDrop::take(&mut self.subscriber) };
+        let subscriber_kind = subscriber.kind();
+        let Subscriber { kind, extra } = subscriber;
+        let dropped = catch_unwind(AssertUnwindSafe(move || drop(kind)));
+        if let Err(payload) = dropped {
+            let label = extra.as_ref().and_then(|e| e.label.clone());
+            self.failures.report(&[SubscriberFailure {
+                subscription: self.id,
+                subscriber: label.unwrap_or(Cow::Borrowed(subscriber_kind.as_str())),
+                kind: subscriber_kind,
+                event: String::new(),
+                message: panic_message(&*payload),
+                in_drop: true,
+            }]);
+            crate::dispatch::drop_payload(payload);
+        }
+        drop(extra);
+    }
 }
 
 impl Entry {
+    /// The entry of subscription `id`, whose subscriber's drop panics are reported to `failures`.
+    pub(crate) fn new(
+        id: SubscriptionId,
+        pattern: Pattern,
+        subscriber: Subscriber,
+        failures: Arc<FailureSink>,
+    ) -> Entry {
+        Entry {
+            id,
+            pattern,
+            subscriber: ManuallyDrop::new(subscriber),
+            failures,
+        }
+    }
+
     /// Sorts `entries` into subscription order. One function for every such sort, so the
     /// standard library's sort is instantiated once for them (docs/build-time.md).
     pub(crate) fn sort_by_id(entries: &mut [Arc<Entry>]) {
@@ -759,14 +811,16 @@ mod tests {
 
     /// What one subscription's entry costs (issue 15's memory target: notify-pool's
     /// `subscribe_all` at <= 200 bytes a subscription, notify-core's part <= 130): the entry is
-    /// 64 bytes (80 with its `Arc`'s counts), a pattern 24 whatever its kind, a subscriber 32
-    /// (its label and silence key out of line).
+    /// 72 bytes (88 with its `Arc`'s counts: glibc serves 80 and 88 from the same 96-byte chunk),
+    /// a pattern 24 whatever its kind, a subscriber 32 (its label and silence key out of line),
+    /// and the notifier's failure sink 8 (issue 33: where a panic in the subscriber's drop is
+    /// reported).
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn an_entry_is_64_bytes() {
+    fn an_entry_is_72_bytes() {
         assert_eq!(std::mem::size_of::<Pattern>(), 24);
         assert_eq!(std::mem::size_of::<Subscriber>(), 32);
-        assert_eq!(std::mem::size_of::<Entry>(), 64);
+        assert_eq!(std::mem::size_of::<Entry>(), 72);
         assert_eq!(std::mem::size_of::<Listener<dyn CallClocked<SystemTime>>>(), 24);
     }
 }

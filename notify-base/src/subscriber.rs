@@ -39,13 +39,13 @@ pub struct Subscriber {
     pub(crate) kind: Kind,
     /// The rarely given parts, out of line so that a registry entry stays small (32 bytes for a
     /// subscriber; `None` for most).
-    extra: Option<Box<Extra>>,
+    pub(crate) extra: Option<Box<Extra>>,
 }
 
 /// What few subscribers have: a label, a silence key.
 #[derive(Clone, Default)]
-struct Extra {
-    label: Option<Cow<'static, str>>,
+pub(crate) struct Extra {
+    pub(crate) label: Option<Cow<'static, str>>,
     silence_key: Option<SilenceKey>,
 }
 

@@ -121,7 +121,7 @@ fn explicit_parents_for_handles_and_instrument_override_the_current_event() {
         let mut handle = notifier.build_handle("handle.app", Payload::new());
         handle.set_parent(remote).unwrap();
         handle.start().unwrap();
-        notifier.instrument("child.app", Payload::new, |_| ());
+        handle.in_scope(|| notifier.instrument("child.app", Payload::new, |_| ()));
         handle.finish().unwrap();
         notifier.instrument_with_parent(remote, "instrumented.app", Payload::new, |_| ());
     });
@@ -167,7 +167,7 @@ fn evented_subscribers_get_the_ids_at_start_and_finish_and_enter_exit_only_for_e
         notifier.instrument("inner.app", Payload::new, |_| ());
     });
     let mut detached = notifier.build_handle("async.app", Payload::new());
-    detached.start_detached().unwrap();
+    detached.start().unwrap();
     drop(detached.enter());
     detached.finish().unwrap();
 
@@ -218,37 +218,47 @@ fn evented_subscribers_asking_for_duration_get_start_and_end_at_finish() {
     );
 }
 
-/// `n` nested started handles of `notifier`.
-fn nested(notifier: &Notifier, n: usize) -> Vec<Handle> {
+/// `n` nested events started with the thread's instrumenter (current from their start, as AS::N's
+/// `instrumenter.start`), named `level{i}.app`; their ids.
+fn nested(notifier: &Notifier, n: usize) -> Vec<Option<EventId>> {
+    let instrumenter = notifier.instrumenter();
     (0..n)
         .map(|i| {
-            let mut handle = notifier.build_handle(format!("level{i}.app"), Payload::new());
-            handle.start().unwrap();
-            handle
+            instrumenter
+                .start(format!("level{i}.app"), Payload::new())
+                .map(|e| e.id())
         })
         .collect()
 }
 
-/// The case of issue 10: 17 nested handles, the 16th finished before the 17th, then the rest.
+/// Finishes `level{i}.app`, started by [`nested`].
+fn finish(notifier: &Notifier, i: usize) {
+    notifier
+        .instrumenter()
+        .finish(&format!("level{i}.app"), Payload::new())
+        .unwrap();
+}
+
+/// The case of issue 10: 17 nested events, the 16th finished before the 17th, then the rest.
 #[test]
-fn seventeen_nested_handles_finished_sixteenth_first_leave_no_current_event() {
+fn seventeen_nested_events_finished_sixteenth_first_leave_no_current_event() {
     let (notifier, events) = collecting();
-    let mut handles = nested(&notifier, 17);
-    assert_eq!(notify_core::current_event_id(), handles[16].id());
-    handles[15].finish().unwrap();
-    assert_eq!(notify_core::current_event_id(), handles[16].id());
-    handles[16].finish().unwrap();
-    assert_eq!(notify_core::current_event_id(), handles[14].id());
-    for handle in handles[..15].iter_mut().rev() {
-        handle.finish().unwrap();
+    let ids = nested(&notifier, 17);
+    assert_eq!(notify_core::current_event_id(), ids[16]);
+    finish(&notifier, 15);
+    assert_eq!(notify_core::current_event_id(), ids[16]);
+    finish(&notifier, 16);
+    assert_eq!(notify_core::current_event_id(), ids[14]);
+    for i in (0..15).rev() {
+        finish(&notifier, i);
     }
     assert_eq!(notify_core::current_event_id(), None);
     notifier.instrument("after.app", Payload::new, |_| ());
     let events = events.lock().unwrap();
     assert_eq!(events.last().unwrap().parent_id(), None);
-    for (i, handle) in handles.iter().enumerate().skip(1) {
-        let event = events.iter().find(|e| Some(e.id()) == handle.id()).unwrap();
-        assert_eq!(event.parent_id(), handles[i - 1].id(), "level {i}");
+    for (i, id) in ids.iter().enumerate().skip(1) {
+        let event = events.iter().find(|e| Some(e.id()) == *id).unwrap();
+        assert_eq!(event.parent_id(), ids[i - 1], "level {i}");
     }
 }
 
@@ -261,21 +271,21 @@ fn xorshift(state: &mut u64) -> u64 {
 }
 
 #[test]
-fn nested_handles_at_any_depth_finished_in_many_orders_leave_no_current_event() {
+fn nested_events_at_any_depth_finished_in_many_orders_leave_no_current_event() {
     let (notifier, _events) = collecting();
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     for depth in [16, 17, 18, 33, 64] {
         for _ in 0..50 {
-            let mut handles = nested(&notifier, depth);
+            let ids = nested(&notifier, depth);
             let mut order: Vec<usize> = (0..depth).collect();
             for i in (1..depth).rev() {
                 order.swap(i, (xorshift(&mut seed) % (i as u64 + 1)) as usize);
             }
             let mut open: Vec<usize> = (0..depth).collect();
             for &i in &order {
-                handles[i].finish().unwrap();
+                finish(&notifier, i);
                 open.retain(|&j| j != i);
-                let expected = open.last().and_then(|&j| handles[j].id());
+                let expected = open.last().and_then(|&j| ids[j]);
                 assert_eq!(
                     notify_core::current_event_id(),
                     expected,
@@ -287,10 +297,22 @@ fn nested_handles_at_any_depth_finished_in_many_orders_leave_no_current_event() 
     }
 }
 
+/// Issue 33 item 9: handles nest through their scopes, and finishing them anywhere (here, some on
+/// another thread) never changes this thread's current event: a started handle is not current.
 #[test]
 fn nested_handles_finished_on_other_threads_leave_no_current_event() {
-    let (notifier, _events) = collecting();
-    let mut handles = nested(&notifier, 20);
+    let (notifier, events) = collecting();
+    let mut handles: Vec<Handle> = Vec::new();
+    for i in 0..20 {
+        let mut handle = notifier.build_handle(format!("level{i}.app"), Payload::new());
+        match handles.last() {
+            Some(parent) => parent.in_scope(|| handle.start().unwrap()),
+            None => handle.start().unwrap(),
+        }
+        assert_eq!(notify_core::current_event_id(), None);
+        handles.push(handle);
+    }
+    let ids: Vec<Option<EventId>> = handles.iter().map(Handle::id).collect();
     let far: Vec<Handle> = handles.drain(3..13).collect();
     std::thread::spawn(move || {
         for mut handle in far {
@@ -299,13 +321,16 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
     })
     .join()
     .unwrap();
-    assert_eq!(notify_core::current_event_id(), handles.last().unwrap().id());
-    let ids: Vec<Option<EventId>> = handles.iter().map(Handle::id).collect();
-    for (i, handle) in handles.iter_mut().enumerate().rev() {
-        assert_eq!(notify_core::current_event_id(), ids[i]);
-        handle.finish().unwrap();
-    }
     assert_eq!(notify_core::current_event_id(), None);
+    for handle in handles.iter_mut().rev() {
+        handle.finish().unwrap();
+        assert_eq!(notify_core::current_event_id(), None);
+    }
+    let events = events.lock().unwrap();
+    for (i, id) in ids.iter().enumerate().skip(1) {
+        let event = events.iter().find(|e| Some(e.id()) == *id).unwrap();
+        assert_eq!(event.parent_id(), ids[i - 1], "level {i}");
+    }
 }
 
 static LOCATED: notify_core::Callsite =

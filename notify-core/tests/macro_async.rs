@@ -538,3 +538,21 @@ fn events_run_during_an_unrelated_unwinding_complete_normally() {
         ]
     );
 }
+
+#[instrument_event("async.facts_then_return", fields(id), ret)]
+async fn records_then_returns(id: u32) -> u32 {
+    notify_core::record("before", 1_u64);
+    yield_now().await;
+    notify_core::record("after", 2_u64);
+    id
+}
+
+/// Facts recorded in each poll reach the event, in record order, before what `ret` records (the
+/// facts travel in the handle between polls since a handle is current only while polled).
+#[test]
+fn facts_of_every_poll_come_before_the_return_value_in_the_payload() {
+    let (value, events) = capture("async.facts_then_return", || block_on(records_then_returns(5)));
+    assert_eq!(value, 5);
+    let keys: Vec<&str> = events[0].payload().iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["id", "before", "after", "return"]);
+}

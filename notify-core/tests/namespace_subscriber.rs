@@ -320,3 +320,75 @@ fn n6_subscriber_methods_derives_event_names_from_method_names() {
     );
     assert_eq!(attached.detach(), 3);
 }
+
+/// Which method of [`Ticks`] saw each event, by sequence number.
+struct Ticks {
+    /// Deliveries per event (index: the event's `seq`).
+    seen: Vec<std::sync::atomic::AtomicU8>,
+    /// Deliveries to the first and the second definition of `tick`.
+    by_method: [AtomicU64; 2],
+}
+
+impl Ticks {
+    fn saw(&self, method: usize, event: &Event) {
+        let seq = event.payload().get("seq").and_then(|v| v.as_i64()).unwrap() as usize;
+        self.seen[seq].fetch_add(1, Ordering::SeqCst);
+        self.by_method[method].fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl NamespaceSubscriber for Ticks {
+    fn methods() -> Methods<Ticks> {
+        Methods::new("stress").event("tick", |t: &Ticks, e: &Event| t.saw(0, e))
+    }
+}
+
+/// Issue 33 item 8: replacing a method is one registry change. Under a concurrent publisher each
+/// event reaches the old method or the new one exactly once (it was delivered twice when the
+/// new method was subscribed before the old one was removed).
+#[test]
+fn a_method_replaced_under_a_concurrent_publisher_delivers_each_event_exactly_once() {
+    const EVENTS: usize = 100_000;
+    let notifier = Notifier::new();
+    let ticks = Ticks {
+        seen: (0..EVENTS).map(|_| std::sync::atomic::AtomicU8::new(0)).collect(),
+        by_method: [AtomicU64::new(0), AtomicU64::new(0)],
+    };
+    let mut attached = ticks.attach_to(&notifier).unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let publisher = {
+        let (notifier, done) = (notifier.clone(), done.clone());
+        std::thread::spawn(move || {
+            for seq in 0..EVENTS {
+                notifier.instrument("tick.stress", || Payload::new().with("seq", seq as u64), |_| ());
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let mut replacements = 0_u64;
+    while !done.load(Ordering::SeqCst) {
+        let method = (replacements % 2 + 1) as usize % 2;
+        attached
+            .add_method(Method::event("tick", move |t: &Ticks, e: &Event| t.saw(method, e)))
+            .unwrap();
+        replacements += 1;
+    }
+    publisher.join().unwrap();
+    assert!(replacements > 0);
+    assert_eq!(
+        notifier.subscriber_count(),
+        1,
+        "each replacement removed the old method"
+    );
+    let ticks = attached.subscriber();
+    let counts: Vec<u8> = ticks.seen.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+    let twice = counts.iter().filter(|c| **c > 1).count();
+    let never = counts.iter().filter(|c| **c == 0).count();
+    assert_eq!(
+        (twice, never),
+        (0, 0),
+        "events delivered twice, never ({replacements} replacements)"
+    );
+    let by_method = ticks.by_method.iter().map(|c| c.load(Ordering::SeqCst)).sum::<u64>();
+    assert_eq!(by_method, EVENTS as u64);
+}

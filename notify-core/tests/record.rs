@@ -35,28 +35,84 @@ fn one_key_recorded_many_times_keeps_its_last_value_and_pushes_out_no_other_key(
     assert_eq!(payload.get("progress"), Some(&Value::U64(299)));
 }
 
+/// The library's own report lines (`log::error!`, target `notify`).
+#[cfg(feature = "log")]
+struct Reports(Mutex<Vec<(String, String)>>);
+
+#[cfg(feature = "log")]
+impl log::Log for Reports {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((record.target().to_owned(), record.args().to_string()));
+    }
+    fn flush(&self) {}
+}
+
+#[cfg(feature = "log")]
+static REPORTS: Reports = Reports(Mutex::new(Vec::new()));
+
+/// Issue 33 item 7: the facts dropped past the per-thread limit are counted, exactly, and the
+/// first drop of the process is reported once.
 #[test]
-fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped() {
+fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counted() {
+    #[cfg(feature = "log")]
+    {
+        log::set_logger(&REPORTS).unwrap();
+        log::set_max_level(log::LevelFilter::Trace);
+    }
     let (notifier, seen) = collecting();
     let keys: Vec<&'static str> = (0..300).map(|i| &*format!("k{i}").leak()).collect();
+    // No other test of this binary records more than 256 facts on a thread: the count is exact.
+    let before = notify_core::records_dropped();
     notifier.instrument("many.record", Payload::new, |_| {
         for (i, key) in keys.iter().enumerate() {
             notify_core::record(key, i as u64);
         }
+        // A key already waiting is replaced in place: no drop.
+        notify_core::record(keys[299], 0_u64);
     });
-    let seen = seen.lock().unwrap();
-    let payload = &seen[0].1;
-    let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
-    assert_eq!(got, keys[44..], "the 256 newest, in record order");
+    assert_eq!(notify_core::records_dropped() - before, 44);
+    {
+        let seen = seen.lock().unwrap();
+        let payload = &seen[0].1;
+        let got: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
+        assert_eq!(got, keys[44..], "the 256 newest, in record order");
+        assert_eq!(payload.get(keys[299]), Some(&Value::U64(0)));
+    }
+    // A second event that drops as many: counted, not reported again.
+    notifier.instrument("many.record", Payload::new, |_| {
+        keys.iter().for_each(|key| notify_core::record(key, 1_u64))
+    });
+    assert_eq!(notify_core::records_dropped() - before, 88);
+    #[cfg(feature = "log")]
+    {
+        let reports = REPORTS.0.lock().unwrap();
+        let drops: Vec<&(String, String)> = reports
+            .iter()
+            .filter(|(_, line)| line.contains("records_dropped"))
+            .collect();
+        assert_eq!(drops.len(), 1, "{reports:?}");
+        assert_eq!(drops[0].0, "notify");
+    }
 }
 
 #[test]
-fn a_handle_finished_on_another_thread_gets_the_facts_recorded_where_it_started() {
+fn a_handle_finished_on_another_thread_gets_the_facts_recorded_in_its_scope_here() {
     let (notifier, seen) = collecting();
     let mut handle = notifier.build_handle("moved.record", Payload::new().with("given", 1_u64));
     handle.start().unwrap();
-    notify_core::record("status", 200_u64);
-    notify_core::record("status", 201_u64);
+    {
+        let _entered = handle.enter();
+        notify_core::record("status", 200_u64);
+        notify_core::record("status", 201_u64);
+    }
+    // Started, not current: this fact belongs to no event.
+    notify_core::record("status", 500_u64);
     std::thread::spawn(move || handle.finish().unwrap()).join().unwrap();
     // Nothing waits on this thread any more: a later event here gets none of those facts.
     notifier.instrument("later.record", Payload::new, |_| ());
@@ -84,7 +140,7 @@ fn facts_recorded_on_a_thread_that_exited_reach_the_handle_finished_later() {
     let mut handle = std::thread::spawn(move || {
         let mut handle = for_thread.build_handle("orphan.record", Payload::new());
         handle.start().unwrap();
-        notify_core::record("step", "started on a thread that then exits");
+        handle.in_scope(|| notify_core::record("step", "started on a thread that then exits"));
         handle
     })
     .join()

@@ -968,7 +968,8 @@ fn out_of_order_and_cross_thread_finishes_leave_no_stale_parent() {
         let mut a = notifier.build_handle("a", Payload::new());
         let mut b = notifier.build_handle("b", Payload::new());
         a.start().unwrap();
-        b.start().unwrap();
+        // A started handle is not current: b nests under a only inside a's scope.
+        a.in_scope(|| b.start().unwrap());
         a.finish().unwrap();
         b.finish().unwrap();
         notifier.instrument("c", Payload::new, |_| ());
@@ -1013,11 +1014,11 @@ fn cpu_time_is_not_measured_across_threads_and_handle_ids_survive_finish() {
         ),
     );
     let mut here = notifier.build_handle("here", Payload::new());
-    here.start_detached().unwrap();
+    here.start().unwrap();
     here.finish().unwrap();
     assert!(here.id().is_some());
     let mut moved = notifier.build_handle("moved", Payload::new());
-    moved.start_detached().unwrap();
+    moved.start().unwrap();
     std::thread::spawn(move || moved.finish().unwrap()).join().unwrap();
     assert_eq!(
         *cpu.lock().unwrap(),

@@ -33,6 +33,7 @@ pub struct LogConfig<T> {
     target: Option<String>,
     pub(super) methods: Vec<MethodSpec<T>>,
     pub(super) color: ColorChoice,
+    pub(super) tags: bool,
 }
 
 /// One declared method: its name, its event name `"<method>.<namespace>"`, its level and its
@@ -59,6 +60,7 @@ impl<T> LogConfig<T> {
             target: None,
             methods: Vec::new(),
             color: ColorChoice::Never,
+            tags: false,
         }
     }
 
@@ -118,6 +120,24 @@ impl<T> LogConfig<T> {
     pub fn color(mut self, choice: ColorChoice) -> LogConfig<T> {
         self.color = choice;
         self
+    }
+
+    /// Prefixes every line with the tags of the event's scope ([`notify_core::tagged`]), each value
+    /// in brackets as Rails' `ActiveSupport::TaggedLogging` does: `[req-7] [acme]   Book Load …`
+    /// (default off: lines are as the methods return them). Values are escaped.
+    ///
+    /// ```
+    /// assert!(notify_log::LogConfig::<()>::new("sql").tagged(true).shows_tags());
+    /// ```
+    #[must_use]
+    pub fn tagged(mut self, show: bool) -> LogConfig<T> {
+        self.tags = show;
+        self
+    }
+
+    /// True when lines are prefixed with the tags ([`LogConfig::tagged`]).
+    pub fn shows_tags(&self) -> bool {
+        self.tags
     }
 
     /// The namespace.

@@ -1,15 +1,23 @@
 //! One event as a formatting method sees it ([`LogEvent`]), and what its helpers display
 //! ([`Styled`], [`Elapsed`]).
 
+use std::cell::RefCell;
 use std::fmt;
 use std::time::Duration;
 
 use super::Color;
-use notify_core::escape::EscapedDisplay;
-use notify_core::{EventId, Payload, Value};
+use notify_core::escape::{Escaped, EscapedDisplay};
+use notify_core::{EventId, Payload, Tags, TraceId, Value};
 
-/// One event as a formatting method sees it: name, method, namespace, payload, duration, and
-/// AS::N's `color` helper.
+/// One event as a formatting method sees it: name, method, namespace, ids (event, parent, trace),
+/// payload, duration, and AS::N's `color` helper.
+///
+/// # Missing keys are visible
+///
+/// A formatting method that returns `None` after [`LogEvent::get`] found no value for a key (the
+/// `event.get("sql")?` pattern) does not lose its line: the log subscriber writes
+/// `<event name> (<elapsed>)  [missing sql]` at the method's level instead. [`LogEvent::field`]
+/// shows a value or `[missing <key>]` in place, for lines that should always be written whole.
 ///
 /// ```
 /// use notify_log::{Color, LogEvent};
@@ -29,6 +37,10 @@ pub struct LogEvent<'a> {
     payload: &'a Payload,
     duration: Option<Duration>,
     color: bool,
+    trace_id: Option<TraceId>,
+    parent_id: Option<EventId>,
+    /// Where [`LogEvent::get`] notes the keys it did not find (attached methods only).
+    missing: Option<&'a RefCell<Vec<String>>>,
 }
 
 impl<'a> LogEvent<'a> {
@@ -63,6 +75,71 @@ impl<'a> LogEvent<'a> {
             payload,
             duration,
             color,
+            trace_id: None,
+            parent_id: None,
+            missing: None,
+        }
+    }
+
+    /// Sets the event's ids: its own, its parent's and its trace's (an attached subscriber sets
+    /// them from the event; for testing formatting methods).
+    ///
+    /// ```
+    /// use notify_core::{EventId, TraceId};
+    /// let p = notify_core::Payload::new();
+    /// let trace = TraceId::new(0xabc).unwrap();
+    /// let event = notify_log::LogEvent::new("query.sql", &p, None).with_ids(EventId::new(2), Some(EventId::new(1)), Some(trace));
+    /// assert_eq!((event.id(), event.parent_id(), event.trace_id()), (EventId::new(2), Some(EventId::new(1)), Some(trace)));
+    /// assert_eq!(event.trace_id().unwrap().to_string(), "00000000000000000000000000000abc");
+    /// ```
+    #[must_use]
+    pub fn with_ids(mut self, id: EventId, parent_id: Option<EventId>, trace_id: Option<TraceId>) -> LogEvent<'a> {
+        self.id = id;
+        self.parent_id = parent_id;
+        self.trace_id = trace_id;
+        self
+    }
+
+    /// Notes keys [`LogEvent::get`] does not find in `missing`.
+    pub(super) fn noting_missing(mut self, missing: &'a RefCell<Vec<String>>) -> LogEvent<'a> {
+        self.missing = Some(missing);
+        self
+    }
+
+    /// The trace id (32 hex digits when displayed): shared by every event of one request. `None`
+    /// only for a [`LogEvent::new`] without [`LogEvent::with_ids`].
+    pub fn trace_id(&self) -> Option<TraceId> {
+        self.trace_id
+    }
+
+    /// The parent event's id; `None` for a root.
+    pub fn parent_id(&self) -> Option<EventId> {
+        self.parent_id
+    }
+
+    /// The tags of the scope the event finished in ([`notify_core::tagged`]).
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new();
+    /// let tags = notify_core::tagged([("request_id", "r-1")], || notify_log::LogEvent::new("query.sql", &p, None).tags());
+    /// assert_eq!(tags.get("request_id").and_then(|v| v.as_str()), Some("r-1"));
+    /// ```
+    pub fn tags(&self) -> Tags {
+        Tags::current()
+    }
+
+    /// Payload entry `key` as [`LogEvent::get`] shows it, or `[missing <key>]` when there is none:
+    /// the line is written whole and the gap is visible.
+    ///
+    /// ```
+    /// let p = notify_core::Payload::new().with("sql", "SELECT 1");
+    /// let event = notify_log::LogEvent::new("query.sql", &p, None);
+    /// assert_eq!(format!("{} {}", event.field("sql"), event.field("binds")), "SELECT 1 [missing binds]");
+    /// ```
+    pub fn field<'k>(&self, key: &'k str) -> Field<'a, 'k> {
+        Field {
+            value: self.payload.get(key),
+            key,
         }
     }
 
@@ -146,7 +223,15 @@ impl<'a> LogEvent<'a> {
     /// assert!(event.get("rows").is_none());
     /// ```
     pub fn get(&self, key: &str) -> Option<EscapedDisplay<&'a Value>> {
-        self.payload.get(key).map(Value::escaped)
+        let value = self.payload.get(key);
+        if let (None, Some(missing)) = (value, self.missing) {
+            if let Ok(mut missing) = missing.try_borrow_mut() {
+                if !missing.iter().any(|k| k == key) {
+                    missing.push(key.to_owned());
+                }
+            }
+        }
+        value.map(Value::escaped)
     }
 
     /// Wall time from `start` to `finish` as measured by the log subscriber (monotonic clock);
@@ -233,6 +318,29 @@ impl<D: fmt::Display> fmt::Display for Styled<D> {
             text.fmt(f)
         } else {
             write!(f, "{}{text}{}", self.style.render(), self.style.render_reset())
+        }
+    }
+}
+
+/// A payload value, or `[missing <key>]`; [`LogEvent::field`]'s result. Both are escaped.
+#[derive(Clone, Copy, Debug)]
+pub struct Field<'a, 'k> {
+    value: Option<&'a Value>,
+    key: &'k str,
+}
+
+impl Field<'_, '_> {
+    /// True when the payload has the key.
+    pub fn is_present(&self) -> bool {
+        self.value.is_some()
+    }
+}
+
+impl fmt::Display for Field<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.value {
+            Some(value) => value.escaped().fmt(f),
+            None => write!(f, "[missing {}]", Escaped::new(self.key)),
         }
     }
 }

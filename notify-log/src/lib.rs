@@ -73,6 +73,20 @@
 //!   one line: a method that wants two lines logs two events.
 //! * The `could not log <event name>: <panic message>` line escapes the name and the message.
 //!
+//! # Structured lines: JSON and logfmt for any event
+//!
+//! [`StructuredLog`] needs no code per event name: one line per event with time, level, name,
+//! duration, outcome, trace id, span id, parent id, location, tags ([`notify_core::tagged`]) and
+//! payload, as JSON or logfmt, levels per namespace or name, silenced like the methods above,
+//! optionally rate limited. See the [`structured`] module for an example line of each.
+//!
+//! # Ids and missing keys
+//!
+//! [`LogEvent::trace_id`], [`LogEvent::id`] and [`LogEvent::parent_id`] let a formatting method
+//! show where its event sits in a trace. A method that returns `None` after [`LogEvent::get`] missed
+//! a key (`event.get("sql")?`) does not lose its line: `<event name> (<elapsed>)  [missing sql]` is
+//! written at its level instead; [`LogEvent::field`] marks a missing key in place.
+//!
 //! # Failures
 //!
 //! A formatting method that panics is caught: the log subscriber writes
@@ -108,13 +122,15 @@ mod config;
 mod event;
 mod line;
 mod method;
+pub mod structured;
 
 pub use log::Level;
 
 pub use self::color::{Color, ColorChoice};
 pub use self::config::{LogConfig, LogSubscriberError};
-pub use self::event::{Elapsed, LogEvent, Styled};
+pub use self::event::{Elapsed, Field, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
+pub use self::structured::{Format, Keys, LineKey, Placement, StructuredLog, StructuredLogger};
 
 use notify_core::Notifier;
 

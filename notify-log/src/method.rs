@@ -4,6 +4,7 @@
 //! notify-core's [`Methods`] (the `ActiveSupport::Subscriber` mechanism): each log method is one
 //! silenceable method of the namespace.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -16,9 +17,10 @@ use super::line::Line;
 use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
 use notify_core::panic_message;
-use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription};
+use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription, Tags};
 use notify_core::{
     Event, EventContext, EventId, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber,
+    TraceId,
 };
 
 /// A log subscriber's shared state and its notify-core declaration.
@@ -31,6 +33,8 @@ pub(super) struct Shared<T> {
     namespace: String,
     target: String,
     color: bool,
+    /// Prefix lines with the scope's tags ([`LogConfig::tagged`](super::LogConfig::tagged)).
+    tags: bool,
     methods: Vec<MethodSpec<T>>,
 }
 
@@ -111,6 +115,7 @@ impl<T: LogSubscriber> LogMethod<T> {
             namespace: config.namespace,
             target,
             color,
+            tags: config.tags,
             methods: config.methods,
         });
         let mut methods = Methods::new(shared.namespace.clone());
@@ -243,14 +248,16 @@ impl<T: Send + Sync + 'static> EventedSubscriber for LogMethod<T> {
     fn start(&self, _name: &str, _event: &EventContext, _payload: &Payload) {}
 
     fn finish(&self, name: &str, event: &EventContext, payload: &Payload) {
-        self.log(name, event.id(), event.location(), payload, event.duration());
+        let ids = (event.id(), event.parent_id(), Some(event.trace_id()));
+        self.log(name, ids, event.location(), payload, event.duration());
     }
 
     /// An event published whole (e.g. imported from another process by notify-nats) is logged as
     /// a finished one, with its own duration.
     fn publish(&self, event: &Event) {
         let duration = Some(event.duration());
-        self.log(event.name(), event.id(), event.location(), event.payload(), duration);
+        let ids = (event.id(), event.parent_id(), Some(event.trace_id()));
+        self.log(event.name(), ids, event.location(), event.payload(), duration);
     }
 }
 
@@ -260,7 +267,7 @@ impl<T: Send + Sync + 'static> LogMethod<T> {
     fn log(
         &self,
         name: &str,
-        id: EventId,
+        (id, parent_id, trace_id): (EventId, Option<EventId>, Option<TraceId>),
         location: Option<&'static Location>,
         payload: &Payload,
         duration: Option<Duration>,
@@ -275,16 +282,44 @@ impl<T: Send + Sync + 'static> LogMethod<T> {
             payload,
             duration,
             shared.color,
-        );
+        )
+        .with_ids(id, parent_id, trace_id);
+        let missing = RefCell::new(Vec::new());
+        let event = event.noting_missing(&missing);
         match catch_unwind(AssertUnwindSafe(|| (spec.format)(&shared.subscriber, &event))) {
             Ok(Some(line)) => {
                 let line = Line {
                     text: &line,
                     keep_sgr: shared.color,
                 };
-                emit(spec.level, &shared.target, location, format_args!("{line}"));
+                if shared.tags && !Tags::with_current(Tags::is_empty) {
+                    let tags = Tags::with_current(|tags| {
+                        tags.iter()
+                            .map(|(_, value)| format!("[{}] ", value.escaped()))
+                            .collect::<String>()
+                    });
+                    emit(spec.level, &shared.target, location, format_args!("{tags}{line}"));
+                } else {
+                    emit(spec.level, &shared.target, location, format_args!("{line}"));
+                }
             }
-            Ok(None) => {}
+            Ok(None) => {
+                // A `get(..)?` that found nothing: the line is written with the gap marked, not dropped.
+                let missing = missing.take();
+                if !missing.is_empty() {
+                    emit(
+                        spec.level,
+                        &shared.target,
+                        location,
+                        format_args!(
+                            "{} ({})  [missing {}]",
+                            Escaped::new(name),
+                            event.elapsed(),
+                            Escaped::new(&missing.join(", "))
+                        ),
+                    );
+                }
+            }
             Err(panic) => {
                 emit(
                     Level::Error,

@@ -22,6 +22,11 @@
 //!   [`MetricsSubscriber::label`] panics on such a key, [`MetricsSubscriber::try_label`] returns a
 //!   [`LabelError`].
 //! * The metric names start with `notify` unless [`MetricsSubscriber::prefix`] says otherwise.
+//! * Each metric has at most 2,000 series ([`MetricsSubscriber::cardinality_limit`], as
+//!   OpenTelemetry's default); beyond, events are recorded in one overflow series per metric,
+//!   labelled `otel_metric_overflow="true"` only ([`OVERFLOW_LABEL`]: OpenTelemetry's
+//!   `otel.metric.overflow`, with the underscores Prometheus label names need), and counted
+//!   ([`MetricsSubscriber::cardinality`]).
 //!
 //! ```
 //! use notify_core::{Notifier, Pattern, Payload};
@@ -72,8 +77,8 @@
 mod subscriber;
 
 pub use crate::subscriber::{
-    LabelError, MetricsSubscriber, PrefixError, BUILTIN_LABELS, DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS,
-    PROMETHEUS_RESERVED_LABELS,
+    Cardinality, LabelError, MetricsSubscriber, PrefixError, BUILTIN_LABELS, DEFAULT_CARDINALITY_LIMIT,
+    DURATION_BUCKETS, EVENTS_TOTAL, EVENT_DURATION_SECONDS, OVERFLOW_LABEL, PROMETHEUS_RESERVED_LABELS,
 };
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.

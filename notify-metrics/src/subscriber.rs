@@ -1,6 +1,9 @@
 //! [`MetricsSubscriber`]: what it records and how it is configured.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 use notify_core::{Event, EventSubscriber, Notifier, Outcome, Pattern, Subscriber, Subscription, Value, EXCEPTION_KEY};
@@ -23,9 +26,22 @@ const EVENT_LABEL: &str = "event";
 /// The label of the outcome.
 const OUTCOME_LABEL: &str = "outcome";
 
+/// The only label of a metric's overflow series (value `"true"`): the series that takes what
+/// events record once the metric has [`MetricsSubscriber::cardinality_limit`] series.
+/// OpenTelemetry's SDKs call that attribute `otel.metric.overflow`; a Prometheus label name
+/// cannot hold a dot, and OpenTelemetry's Prometheus exporters write the same attribute as
+/// `otel_metric_overflow` (dots become underscores), so a dashboard or alert written for one
+/// works for the other.
+pub const OVERFLOW_LABEL: &str = "otel_metric_overflow";
+
+/// The default [`MetricsSubscriber::cardinality_limit`]: 2,000 series per metric, as
+/// OpenTelemetry's SDKs default to.
+pub const DEFAULT_CARDINALITY_LIMIT: usize = 2_000;
+
 /// The labels [`MetricsSubscriber::record`] sets itself: a payload key of one of these names as a
-/// label would replace the event name or the outcome (or give the histogram an `outcome`).
-pub const BUILTIN_LABELS: &[&str] = &[EVENT_LABEL, OUTCOME_LABEL];
+/// label would replace the event name or the outcome (or give the histogram an `outcome`), or
+/// pass a series for the overflow series ([`OVERFLOW_LABEL`]).
+pub const BUILTIN_LABELS: &[&str] = &[EVENT_LABEL, OUTCOME_LABEL, OVERFLOW_LABEL];
 
 /// The labels Prometheus' exposition format adds itself: `le` to each bucket of a histogram,
 /// `quantile` to each quantile of a summary (what `metrics-exporter-prometheus` renders a histogram
@@ -42,14 +58,14 @@ pub const PROMETHEUS_RESERVED_LABELS: &[&str] = &["le", "quantile"];
 /// assert_eq!(err.key(), "event");
 /// assert_eq!(
 ///     err.to_string(),
-///     "label \"event\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+///     "label \"event\" is set by MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that name cannot be a label"
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LabelError {
-    /// The key is one of [`BUILTIN_LABELS`] (`event`, `outcome`), which the subscriber sets
-    /// itself.
+    /// The key is one of [`BUILTIN_LABELS`] (`event`, `outcome`, `otel_metric_overflow`), which
+    /// the subscriber sets itself.
     Builtin {
         /// The refused key.
         key: &'static str,
@@ -90,7 +106,7 @@ impl std::fmt::Display for LabelError {
         match self {
             LabelError::Builtin { key } => write!(
                 f,
-                "label {key:?} is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+                "label {key:?} is set by MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that name cannot be a label"
             ),
             LabelError::Reserved { key } => write!(
                 f,
@@ -168,6 +184,9 @@ static METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, 
 #[derive(Clone)]
 pub struct MetricsSubscriber {
     config: Arc<Config>,
+    /// The series recorded so far, shared by the clones (made anew by the builder methods that
+    /// change what a series is: the prefix, the labels, the limit).
+    series: Arc<Series>,
 }
 
 #[derive(Clone)]
@@ -175,6 +194,106 @@ struct Config {
     events_total: SharedString,
     duration: SharedString,
     labels: Vec<&'static str>,
+    cardinality_limit: usize,
+}
+
+/// The series of both metrics recorded so far.
+struct Series {
+    events_total: Limited,
+    duration: Limited,
+}
+
+impl Series {
+    fn new(config: &Config) -> Arc<Series> {
+        Arc::new(Series {
+            events_total: Limited::new(&config.events_total, config.cardinality_limit),
+            duration: Limited::new(&config.duration, config.cardinality_limit),
+        })
+    }
+}
+
+/// A hasher for [`Key`]s: a `Key` hashes itself once, when it is made, and feeds the set only that
+/// `u64` (`write_u64`, as `metrics` documents), so the set takes it as it is rather than hash it
+/// again with SipHash (`write`, never called by `Key`, folds bytes FNV-1a style to stay correct).
+#[derive(Default)]
+struct KeyHash(u64);
+
+impl Hasher for KeyHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+}
+
+/// The series of one metric: at most `limit` label sets, then the overflow series.
+struct Limited {
+    limit: usize,
+    seen: RwLock<HashSet<Key, BuildHasherDefault<KeyHash>>>,
+    overflow: Key,
+    overflowed: AtomicU64,
+}
+
+impl Limited {
+    fn new(name: &SharedString, limit: usize) -> Limited {
+        Limited {
+            limit,
+            seen: RwLock::new(HashSet::default()),
+            overflow: Key::from_parts(name.clone(), vec![Label::from_static_parts(OVERFLOW_LABEL, "true")]),
+            overflowed: AtomicU64::new(0),
+        }
+    }
+
+    /// `key` when it is a series already recorded or one more fits, else the overflow series
+    /// (counted). A read lock for a known series; the write lock only for a new one.
+    fn admit<'a>(&'a self, key: &'a Key) -> &'a Key {
+        if self.limit == usize::MAX {
+            return key;
+        }
+        // A panic elsewhere while the lock was held cannot leave the set half-changed (an insert
+        // is one call): a poisoned lock is used as it is.
+        if self.seen.read().unwrap_or_else(|e| e.into_inner()).contains(key) {
+            return key;
+        }
+        let mut seen = self.seen.write().unwrap_or_else(|e| e.into_inner());
+        if seen.contains(key) || (seen.len() < self.limit && seen.insert(key.clone())) {
+            return key;
+        }
+        drop(seen);
+        self.overflowed.fetch_add(1, Ordering::Relaxed);
+        &self.overflow
+    }
+
+    fn len(&self) -> usize {
+        self.seen.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// What [`MetricsSubscriber::cardinality`] reports: the series each metric has and how many
+/// recordings went to its overflow series (`otel_metric_overflow="true"`) because it had
+/// [`MetricsSubscriber::cardinality_limit`] series already. Counted since the subscriber was
+/// configured, over all its clones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Cardinality {
+    /// Distinct label sets of the counter (the overflow series not included; 0 when the limit is
+    /// off: nothing is tracked then).
+    pub events_total_series: usize,
+    /// Distinct label sets of the histogram (the overflow series not included; 0 when the limit
+    /// is off).
+    pub duration_series: usize,
+    /// Counter increments refused a series of their own and added to the overflow series.
+    pub events_total_overflowed: u64,
+    /// Histogram observations refused a series of their own and recorded in the overflow series.
+    pub duration_overflowed: u64,
 }
 
 impl Default for MetricsSubscriber {
@@ -191,17 +310,78 @@ impl MetricsSubscriber {
     /// assert!(notify_metrics::MetricsSubscriber::new().labels().is_empty());
     /// ```
     pub fn new() -> MetricsSubscriber {
+        let config = Config {
+            events_total: SharedString::const_str(EVENTS_TOTAL),
+            duration: SharedString::const_str(EVENT_DURATION_SECONDS),
+            labels: Vec::new(),
+            cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
+        };
         MetricsSubscriber {
-            config: Arc::new(Config {
-                events_total: SharedString::const_str(EVENTS_TOTAL),
-                duration: SharedString::const_str(EVENT_DURATION_SECONDS),
-                labels: Vec::new(),
-            }),
+            series: Series::new(&config),
+            config: Arc::new(config),
         }
     }
 
+    /// The configuration, to change it; the builder method then calls
+    /// [`configured`](MetricsSubscriber::configured).
     fn config_mut(&mut self) -> &mut Config {
         Arc::make_mut(&mut self.config)
+    }
+
+    /// Starts the series tracking anew after a configuration change: what a series is (its
+    /// names, its labels, the limit) changed, so the series recorded are forgotten (the builder
+    /// methods are meant to be called before any event is recorded).
+    fn configured(mut self) -> MetricsSubscriber {
+        self.series = Series::new(&self.config);
+        self
+    }
+
+    /// At most `limit` series per metric (default [`DEFAULT_CARDINALITY_LIMIT`], 2,000, as
+    /// OpenTelemetry's SDKs): once a metric has `limit` distinct label sets, an event whose label
+    /// set is new is recorded in that metric's overflow series instead, whose only label is
+    /// `otel_metric_overflow="true"` ([`OVERFLOW_LABEL`]), and counted
+    /// ([`MetricsSubscriber::cardinality`]). Series already recorded keep being recorded. So
+    /// `limit` + 1 series per metric at most, whatever the payload values: a label with an
+    /// unexpected spread of values (a user id where a table name was meant) costs a bounded
+    /// scrape and bounded memory in the recorder, and shows as a non-zero overflow series.
+    ///
+    /// The counter has an `outcome` label the histogram has not, so it may reach its limit first.
+    /// The series are tracked by this subscriber and its clones (a set of the label sets, about
+    /// 100 bytes a series): two separately built subscribers writing the same metric names each
+    /// allow `limit`. `usize::MAX` turns the limit off (nothing is tracked, no cost); 0 sends
+    /// every event to the overflow series.
+    ///
+    /// ```
+    /// let m = notify_metrics::MetricsSubscriber::new().cardinality_limit(100);
+    /// assert_eq!(m.cardinality_limit_value(), 100);
+    /// assert_eq!(notify_metrics::MetricsSubscriber::new().cardinality_limit_value(), 2_000);
+    /// ```
+    #[must_use]
+    pub fn cardinality_limit(mut self, limit: usize) -> MetricsSubscriber {
+        self.config_mut().cardinality_limit = limit;
+        self.configured()
+    }
+
+    /// The series limit per metric ([`MetricsSubscriber::cardinality_limit`]).
+    pub fn cardinality_limit_value(&self) -> usize {
+        self.config.cardinality_limit
+    }
+
+    /// The series each metric has and what went to the overflow series ([`Cardinality`]).
+    ///
+    /// ```
+    /// let m = notify_metrics::MetricsSubscriber::new();
+    /// assert_eq!(m.cardinality(), notify_metrics::Cardinality::default());
+    /// ```
+    pub fn cardinality(&self) -> Cardinality {
+        let series = &self.series;
+        let tracked = self.config.cardinality_limit != usize::MAX;
+        Cardinality {
+            events_total_series: if tracked { series.events_total.len() } else { 0 },
+            duration_series: if tracked { series.duration.len() } else { 0 },
+            events_total_overflowed: series.events_total.overflowed.load(Ordering::Relaxed),
+            duration_overflowed: series.duration.overflowed.load(Ordering::Relaxed),
+        }
     }
 
     /// Names the metrics `<prefix>_events_total` and `<prefix>_event_duration_seconds`.
@@ -250,7 +430,7 @@ impl MetricsSubscriber {
         let config = self.config_mut();
         config.events_total = SharedString::from(Arc::<str>::from(format!("{prefix}_events_total")));
         config.duration = SharedString::from(Arc::<str>::from(format!("{prefix}_event_duration_seconds")));
-        Ok(self)
+        Ok(self.configured())
     }
 
     /// Adds the payload key `key` as a label of both metrics (after `event`, in the order added).
@@ -267,8 +447,8 @@ impl MetricsSubscriber {
     ///
     /// # Panics
     /// When [`try_label`](MetricsSubscriber::try_label) refuses `key`, with the message
-    /// `notify-metrics: MetricsSubscriber::label: ` and the [`LabelError`]: `key` is `event` or
-    /// `outcome` (labels the subscriber sets itself), `le` or `quantile` (labels Prometheus adds),
+    /// `notify-metrics: MetricsSubscriber::label: ` and the [`LabelError`]: `key` is `event`,
+    /// `outcome` or `otel_metric_overflow` (labels the subscriber sets itself), `le` or `quantile` (labels Prometheus adds),
     /// already chosen, or not a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with
     /// `__`).
     ///
@@ -279,7 +459,8 @@ impl MetricsSubscriber {
     ///
     /// ```should_panic
     /// // Panics: notify-metrics: MetricsSubscriber::label: label "outcome" is set by
-    /// // MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label
+    /// // MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that
+    /// // name cannot be a label
     /// let _ = notify_metrics::MetricsSubscriber::new().label("outcome");
     /// ```
     #[must_use]
@@ -295,9 +476,10 @@ impl MetricsSubscriber {
     /// does, or says why it cannot be one.
     ///
     /// # Errors
-    /// * [`LabelError::Builtin`]: `key` is `event` or `outcome` ([`BUILTIN_LABELS`]), which the
-    ///   subscriber sets itself; as a payload label it would replace the event name (merging the
-    ///   series of different events) or the outcome.
+    /// * [`LabelError::Builtin`]: `key` is `event`, `outcome` or `otel_metric_overflow`
+    ///   ([`BUILTIN_LABELS`]), which the subscriber sets itself; as a payload label it would
+    ///   replace the event name (merging the series of different events) or the outcome, or make
+    ///   a series pass for the overflow series.
     /// * [`LabelError::Reserved`]: `key` is `le` or `quantile` ([`PROMETHEUS_RESERVED_LABELS`]).
     /// * [`LabelError::Duplicate`]: `key` was already chosen.
     /// * [`LabelError::InvalidName`]: `key` is not a Prometheus label name
@@ -327,7 +509,7 @@ impl MetricsSubscriber {
             return Err(LabelError::Duplicate { key });
         }
         self.config_mut().labels.push(key);
-        Ok(self)
+        Ok(self.configured())
     }
 
     /// The payload keys used as labels, in order.
@@ -381,7 +563,8 @@ impl MetricsSubscriber {
     }
 
     /// Records `event`: what the subscription calls for each event (public so that other delivery
-    /// paths, a worker pool or an importer, can record events they hold).
+    /// paths, a worker pool or an importer, can record events they hold). A series beyond the
+    /// [`cardinality_limit`](MetricsSubscriber::cardinality_limit) goes to the overflow series.
     pub fn record(&self, event: &Event) {
         let config = &self.config;
         let mut labels = Vec::with_capacity(2 + config.labels.len());
@@ -393,12 +576,17 @@ impl MetricsSubscriber {
         }
         let seconds = event.duration().as_secs_f64();
         let outcome = outcome_label(event);
+        let series = &self.series;
         metrics::with_recorder(|recorder| {
             let histogram = Key::from_parts(config.duration.clone(), labels.clone());
-            recorder.register_histogram(&histogram, &METADATA).record(seconds);
+            recorder
+                .register_histogram(series.duration.admit(&histogram), &METADATA)
+                .record(seconds);
             labels.push(Label::new(OUTCOME_LABEL, outcome));
             let counter = Key::from_parts(config.events_total.clone(), labels);
-            recorder.register_counter(&counter, &METADATA).increment(1);
+            recorder
+                .register_counter(series.events_total.admit(&counter), &METADATA)
+                .increment(1);
         });
     }
 }
@@ -422,6 +610,7 @@ impl std::fmt::Debug for MetricsSubscriber {
             .field("events_total", &self.events_total_name())
             .field("duration", &self.duration_name())
             .field("labels", &self.labels())
+            .field("cardinality_limit", &self.config.cardinality_limit)
             .finish()
     }
 }
@@ -442,5 +631,28 @@ fn label_value(value: &Value) -> SharedString {
             None => SharedString::from(text.to_string()),
         },
         other => SharedString::from(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::Hash;
+
+    use super::*;
+
+    /// The series set relies on `Key` feeding its hasher its own precomputed hash alone.
+    #[test]
+    fn a_key_hashes_to_its_own_precomputed_hash() {
+        let key = Key::from_parts("notify_events_total", vec![Label::new("event", "query.sql")]);
+        let mut hasher = KeyHash::default();
+        key.hash(&mut hasher);
+        assert_eq!(hasher.finish(), key.get_hash());
+        // Bytes (never written by a Key) still hash, and differently for different bytes.
+        let of = |bytes: &[u8]| {
+            let mut h = KeyHash::default();
+            h.write(bytes);
+            h.finish()
+        };
+        assert_ne!(of(b"a"), of(b"b"));
     }
 }

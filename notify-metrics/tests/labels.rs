@@ -21,15 +21,15 @@ fn panic_message(f: impl FnOnce()) -> String {
 
 #[test]
 fn the_labels_the_subscriber_sets_itself_are_refused() {
-    assert_eq!(BUILTIN_LABELS, ["event", "outcome"]);
-    for key in ["event", "outcome"] {
+    assert_eq!(BUILTIN_LABELS, ["event", "outcome", "otel_metric_overflow"]);
+    for key in ["event", "outcome", "otel_metric_overflow"] {
         let err = MetricsSubscriber::new().try_label(key).unwrap_err();
         assert_eq!(err, LabelError::Builtin { key });
         assert_eq!(err.key(), key);
         assert_eq!(
             err.to_string(),
             format!(
-                "label \"{key}\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+                "label \"{key}\" is set by MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that name cannot be a label"
             )
         );
         // Also after accepted keys (the reviewer's case: .label("event") after others).
@@ -100,11 +100,11 @@ fn keys_that_are_not_prometheus_label_names_are_refused() {
 fn label_panics_with_the_error_it_refuses_with() {
     assert_eq!(
         panic_message(|| drop(MetricsSubscriber::new().label("event").label("outcome"))),
-        "notify-metrics: MetricsSubscriber::label: label \"event\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+        "notify-metrics: MetricsSubscriber::label: label \"event\" is set by MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that name cannot be a label"
     );
     assert_eq!(
         panic_message(|| drop(MetricsSubscriber::new().label("outcome"))),
-        "notify-metrics: MetricsSubscriber::label: label \"outcome\" is set by MetricsSubscriber itself (event, outcome); a payload key of that name cannot be a label"
+        "notify-metrics: MetricsSubscriber::label: label \"outcome\" is set by MetricsSubscriber itself (event, outcome, otel_metric_overflow); a payload key of that name cannot be a label"
     );
     assert_eq!(
         panic_message(|| drop(MetricsSubscriber::new().label("le"))),

@@ -4,10 +4,28 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use notify_core::escape::Escaped;
+
 /// Connection settings shared by the exporter and the importer.
 ///
 /// Credentials and TLS settings go to `async_nats::ConnectOptions` unchanged. A wrong credential
 /// is a [`ConnectError`] from `start`, never silent loss.
+///
+/// Credentials may also be written in a server URL, as NATS clients take them:
+/// `nats://user:password@host:4222` (user and password) or `nats://token@host:4222` (a token),
+/// percent-encoded where they hold `:`, `@` or `/` (`p%40ss` is `p@ss`). They are taken out of the
+/// URL when the options are made (async-nats 0.51 would not send them: nats-io/nats.rs#1623) and
+/// sent as [`NatsOptions::user_and_password`] or [`NatsOptions::token`] would; with several
+/// URLs, the first that has credentials gives them for all. A later `token` or
+/// `user_and_password` call replaces them. [`NatsOptions::servers`], `Debug` and every
+/// [`ConnectError`] show the URLs without them: no secret is ever printed.
+///
+/// ```
+/// use notify_nats::NatsOptions;
+/// let options = NatsOptions::new("nats://app:s3cr%40t@127.0.0.1:4222");
+/// assert_eq!(options.servers(), "nats://127.0.0.1:4222");
+/// assert!(!format!("{options:?}").contains("s3cr"));
+/// ```
 ///
 /// ```
 /// use notify_nats::NatsOptions;
@@ -36,11 +54,13 @@ enum Auth {
 
 impl NatsOptions {
     /// Settings for `servers`: one URL (`nats://host:port`, `tls://host:port`) or several,
-    /// comma-separated. No credentials, TLS as the URL and the server ask, a 5 s connection timeout.
+    /// comma-separated. The credentials a URL holds (`user:password@`, `token@`), else none; TLS
+    /// as the URL and the server ask; a 5 s connection timeout.
     pub fn new(servers: impl Into<String>) -> NatsOptions {
+        let (servers, auth) = take_url_credentials(&servers.into());
         NatsOptions {
-            servers: servers.into(),
-            auth: Auth::None,
+            servers,
+            auth,
             root_certificates: Vec::new(),
             client_certificate: None,
             require_tls: false,
@@ -49,19 +69,21 @@ impl NatsOptions {
         }
     }
 
-    /// The server addresses as given.
+    /// The server addresses as given, without the credentials a URL held.
     pub fn servers(&self) -> &str {
         &self.servers
     }
 
-    /// Authenticates with a token (`nats-server --auth TOKEN`).
+    /// Authenticates with a token (`nats-server --auth TOKEN`); replaces credentials given before
+    /// (in a URL too).
     #[must_use]
     pub fn token(mut self, token: impl Into<String>) -> NatsOptions {
         self.auth = Auth::Token(token.into());
         self
     }
 
-    /// Authenticates with a user name and password (`nats-server --user U --pass P`).
+    /// Authenticates with a user name and password (`nats-server --user U --pass P`); replaces
+    /// credentials given before (in a URL too).
     #[must_use]
     pub fn user_and_password(mut self, user: impl Into<String>, password: impl Into<String>) -> NatsOptions {
         self.auth = Auth::UserPassword(user.into(), password.into());
@@ -159,6 +181,37 @@ impl NatsOptions {
     }
 }
 
+/// `servers` without the credentials of its URLs, and the credentials of the first URL that has
+/// some: `user:password@` (each percent-decoded) is a user and password, `token@` a token (an
+/// empty one, `@host`, is none). The
+/// credentials end at the last `@` of a URL (a password may hold an unencoded `@` or `/`), and
+/// start after its `scheme://` (or at its start when it has none).
+fn take_url_credentials(servers: &str) -> (String, Auth) {
+    let mut auth = Auth::None;
+    let mut out = Vec::new();
+    for url in servers.split(',') {
+        let url = url.trim();
+        let authority = url.find("://").map_or(0, |at| at + 3);
+        let Some(at) = url[authority..].rfind('@').map(|at| authority + at) else {
+            out.push(url.to_owned());
+            continue;
+        };
+        if matches!(auth, Auth::None) && at > authority {
+            let decode = |text: &str| {
+                percent_encoding::percent_decode_str(text)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            auth = match url[authority..at].split_once(':') {
+                Some((user, password)) => Auth::UserPassword(decode(user), decode(password)),
+                None => Auth::Token(decode(&url[authority..at])),
+            };
+        }
+        out.push(format!("{}{}", &url[..authority], &url[at + 1..]));
+    }
+    (out.join(","), auth)
+}
+
 impl fmt::Debug for NatsOptions {
     /// Shows the servers and the kind of credentials, never the secrets.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -221,6 +274,8 @@ impl ConnectError {
     }
 }
 
+/// The failure and the servers (without credentials); what it quotes (a subject, the client's
+/// message) escaped as notify-core's own lines escape text ([`notify_core::escape`]).
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match self.kind {
@@ -230,9 +285,14 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::Unreachable => "could not connect to",
             ConnectErrorKind::JetStream => "JetStream setup failed on",
             ConnectErrorKind::Thread => "could not start a thread for",
-            ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", self.message),
+            ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", Escaped::new(&self.message)),
         };
-        write!(f, "{what} {}: {}", self.servers, self.message)
+        write!(
+            f,
+            "{what} {}: {}",
+            Escaped::new(&self.servers),
+            Escaped::new(&self.message)
+        )
     }
 }
 
@@ -330,5 +390,99 @@ impl RoundTrip {
             }
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth_of(options: &NatsOptions) -> (String, String) {
+        match &options.auth {
+            Auth::None => ("none".into(), String::new()),
+            Auth::Token(token) => ("token".into(), token.clone()),
+            Auth::UserPassword(user, password) => (user.clone(), password.clone()),
+        }
+    }
+
+    #[test]
+    fn url_credentials_are_taken_out_of_the_urls() {
+        for (given, servers, auth) in [
+            ("nats://127.0.0.1:4222", "nats://127.0.0.1:4222", ("none", "")),
+            ("nats://app:pw@127.0.0.1:4222", "nats://127.0.0.1:4222", ("app", "pw")),
+            (
+                "tls://s3cret@nats.example:4443",
+                "tls://nats.example:4443",
+                ("token", "s3cret"),
+            ),
+            ("app:pw@localhost:4222", "localhost:4222", ("app", "pw")),
+            // Percent-encoded, and unencoded `@`, `:` and `/` in the password.
+            ("nats://a%20pp:p%40ss%3Aw@h:1", "nats://h:1", ("a pp", "p@ss:w")),
+            ("nats://app:p@ss/w:rd@h:1", "nats://h:1", ("app", "p@ss/w:rd")),
+            ("nats://@h:1", "nats://h:1", ("none", "")),
+            // Several URLs: every one cleaned, the first credentials kept.
+            (
+                "nats://a:1@h1:1, nats://h2:2,nats://b:2@h3:3",
+                "nats://h1:1,nats://h2:2,nats://h3:3",
+                ("a", "1"),
+            ),
+        ] {
+            let options = NatsOptions::new(given);
+            assert_eq!(options.servers(), servers, "{given}");
+            assert_eq!(auth_of(&options), (auth.0.to_owned(), auth.1.to_owned()), "{given}");
+        }
+    }
+
+    /// Issue 33 item 11, for errors: a prefix or subject is quoted escaped (Debug already escaped
+    /// newlines and ESC, not the bidirectional controls).
+    #[test]
+    fn connect_errors_escape_what_they_quote() {
+        let prefix = "shop\u{202e}lmth.exe x";
+        let why = crate::subject::check_prefix(prefix).unwrap_err();
+        let err = ConnectError::new("nats://h:1", ConnectErrorKind::Subject, why);
+        assert_eq!(
+            err.to_string(),
+            r#"invalid NATS subject: prefix "shop\u{202e}lmth.exe x": token "exe x" contains whitespace"#
+        );
+        let err = ConnectError::new("nats://h\n:1", ConnectErrorKind::Unreachable, "refused\u{1b}[2J");
+        assert_eq!(err.to_string(), r"could not connect to nats://h\n:1: refused\u{1b}[2J");
+    }
+
+    #[test]
+    fn a_later_credential_call_replaces_the_urls() {
+        let options = NatsOptions::new("nats://app:pw@h:1").token("t");
+        assert_eq!(auth_of(&options), ("token".into(), "t".into()));
+        let options = NatsOptions::new("nats://tok@h:1").user_and_password("u", "p");
+        assert_eq!(auth_of(&options), ("u".into(), "p".into()));
+    }
+
+    #[test]
+    fn debug_and_connect_errors_never_show_url_credentials() {
+        let options = NatsOptions::new("nats://app:Hunter2Secret@127.0.0.1:4222");
+        assert_eq!(
+            format!("{options:?}"),
+            r#"NatsOptions { servers: "nats://127.0.0.1:4222", auth: "user and password", require_tls: false, name: None, .. }"#
+        );
+        let err = ConnectError::new(
+            options.servers(),
+            ConnectErrorKind::Authorization,
+            "authorization violation",
+        );
+        assert_eq!(
+            err.to_string(),
+            "authorization refused by nats://127.0.0.1:4222: authorization violation"
+        );
+        assert!(!format!("{err:?}").contains("Hunter2"), "{err:?}");
+        let exporter = format!("{:?}", crate::Exporter::builder(options.clone()));
+        let importer = format!("{:?}", crate::Importer::builder(options));
+        for builder in [exporter, importer] {
+            assert!(
+                builder.contains(r#"servers: "nats://127.0.0.1:4222", auth: "user and password""#)
+                    && !builder.contains("Hunter2"),
+                "{builder}"
+            );
+        }
+        let options = NatsOptions::new("nats://Hunter2Token@127.0.0.1:4222");
+        assert!(!format!("{options:?}").contains("Hunter2"), "{options:?}");
     }
 }

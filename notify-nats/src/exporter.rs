@@ -11,6 +11,7 @@ use async_nats::jetstream;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
+use notify_core::escape::Escaped;
 use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
@@ -223,7 +224,9 @@ pub struct Dropped {
     pub disconnected: u64,
     /// The event alone encodes larger than the largest message.
     pub too_large: u64,
-    /// The serializer failed.
+    /// The event could not be encoded: the serializer failed, or a payload value nests lists and
+    /// maps deeper than `notify_core::Value::MAX_NESTING` (32), which importers refuse (the event
+    /// is refused alone, so that the rest of its batch arrives; a warning names it).
     pub encode: u64,
     /// Refused after shutdown began, or still unconfirmed when the shutdown deadline passed.
     pub shutdown: u64,
@@ -560,6 +563,44 @@ struct Round {
     messages: Vec<Message>,
 }
 
+/// How many characters of an event name a warning quotes (names come from the instrumented code,
+/// or from another process through an importer).
+const NAME_CHARS: usize = 200;
+
+/// The warning for an event whose encoding alone is larger than the largest message: its name
+/// escaped as notify-core's own lines escape text (control, bidirectional-formatting and line
+/// separator characters: [`notify_core::escape`]) and cut to [`NAME_CHARS`] characters.
+fn too_large_warning(name: &str, bytes: usize, max_bytes: usize) -> String {
+    format!(
+        "event {} encodes to {bytes} bytes, more than the largest message ({max_bytes} bytes): dropped",
+        Escaped::truncated(name, NAME_CHARS)
+    )
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::too_large_warning;
+
+    /// Issue 33 item 11: the name was written raw (a newline forged a log line, ESC/OSC drove the
+    /// terminal, bidi controls reordered the text).
+    #[test]
+    fn the_too_large_warning_escapes_the_event_name() {
+        let name = "big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe";
+        assert_eq!(
+            too_large_warning(name, 2_000_000, 1_048_576),
+            r"event big.test\n[WARN notify::nats] forged\u{1b}]0;title\u{7}\u{202e}txt.exe encodes to 2000000 bytes, more than the largest message (1048576 bytes): dropped"
+        );
+        let long = "a".repeat(1_000);
+        assert_eq!(
+            too_large_warning(&long, 9, 8),
+            format!(
+                "event {}…[1000 bytes] encodes to 9 bytes, more than the largest message (8 bytes): dropped",
+                "a".repeat(200)
+            )
+        );
+    }
+}
+
 impl Round {
     async fn run(&mut self) {
         let mut taken = VecDeque::new();
@@ -641,12 +682,12 @@ impl Round {
                             self.messages.push(message);
                         }
                         Err(PushError::TooLarge(bytes)) => {
-                            log::warn!(target: "notify::nats", "event {name} encodes to {bytes} bytes, more than the largest message ({} bytes): dropped", self.max_bytes);
+                            log::warn!(target: "notify::nats", "{}", too_large_warning(name, bytes, self.max_bytes));
                             counts.too_large.fetch_add(1, Ordering::AcqRel);
                             break;
                         }
                         Err(PushError::Encode(e)) => {
-                            log::warn!(target: "notify::nats", "could not encode event {name}: {e}");
+                            log::warn!(target: "notify::nats", "could not encode event {}: {}", Escaped::truncated(name, NAME_CHARS), Escaped::new(&e));
                             counts.encode.fetch_add(1, Ordering::AcqRel);
                             break;
                         }

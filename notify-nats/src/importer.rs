@@ -11,6 +11,7 @@ use async_nats::jetstream::{self, consumer::pull};
 use async_nats::HeaderMap;
 use futures_util::future;
 use futures_util::StreamExt;
+use notify_core::escape::Escaped;
 use notify_core::Notifier;
 use parking_lot::{Condvar, Mutex};
 
@@ -77,7 +78,9 @@ impl ImporterBuilder {
 
     /// JetStream mode: read the stream through a durable pull consumer (named by the queue group,
     /// default `"notify-importer"`), acknowledge each message after its events were republished,
-    /// and drop events already republished (redeliveries after a lost acknowledgement).
+    /// and drop events already republished (redeliveries after a lost acknowledgement). A message
+    /// that cannot be imported (counted as malformed or of a newer version) is terminated
+    /// (JetStream's `+TERM` acknowledgement): it is never redelivered.
     #[must_use]
     pub fn jetstream(mut self, jetstream: JetStream) -> ImporterBuilder {
         self.jetstream = Some(jetstream);
@@ -161,9 +164,17 @@ pub struct ImportError {
     pub error: DecodeError,
 }
 
+/// `message on <subject>: <error>`, the subject escaped as notify-core's own lines escape text
+/// (newline, ESC, OSC, bidirectional-formatting characters: [`notify_core::escape`]) and cut to
+/// 200 characters; the error escapes what it quotes ([`DecodeError`]'s Display).
 impl fmt::Display for ImportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "message on {}: {}", self.subject, self.error)
+        write!(
+            f,
+            "message on {}: {}",
+            Escaped::truncated(&self.subject, 200),
+            self.error
+        )
     }
 }
 
@@ -316,8 +327,9 @@ struct Republisher {
 }
 
 impl Republisher {
-    /// Decodes one message and republishes its events; counts everything.
-    fn handle(&mut self, subject: &str, headers: Option<&HeaderMap>, body: &[u8]) {
+    /// Decodes one message and republishes its events; counts everything. False when the message
+    /// could not be imported (malformed, newer wire version): none of its events was republished.
+    fn handle(&mut self, subject: &str, headers: Option<&HeaderMap>, body: &[u8]) -> bool {
         let c = &self.shared.stats;
         c.messages.fetch_add(1, Ordering::AcqRel);
         let encoding = match headers.and_then(|h| h.get(ENCODING_HEADER)) {
@@ -326,10 +338,13 @@ impl Republisher {
                 None => {
                     let error = DecodeError::Malformed {
                         encoding: Encoding::sniff(body),
-                        reason: format!("unknown {ENCODING_HEADER} {:?}", value.as_str()),
+                        reason: format!(
+                            "unknown {ENCODING_HEADER} \"{}\"",
+                            Escaped::truncated(value.as_str(), 64)
+                        ),
                     };
                     self.fail(subject, error);
-                    return;
+                    return false;
                 }
             },
             None => Encoding::sniff(body),
@@ -351,10 +366,14 @@ impl Republisher {
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }
-            Err(error) => self.fail(subject, error),
+            Err(error) => {
+                self.fail(subject, error);
+                return false;
+            }
         }
         let _guard = self.shared.progress.lock();
         self.shared.progressed.notify_all();
+        true
     }
 
     fn fail(&self, subject: &str, error: DecodeError) {
@@ -450,7 +469,7 @@ fn run_thread(
                     tokio::pin!(stop);
                     match future::select(subscriber.next(), stop).await {
                         future::Either::Left((Some(message), _)) => {
-                            republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload)
+                            republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
                         }
                         future::Either::Left((None, _)) | future::Either::Right(_) => break,
                     }
@@ -525,9 +544,17 @@ async fn consume_jetstream(
             tokio::pin!(stop);
             match future::select(messages.next(), stop).await {
                 future::Either::Left((Some(Ok(message)), _)) => {
-                    republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
+                    let imported =
+                        republisher.handle(message.subject.as_str(), message.headers.as_ref(), &message.payload);
                     // A lost acknowledgement means a redelivery, which the duplicate check drops.
-                    if let Err(e) = message.ack().await {
+                    // A message that cannot be imported is terminated: the server never redelivers
+                    // it (to this consumer or another), whatever its ack wait or delivery limit.
+                    let acked = if imported {
+                        message.ack().await
+                    } else {
+                        message.ack_with(jetstream::AckKind::Term).await
+                    };
+                    if let Err(e) = acked {
                         log::debug!(target: "notify::nats", "JetStream ack: {e}");
                     }
                 }
@@ -538,5 +565,56 @@ async fn consume_jetstream(
                 future::Either::Right(_) => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 33 item 11: the subject and what the error quotes were written raw into the
+    /// importer's warning.
+    #[test]
+    fn import_errors_escape_the_subject_and_the_reason() {
+        let error = ImportError {
+            subject: "notify.a\n[WARN notify::nats] forged\u{1b}]0;t\u{7}.\u{202e}gpj".into(),
+            error: DecodeError::Malformed {
+                encoding: Encoding::Json,
+                reason: "event 3 (x\ny\u{2066}): time out of the range this platform represents".into(),
+            },
+        };
+        assert_eq!(
+            error.to_string(),
+            r"message on notify.a\n[WARN notify::nats] forged\u{1b}]0;t\u{7}.\u{202e}gpj: malformed event batch (json encoding): event 3 (x\ny\u{2066}): time out of the range this platform represents"
+        );
+        let long = ImportError {
+            subject: "s".repeat(300),
+            error: DecodeError::UnsupportedVersion { found: 9, supported: 2 },
+        };
+        assert_eq!(
+            long.to_string(),
+            format!(
+                "message on {}…[300 bytes]: event batch of wire version 9, newer than the version 2 this importer reads: upgrade notify-nats on the importing side",
+                "s".repeat(200)
+            )
+        );
+    }
+
+    /// The event name a decoder error quotes is escaped and cut where it is made.
+    #[test]
+    fn a_decode_error_naming_an_event_escapes_its_name() {
+        let name = format!("a\u{1b}[2J{}", "n".repeat(300));
+        let json = format!(
+            r#"{{"version":2,"source":1,"events":[{{"name":"{}","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[["at",{{"Time":{{"secs":0,"nanos":1000000000}}}}]],"cpu_time_ns":null,"allocations":null}}]}}"#,
+            name.replace('\u{1b}', "\\u001b")
+        );
+        let error = wire::decode(Encoding::Json, json.as_bytes()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                r"malformed event batch (json encoding): event 3 (a\u{{1b}}[2J{}…[305 bytes]): time with nanoseconds out of range (at most 999999999)",
+                "n".repeat(195)
+            )
+        );
     }
 }

@@ -13,9 +13,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use notify_core::escape::Escaped;
 use notify_core::{Event, EventId, Outcome, Payload, TraceId, TransactionId, Value};
+use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
 use serde::ser::SerializeSeq;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The first bytes of a binary (postcard) batch: tells a notify batch from other traffic before
 /// its version is read.
@@ -89,7 +91,9 @@ pub enum DecodeError {
     Malformed {
         /// The encoding tried.
         encoding: Encoding,
-        /// What the decoder said.
+        /// What the decoder said: never a payload value; it may name an event (escaped and cut
+        /// to 200 characters) or the part of the message that is wrong. Display escapes it again
+        /// (an application's decoder error may hold anything).
         reason: String,
     },
 }
@@ -101,9 +105,14 @@ impl fmt::Display for DecodeError {
                 f,
                 "event batch of wire version {found}, newer than the version {supported} this importer reads: upgrade notify-nats on the importing side"
             ),
-            DecodeError::Malformed { encoding, reason } => {
-                write!(f, "malformed event batch ({} encoding): {reason}", encoding.header_value())
-            }
+            // The reason may quote the message (an event name): escaped as notify-core's own
+            // lines escape text.
+            DecodeError::Malformed { encoding, reason } => write!(
+                f,
+                "malformed event batch ({} encoding): {}",
+                encoding.header_value(),
+                Escaped::new(reason)
+            ),
         }
     }
 }
@@ -114,7 +123,11 @@ impl std::error::Error for DecodeError {}
 /// back as itself in both encodings (postcard is not self-describing, and JSON alone cannot tell
 /// a duration from a number or a time from a string). The variants of wire version 1 keep their
 /// positions (postcard writes the position); version 2 appended `Null` … `Map`.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
+///
+/// Deserialized by hand ([`WireSeed`]), not derived: lists and maps nest at most
+/// [`Value::MAX_NESTING`] deep, so that a hostile message cannot overflow the importer's stack
+/// (postcard has no depth limit; one message nesting 1,500 lists, 3 KB, aborted the process).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum WireValue {
     Bool(bool),
     I64(i64),
@@ -140,6 +153,249 @@ pub(crate) enum WireValue {
     List(Vec<WireValue>),
     /// Entries in order.
     Map(Vec<(String, WireValue)>),
+}
+
+/// The names of [`WireValue`]'s variants, in position order.
+const VARIANTS: &[&str] = &[
+    "Bool",
+    "I64",
+    "U64",
+    "F64",
+    "Str",
+    "Duration",
+    "Exception",
+    "Null",
+    "I128",
+    "U128",
+    "Time",
+    "List",
+    "Map",
+];
+
+/// The error of a value nested deeper than [`Value::MAX_NESTING`] lists and maps (notify-core's
+/// text for the same limit): it names the limit, never a value.
+fn too_deep() -> String {
+    format!("payload value nested deeper than {} lists and maps", Value::MAX_NESTING)
+}
+
+thread_local! {
+    /// Set when [`WireSeed`] refused a value nested too deep on this thread: postcard's errors
+    /// drop a custom message (`Error::SerdeDeCustom`), so [`parse`] asks here what it was.
+    static REFUSED_TOO_DEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl<'de> Deserialize<'de> for WireValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<WireValue, D::Error> {
+        WireSeed { depth: 0 }.deserialize(d)
+    }
+}
+
+/// Reads a [`WireValue`] at `depth` (a payload's own values are at 0, the items of a list or map
+/// at depth `d` are at `d + 1`); a list or a map at depth [`Value::MAX_NESTING`] is refused, so
+/// the recursion is bounded whatever the input.
+#[derive(Clone, Copy)]
+struct WireSeed {
+    depth: usize,
+}
+
+impl WireSeed {
+    /// The depth of the items of a list or map at this depth, or the error.
+    fn inner<E: de::Error>(self) -> Result<usize, E> {
+        if self.depth >= Value::MAX_NESTING {
+            REFUSED_TOO_DEEP.with(|refused| refused.set(true));
+            Err(E::custom(too_deep()))
+        } else {
+            Ok(self.depth + 1)
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for WireSeed {
+    type Value = WireValue;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<WireValue, D::Error> {
+        d.deserialize_enum("WireValue", VARIANTS, self)
+    }
+}
+
+/// A variant of [`WireValue`] by position (postcard) or name (JSON).
+struct Tag(usize);
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Tag, D::Error> {
+        struct TagVisitor;
+        impl Visitor<'_> for TagVisitor {
+            type Value = Tag;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a payload value variant")
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Tag, E> {
+                match usize::try_from(v) {
+                    Ok(i) if i < VARIANTS.len() => Ok(Tag(i)),
+                    _ => Err(E::custom(format_args!(
+                        "unknown payload value variant {v} (0 to {} known)",
+                        VARIANTS.len() - 1
+                    ))),
+                }
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Tag, E> {
+                match VARIANTS.iter().position(|&n| n == v) {
+                    Some(i) => Ok(Tag(i)),
+                    // The name is not quoted: it is text from the message.
+                    None => Err(E::custom("unknown payload value variant")),
+                }
+            }
+        }
+        d.deserialize_identifier(TagVisitor)
+    }
+}
+
+/// The fields of the two-field variants `Duration`, `Time` (`secs`, `nanos`).
+#[derive(Deserialize)]
+struct SecsNanos<T> {
+    secs: T,
+    nanos: u32,
+}
+
+/// The fields of `Exception`.
+#[derive(Deserialize)]
+struct ExceptionParts {
+    type_name: String,
+    message: String,
+}
+
+impl<'de> Visitor<'de> for WireSeed {
+    type Value = WireValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a payload value")
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<WireValue, A::Error> {
+        let (Tag(tag), v) = data.variant::<Tag>()?;
+        // The struct variants are read as a newtype holding a struct: the same bytes in postcard
+        // (fields back to back) and the same text in JSON (`{"secs": .., "nanos": ..}`).
+        Ok(match VARIANTS[tag] {
+            "Bool" => WireValue::Bool(v.newtype_variant()?),
+            "I64" => WireValue::I64(v.newtype_variant()?),
+            "U64" => WireValue::U64(v.newtype_variant()?),
+            "F64" => WireValue::F64(v.newtype_variant()?),
+            "Str" => WireValue::Str(v.newtype_variant()?),
+            "Duration" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                WireValue::Duration { secs, nanos }
+            }
+            "Exception" => {
+                let ExceptionParts { type_name, message } = v.newtype_variant()?;
+                WireValue::Exception { type_name, message }
+            }
+            "Null" => {
+                v.unit_variant()?;
+                WireValue::Null
+            }
+            "I128" => WireValue::I128(v.newtype_variant()?),
+            "U128" => WireValue::U128(v.newtype_variant()?),
+            "Time" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                WireValue::Time { secs, nanos }
+            }
+            "List" => WireValue::List(v.newtype_variant_seed(ListSeed { depth: self.inner()? })?),
+            _ => WireValue::Map(v.newtype_variant_seed(MapSeed { depth: self.inner()? })?),
+        })
+    }
+}
+
+/// A list whose items are at `depth`.
+struct ListSeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed {
+    type Value = Vec<WireValue>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<WireValue>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed {
+    type Value = Vec<WireValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of payload values")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<WireValue>, A::Error> {
+        // The length comes from the message: not trusted for more than a small reservation.
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element_seed(WireSeed { depth: self.depth })? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+/// A map (a list of `(key, value)` pairs) whose values are at `depth`.
+struct MapSeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for MapSeed {
+    type Value = Vec<(String, WireValue)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MapSeed {
+    type Value = Vec<(String, WireValue)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of (key, payload value) pairs")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(entry) = seq.next_element_seed(EntrySeed { depth: self.depth })? {
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+/// One `(key, value)` pair of a map, its value at `depth`.
+struct EntrySeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for EntrySeed {
+    type Value = (String, WireValue);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_tuple(2, self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed {
+    type Value = (String, WireValue);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a (key, payload value) pair")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let key = seq
+            .next_element::<String>()?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let value = seq
+            .next_element_seed(WireSeed { depth: self.depth })?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        Ok((key, value))
+    }
 }
 
 /// The position and name of each [`WireValue`] variant: what [`ValueOut`] writes.
@@ -257,7 +513,8 @@ fn time_from_parts(secs: i64, nanos: u32) -> Option<SystemTime> {
 
 impl WireValue {
     /// The value; a time this platform cannot represent, or a duration or time whose nanoseconds
-    /// are out of range, is an error naming it.
+    /// are out of range, is an error naming what is wrong, never the value (a payload may hold
+    /// secrets, and decode errors are logged).
     fn into_value(self) -> Result<Value, String> {
         Ok(match self {
             WireValue::Null => Value::Null,
@@ -270,17 +527,17 @@ impl WireValue {
             WireValue::Str(v) => Value::Str(v.into()),
             WireValue::Duration { secs, nanos } => {
                 if nanos >= 1_000_000_000 {
-                    return Err(format!("duration with {nanos} nanoseconds (at most 999999999)"));
+                    return Err("duration with nanoseconds out of range (at most 999999999)".to_owned());
                 }
                 Value::Duration(Duration::new(secs, nanos))
             }
             WireValue::Time { secs, nanos } => {
                 if nanos >= 1_000_000_000 {
-                    return Err(format!("time with {nanos} nanoseconds (at most 999999999)"));
+                    return Err("time with nanoseconds out of range (at most 999999999)".to_owned());
                 }
                 Value::Time(
                     time_from_parts(secs, nanos)
-                        .ok_or_else(|| format!("time {secs}.{nanos:09} s from the Unix epoch is out of range here"))?,
+                        .ok_or_else(|| "time out of the range this platform represents".to_owned())?,
                 )
             }
             WireValue::Exception { type_name, message } => Value::Exception {
@@ -451,7 +708,8 @@ pub(crate) struct EventIn {
 
 impl RawEvent {
     fn check(self) -> Result<EventIn, String> {
-        let payload = payload_from(self.payload).map_err(|e| format!("event {} ({}): {e}", self.id, self.name))?;
+        let payload = payload_from(self.payload)
+            .map_err(|e| format!("event {} ({}): {e}", self.id, Escaped::truncated(&self.name, 200)))?;
         Ok(EventIn {
             name: self.name,
             start_unix_ns: self.start_unix_ns,
@@ -530,7 +788,7 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
             .map_err(|e| malformed(e.to_string()))?,
         Encoding::Json => serde_json::from_slice::<VersionProbe>(body)
             .map(|p| p.version)
-            .map_err(|e| malformed(e.to_string()))?,
+            .map_err(|e| malformed(json_reason(&e)))?,
     };
     if version > WIRE_VERSION {
         return Err(DecodeError::UnsupportedVersion {
@@ -564,9 +822,67 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
 }
 
 fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Result<T, String> {
+    REFUSED_TOO_DEEP.with(|refused| refused.set(false));
     match encoding {
-        Encoding::Binary => postcard::from_bytes(body).map_err(|e| e.to_string()),
-        Encoding::Json => serde_json::from_slice(body).map_err(|e| e.to_string()),
+        Encoding::Binary => postcard::from_bytes(body).map_err(|e| match e {
+            // postcard keeps no custom message: the one custom error this decoder raises is
+            // the nesting limit's.
+            postcard::Error::SerdeDeCustom if REFUSED_TOO_DEEP.with(|refused| refused.take()) => too_deep(),
+            e => e.to_string(),
+        }),
+        Encoding::Json => serde_json::from_slice(body).map_err(|e| json_reason(&e)),
+    }
+}
+
+/// serde_json's message for `e`, without the value it may quote: serde writes a mistyped or
+/// invalid value into its message (`invalid type: string "K3YS3CRET", expected u64`), and the
+/// value may be a secret under a redacted key (redaction runs after decoding). The value's kind
+/// stays (`invalid type: a string, expected u64 at line 1 column 80`).
+fn json_reason(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    let (message, position) = match text.strip_suffix(&position) {
+        Some(message) => (message, position.as_str()),
+        None => (text.as_str(), ""),
+    };
+    format!("{}{position}", without_values(message))
+}
+
+/// `message` with the value of serde's `invalid type: <unexpected>, expected <what>` (or
+/// `invalid value: ...`) replaced by its kind. serde writes the five kinds that hold a value as
+/// ``boolean `true` ``, ``integer `5` ``, ``floating point `1.5` ``, ``character `c` `` and
+/// `string "text"`; the others (`null`, `sequence`, `map`, ...) hold none and stay. The expected
+/// part is this crate's text and holds no `, expected `, so the last one ends the value whatever
+/// the value holds.
+fn without_values(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = message.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some(end) = rest.rfind(", expected ") else { continue };
+        let unexpected = &rest[..end];
+        let kind = [
+            ("boolean `", "a boolean"),
+            ("integer `", "an integer"),
+            ("floating point `", "a floating point number"),
+            ("character `", "a character"),
+            ("string \"", "a string"),
+        ]
+        .into_iter()
+        .find_map(|(form, kind)| unexpected.starts_with(form).then_some(kind))
+        .unwrap_or(unexpected);
+        return format!("{prefix}{kind}{}", &rest[end..]);
+    }
+    message.to_owned()
+}
+
+/// True when `value` holds more than `max` lists and maps inside one another; looks no deeper
+/// than `max + 1` levels (the recursion is bounded whatever the value).
+fn nests_deeper_than(value: &Value, max: usize) -> bool {
+    match value {
+        Value::List(items) => max == 0 || items.iter().any(|v| nests_deeper_than(v, max - 1)),
+        Value::Map(map) => max == 0 || map.iter().any(|(_, v)| nests_deeper_than(v, max - 1)),
+        _ => false,
     }
 }
 
@@ -609,6 +925,15 @@ impl BatchEncoder {
     /// Encodes `event` and adds it if the batch stays within `max_bytes`; returns `Ok(false)`
     /// (event not added) when the batch is full, so the caller finishes it and tries again.
     pub(crate) fn push(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        // An importer refuses the whole message holding such an event (the nesting limit of the
+        // decoder): refused here, alone, so that the other events of its batch arrive.
+        if event
+            .payload()
+            .iter()
+            .any(|(_, value)| nests_deeper_than(value, Value::MAX_NESTING))
+        {
+            return Err(PushError::Encode(too_deep()));
+        }
         self.scratch.clear();
         let out = EventOut::new(event);
         match self.encoding {
@@ -813,6 +1138,191 @@ mod tests {
         }
     }
 
+    /// Issue 33 item 12: `invalid type: string "K3YS3CRET"` reached the importer's warning.
+    #[test]
+    fn json_decode_errors_name_the_kind_of_a_mistyped_value_never_the_value() {
+        let batch = |value: &str| {
+            format!(
+                r#"{{"version":2,"source":1,"events":[{{"name":"a.b","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[["api_key",{value}]],"cpu_time_ns":null,"allocations":null}}]}}"#
+            )
+        };
+        // (the value, the token serde_json's position ends on, the reason)
+        for (value, token, reason) in [
+            (
+                r#"{"U64":"K3YS3CRET"}"#,
+                r#"ET""#,
+                "invalid type: a string, expected u64",
+            ),
+            (
+                r#"{"U64":"K3YS3CRET, expected u64"}"#,
+                r#"64""#,
+                "invalid type: a string, expected u64",
+            ),
+            (r#"{"Str":31337}"#, "37", "invalid type: an integer, expected a string"),
+            (
+                r#"{"Bool":31.337}"#,
+                "37",
+                "invalid type: a floating point number, expected a boolean",
+            ),
+            (r#"{"Str":true}"#, "true", "invalid type: a boolean, expected a string"),
+            (r#"{"U64":-31337}"#, "37", "invalid value: an integer, expected u64"),
+            (r#"{"Str":null}"#, "null", "invalid type: null, expected a string"),
+            (r#"{"K3YS3CRET":1}"#, r#"ET""#, "unknown payload value variant"),
+            (
+                r#"{"Duration":{"secs":"K3YS3CRET","nanos":0}}"#,
+                r#"ET""#,
+                "invalid type: a string, expected u64",
+            ),
+        ] {
+            let json = batch(value);
+            let err = decode(Encoding::Json, json.as_bytes()).unwrap_err();
+            let DecodeError::Malformed { reason: got, .. } = &err else {
+                panic!("{err:?}")
+            };
+            let column = json.find(value).unwrap() + value.rfind(token).unwrap() + token.len();
+            assert_eq!(got, &format!("{reason} at line 1 column {column}"), "{value}");
+            assert!(
+                !err.to_string().contains("31") && !err.to_string().contains("K3YS"),
+                "{err}"
+            );
+        }
+        let err = decode(Encoding::Json, br#"{"version":"K3YS3CRET"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "malformed event batch (json encoding): invalid type: a string, expected u16 at line 1 column 22"
+        );
+        // Messages of other shapes are kept whole.
+        assert_eq!(without_values("missing field `name`"), "missing field `name`");
+        assert_eq!(
+            without_values("invalid length 1, expected a (key, payload value) pair"),
+            "invalid length 1, expected a (key, payload value) pair"
+        );
+    }
+
+    /// An event the importers would refuse is refused alone by the exporter (counted as an
+    /// encode drop), not sent to make its whole batch malformed.
+    #[test]
+    fn the_encoder_refuses_an_event_nested_past_the_limit_alone() {
+        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
+        assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
+        for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
+            match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
+                Err(PushError::Encode(reason)) => {
+                    assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+                }
+                other => panic!("{lists}+{maps}: {other:?}"),
+            }
+        }
+        assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
+        let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
+        assert_eq!(batch.events.len(), 2);
+        assert!(!nests_deeper_than(&Value::List(vec![]), 1));
+        assert!(nests_deeper_than(&Value::List(vec![]), 0));
+        assert!(!nests_deeper_than(&Value::U64(1), 0));
+    }
+
+    #[test]
+    fn the_variant_names_match_their_positions() {
+        use variant::*;
+        for (i, n) in [
+            BOOL, I64, U64, F64, STR, DURATION, EXCEPTION, NULL, I128, U128, TIME, LIST, MAP,
+        ] {
+            assert_eq!(VARIANTS[i as usize], n);
+        }
+        assert_eq!(VARIANTS.len(), 13);
+    }
+
+    /// An event whose payload holds `"v"`: `lists` lists inside one another, then `maps` maps
+    /// (the innermost holding 1).
+    fn nested_event(lists: usize, maps: usize) -> Arc<Event> {
+        let mut value = Value::U64(1);
+        for _ in 0..lists {
+            value = Value::List(vec![value]);
+        }
+        for _ in 0..maps {
+            value = Value::Map(Box::new(Payload::new().with("k", value)));
+        }
+        let now = std::time::Instant::now();
+        Arc::new(Event::new("deep.test", now, now, Payload::new().with("v", value)))
+    }
+
+    /// A batch of `event` written without [`BatchEncoder`]'s checks.
+    fn unchecked_batch(encoding: Encoding, event: &Event) -> Vec<u8> {
+        let out = EventOut::new(event);
+        match encoding {
+            Encoding::Binary => {
+                let mut body = MAGIC.to_vec();
+                postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+                postcard::to_io(&out, &mut body).unwrap();
+                body
+            }
+            Encoding::Json => format!(
+                "{{\"version\":{WIRE_VERSION},\"source\":1,\"events\":[{}]}}",
+                serde_json::to_string(&out).unwrap()
+            )
+            .into_bytes(),
+        }
+    }
+
+    fn depth_of(value: &Value) -> usize {
+        match value {
+            Value::List(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+            Value::Map(map) => 1 + map.iter().map(|(_, v)| depth_of(v)).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Issue 33: one postcard message nesting 1,500 lists (3 KB) overflowed the importer's stack.
+    #[test]
+    fn values_nested_to_the_limit_are_read_one_more_is_malformed_in_both_encodings() {
+        for encoding in [Encoding::Binary, Encoding::Json] {
+            for (lists, maps) in [(32, 0), (0, 32), (16, 16)] {
+                let body = encode_batch(encoding, 1, &[nested_event(lists, maps)]);
+                let batch = decode(encoding, &body).unwrap_or_else(|e| panic!("{encoding:?} {lists}+{maps}: {e}"));
+                let event = batch.events.into_iter().next().unwrap().into_event();
+                assert_eq!(depth_of(event.payload().get("v").unwrap()), Value::MAX_NESTING);
+            }
+            for (lists, maps) in [(33, 0), (0, 33), (17, 16)] {
+                // The encoder refuses such an event: written past it, as a hostile sender would.
+                let body = unchecked_batch(encoding, &nested_event(lists, maps));
+                let err = decode(encoding, &body).unwrap_err();
+                let DecodeError::Malformed { reason, .. } = &err else {
+                    panic!("{err:?}")
+                };
+                let reason = reason.split(" at line ").next().unwrap();
+                assert_eq!(
+                    reason, "payload value nested deeper than 32 lists and maps",
+                    "{encoding:?}"
+                );
+            }
+        }
+        // 1,500 lists by hand (the exporter would write them too, but building and dropping such
+        // a Value recurses as deep): 2 bytes per level in postcard.
+        let mut body = MAGIC.to_vec();
+        postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+        // The event up to its payload: a real one's, then the payload replaced.
+        let shallow = nested_event(0, 0);
+        let mut event = postcard::to_stdvec(&EventOut::new(&shallow)).unwrap();
+        // Its payload is the last fields: [("v", U64(1))], then cpu time and allocations (None, None).
+        let tail = postcard::to_stdvec(&(vec![("v", ValueOut(&Value::U64(1)))], None::<u64>, None::<u64>)).unwrap();
+        assert!(event.ends_with(&tail), "the payload is the event's last fields");
+        event.truncate(event.len() - tail.len());
+        event.extend_from_slice(&[1, 1, b'v']); // one entry, key "v"
+        for _ in 0..1_500 {
+            event.extend_from_slice(&[variant::LIST.0 as u8, 1]); // List of one item
+        }
+        event.extend_from_slice(&[variant::NULL.0 as u8, 0, 0]); // Null, then no cpu time, no allocations
+        body.extend_from_slice(&event);
+        assert!((3_000..3_200).contains(&body.len()), "{}", body.len());
+        assert_eq!(
+            decode(Encoding::Binary, &body).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "payload value nested deeper than 32 lists and maps".to_owned()
+            }
+        );
+    }
+
     #[test]
     fn impossible_values_make_the_message_malformed_naming_them() {
         let json = br#"{"version":2,"source":1,"events":[{"name":"a.b","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[["ok",{"U64":1}],["at",{"Time":{"secs":0,"nanos":1000000000}}]],"cpu_time_ns":null,"allocations":null}]}"#;
@@ -820,7 +1330,7 @@ mod tests {
             decode(Encoding::Json, json).unwrap_err(),
             DecodeError::Malformed {
                 encoding: Encoding::Json,
-                reason: "event 3 (a.b): time with 1000000000 nanoseconds (at most 999999999)".to_owned()
+                reason: "event 3 (a.b): time with nanoseconds out of range (at most 999999999)".to_owned()
             }
         );
     }

@@ -279,6 +279,42 @@ fn a_wrong_token_is_a_clear_error_at_connect() {
     assert_eq!(importer.wait_until(WAIT, |s| s.events == 1).events, 1);
 }
 
+/// Issue 33 item 13: `nats://user:pass@host` was refused by a server started with that user and
+/// password (async-nats 0.51 does not send URL credentials), and the password showed in
+/// `ConnectError` and `NatsOptions`' Debug.
+#[test]
+fn url_credentials_are_accepted_and_never_printed() {
+    const PASSWORD: &str = "Pa55-w0rd-in-url";
+    let server = NatsServer::start_with_user("app", PASSWORD);
+    let address = server.url().trim_start_matches("nats://").to_owned();
+    let good = NatsOptions::new(format!("nats://app:{PASSWORD}@{address}"));
+    assert_eq!(good.servers(), server.url());
+    assert!(!format!("{good:?}").contains(PASSWORD), "{good:?}");
+    let remote = Notifier::new();
+    let seen = recorder(&remote, Pattern::all());
+    let importer = Importer::builder(good.clone()).start(&remote).unwrap();
+    let exporter = Exporter::builder(good).start().unwrap();
+    let local = Notifier::new();
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+    local.instrument("login.auth", Payload::new, |_| ());
+    assert_eq!(exporter.flush(WAIT).unwrap().exported, 1);
+    assert_eq!(importer.wait_until(WAIT, |s| s.events == 1).events, 1);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // A wrong password in the URL: refused, and the error shows neither password.
+    let wrong = NatsOptions::new(format!("nats://app:Wr0ng-{PASSWORD}@{address}"));
+    let err = Exporter::builder(wrong.clone()).start().unwrap_err();
+    assert_eq!(err.kind(), ConnectErrorKind::Authorization, "{err}");
+    let err = Importer::builder(wrong).start(&Notifier::new()).unwrap_err();
+    assert_eq!(err.kind(), ConnectErrorKind::Authorization, "{err}");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.starts_with(&format!("authorization refused by {}: ", server.url())),
+        "{text}"
+    );
+    assert!(!text.contains(PASSWORD) && !text.contains("Wr0ng"), "{text}");
+}
+
 #[test]
 fn no_server_is_a_clear_error_at_connect() {
     let server = NatsServer::start();

@@ -1,5 +1,5 @@
 //! notify events as OpenTelemetry spans: three concurrent requests on tokio, exported through
-//! the SDK's batch processor, printed as trace trees.
+//! notify-opentelemetry's exporter thread, printed as trace trees.
 //!
 //! ```sh
 //! cargo run -p notify-opentelemetry --example trace_tree

@@ -1,56 +1,242 @@
-//! [`OpenTelemetryExporter`]: the subscription side (events in, spans out through a processor).
+//! [`OpenTelemetryExporter`]: the subscription side (events in, a bounded queue, an exporter
+//! thread that converts and calls the `SpanExporter` in batches).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
 
-use notify_core::{Event, EventSubscriber, Notifier, Pattern, Subscriber, Subscription};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 
 use crate::span::span_data;
+use crate::stats::{DropReport, ExportError, ExportStats};
+use crate::tail::{TailSampler, TailSampling};
 
-/// Exports finished notify events as OpenTelemetry spans through an `opentelemetry_sdk`
-/// [`SpanProcessor`] — a [`BatchSpanProcessor`] around your exporter by default — so OTLP, stdout,
-/// in-memory or any other [`SpanExporter`] works unchanged. The mapping is [`span_data`]: the
-/// event's trace id, its id as span id, its parent's id as parent span id, its times, its payload
-/// as typed attributes, its outcome as status and a recorded error as an `exception` event.
+/// What the subscription does with an event when the queue is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OverflowPolicy {
+    /// Drop the new event (counted `dropped_queue_full`): the instrumenting thread never waits.
+    /// The default.
+    DropNewest,
+    /// Drop the oldest queued event to make room (counted `dropped_queue_full`): the newest
+    /// events survive a burst.
+    DropOldest,
+    /// Block the instrumenting thread until there is room, at most this long per event; then drop
+    /// the new event (counted `dropped_queue_full`). `Duration::MAX` waits as long as it takes.
+    /// A shutdown ends the wait (the event is counted `dropped_shutdown`).
+    Wait(Duration),
+}
+
+/// How long a producer waiting on a full queue (`OverflowPolicy::Wait`) sleeps between looks at
+/// whether shutdown began.
+const WAIT_SLICE: Duration = Duration::from_millis(10);
+
+/// The drop hook: called on the exporter thread, once per burst of drops.
+type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
+
+/// Configures an [`OpenTelemetryExporter`]: [`OpenTelemetryExporter::builder`].
+pub struct Builder<E> {
+    exporter: E,
+    capacity: usize,
+    batch: usize,
+    delay: Duration,
+    policy: OverflowPolicy,
+    service_name: Option<String>,
+    resource: Option<Resource>,
+    tail: Option<TailSampling>,
+    on_drops: DropHook,
+    report_interval: Duration,
+}
+
+impl<E: SpanExporter + 'static> Builder<E> {
+    /// How many events the queue holds (default 8,192; at least 1). Memory is bounded by this
+    /// many events (a shared event is about 500 bytes plus its payload) plus one batch being
+    /// converted.
+    pub fn queue_capacity(mut self, events: usize) -> Builder<E> {
+        self.capacity = events.max(1);
+        self
+    }
+
+    /// At most this many spans per `SpanExporter::export` call (default 512; at least 1; at most
+    /// the queue capacity). The exporter thread is woken when this many events are queued.
+    pub fn max_batch_size(mut self, spans: usize) -> Builder<E> {
+        self.batch = spans.max(1);
+        self
+    }
+
+    /// How long queued events may wait for a batch to fill before they are exported anyway
+    /// (default 1 s).
+    pub fn scheduled_delay(mut self, delay: Duration) -> Builder<E> {
+        self.delay = delay;
+        self
+    }
+
+    /// What to do when the queue is full (default [`OverflowPolicy::DropNewest`]).
+    pub fn overflow_policy(mut self, policy: OverflowPolicy) -> Builder<E> {
+        self.policy = policy;
+        self
+    }
+
+    /// The `service.name` of the [`Resource`] given to the `SpanExporter`. Without it (and without
+    /// [`resource`](Self::resource)), the SDK's default resource: `OTEL_SERVICE_NAME` (or
+    /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), else `unknown_service`. When set, it wins
+    /// over the environment.
+    pub fn service_name(mut self, name: impl Into<String>) -> Builder<E> {
+        self.service_name = Some(name.into());
+        self
+    }
+
+    /// The whole [`Resource`] given to the `SpanExporter` (a [`service_name`](Self::service_name)
+    /// set too replaces its `service.name`).
+    pub fn resource(mut self, resource: Resource) -> Builder<E> {
+        self.resource = Some(resource);
+        self
+    }
+
+    /// Runs a [`TailSampler`] on the exporter thread, in front of the conversion: only the traces
+    /// it keeps are exported; what it drops is counted in `dropped_tail_sampling` and in detail by
+    /// [`OpenTelemetryExporter::tail_stats`]. Events it holds wait for their root (at most the
+    /// configured `max_wait`; a [`shutdown`](OpenTelemetryExporter::shutdown) decides them all).
+    pub fn tail_sampling(mut self, config: TailSampling) -> Builder<E> {
+        self.tail = Some(config);
+        self
+    }
+
+    /// Called on the exporter thread with a [`DropReport`] once per burst of drops (default: a
+    /// `log::warn!`, target `notify::opentelemetry`). A panic in the hook is swallowed.
+    pub fn on_drops(mut self, hook: impl Fn(&DropReport) + Send + Sync + 'static) -> Builder<E> {
+        self.on_drops = Arc::new(hook);
+        self
+    }
+
+    /// Under sustained overload (the queue never drains), drops are reported at most this often
+    /// (default 1 s).
+    pub fn report_interval(mut self, interval: Duration) -> Builder<E> {
+        self.report_interval = interval;
+        self
+    }
+
+    /// Starts the exporter thread (named `notify-otel`), telemetry-suppressed
+    /// ([`notify_core::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
+    /// traces there is not bridged back into notify.
+    ///
+    /// # Panics
+    /// When the thread cannot be spawned (as `std::thread::spawn`).
+    pub fn build(self) -> OpenTelemetryExporter {
+        let Builder {
+            mut exporter,
+            capacity,
+            batch,
+            delay,
+            policy,
+            service_name,
+            resource,
+            tail,
+            on_drops,
+            report_interval,
+        } = self;
+        let resource = match (resource, service_name) {
+            (None, None) => Resource::builder().build(),
+            (None, Some(name)) => Resource::builder().with_service_name(name).build(),
+            (Some(resource), None) => resource,
+            (Some(resource), Some(name)) => Resource::builder_empty()
+                .with_attributes(
+                    resource
+                        .iter()
+                        .map(|(k, v)| opentelemetry::KeyValue::new(k.clone(), v.clone())),
+                )
+                .with_service_name(name)
+                .build(),
+        };
+        exporter.set_resource(&resource);
+        // The thread is woken when a batch is queued: a batch larger than the queue would never be.
+        let batch = batch.min(capacity);
+        let (tx, rx) = crossbeam_channel::bounded(capacity);
+        let shared = Arc::new(Shared {
+            tx,
+            rx: rx.clone(),
+            policy,
+            batch,
+            sleeping: AtomicBool::new(false),
+            thread: Mutex::new(None),
+            requests: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            counters: Counters::default(),
+            tail_stats: Mutex::new(None),
+            resource,
+        });
+        let worker = Worker {
+            shared: shared.clone(),
+            rx,
+            exporter,
+            scope: InstrumentationScope::builder("notify")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
+            tail: tail.map(TailSampler::new),
+            delay,
+            on_drops,
+            report_interval,
+            reported: ExportStats::default(),
+            last_report: Instant::now(),
+            last_error: None,
+        };
+        let handle = thread::Builder::new()
+            .name("notify-otel".into())
+            .spawn(move || worker.run())
+            .expect("spawn the notify-otel exporter thread");
+        *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.thread().clone());
+        OpenTelemetryExporter {
+            inner: Arc::new(Owner { shared }),
+        }
+    }
+}
+
+/// Exports finished notify events as OpenTelemetry spans through any `opentelemetry_sdk`
+/// [`SpanExporter`] (OTLP, stdout, in-memory), with exact accounting.
 ///
-/// Subscribed, it is an event-object subscriber: at each finished event it builds the span and
-/// calls the processor's `on_end` on the instrumenting thread (the batch processor only queues
-/// it; its own thread exports). Every span is sampled: what to export is chosen by the
-/// subscription's pattern. The processor's `on_start` is not called (there is no SDK `Span` for a
-/// notify event); processors that only act at `on_end`, as the SDK's batch and simple processors
-/// do, see every span. Cloning shares the processor.
+/// Subscribed ([`subscribe`](Self::subscribe)), it is an owned-event subscriber: the instrumenting
+/// thread only puts the shared event (`Arc<Event>`, built once per event by the notifier for every
+/// owned subscriber) into a bounded queue. The exporter's own thread takes events in batches,
+/// converts them ([`span_data`]: the event's trace id, its id as span id, its parent's id as
+/// parent span id, times, payload as typed attributes, span kind, status, exception) and calls
+/// `SpanExporter::export` itself, one batch at a time; the SDK's `BatchSpanProcessor` is not used.
+///
+/// **Nothing is dropped silently**: [`stats`](Self::stats) counts what the `SpanExporter` accepted
+/// (`exported`) and every drop by cause (queue full, exporter error, shutdown, tail sampling);
+/// drops are reported through the drop hook once per burst ([`Builder::on_drops`]), and
+/// [`force_flush`](Self::force_flush) and [`shutdown`](Self::shutdown) return the counters.
+/// What a full queue does is the [`OverflowPolicy`].
 ///
 /// **Parents.** A notify event's parent is the innermost event *listened to by anyone* that is
-/// current when it starts, not the innermost one this exporter exports. With the exporter on
-/// `*.sql` only, a query inside a request is a root span while nobody listens to the request, and
-/// the child of an unexported span (parent span id set, parent never exported) as soon as some
-/// other subscriber listens to it. Backends show such a span as having a missing parent. To get
-/// linked traces, subscribe the exporter to every event whose span should appear in them
-/// (`Pattern::all()`, or a pattern that covers the enclosing events too).
+/// current when it starts, not the innermost one this exporter exports. To get linked traces,
+/// subscribe the exporter to every event whose span should appear in them (`Pattern::all()`, or a
+/// pattern that covers the enclosing events too).
 ///
-/// **Span ids** are the notify event ids: unique in one process, but small counters that start at
-/// 1 in every process, not the random 8 bytes W3C trace-context asks for. Spans of two processes
-/// sharing a trace (through NATS or a propagated context) can therefore have equal span ids.
+/// Cloning shares the queue and thread. When the last clone (and subscription) is dropped, the
+/// thread exports what is queued and ends; call [`shutdown`](Self::shutdown) to wait for it.
 ///
 /// ```
 /// use notify_core::{Notifier, Pattern, Payload};
 /// use notify_opentelemetry::OpenTelemetryExporter;
-/// use opentelemetry_sdk::trace::{InMemorySpanExporter, SimpleSpanProcessor};
+/// use opentelemetry_sdk::trace::InMemorySpanExporter;
 ///
 /// let spans = InMemorySpanExporter::default();
 /// // With OTLP: OpenTelemetryExporter::new(opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?)
-/// let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(spans.clone()));
+/// let exporter = OpenTelemetryExporter::new(spans.clone());
 /// let notifier = Notifier::new();
 /// let _subscription = exporter.subscribe(&notifier, Pattern::all());
 /// notifier.instrument("request.http", || Payload::new().with("path", "/"), |_| {
 ///     notifier.instrument("query.sql", Payload::new, |_| ());
 /// });
-/// exporter.force_flush()?;
+/// let stats = exporter.force_flush()?;
+/// assert_eq!((stats.exported, stats.dropped()), (2, 0));
 /// let spans = spans.get_finished_spans()?;
 /// assert_eq!(spans[0].name, "query.sql");
 /// assert_eq!(spans[0].parent_span_id, spans[1].span_context.span_id());
@@ -59,46 +245,206 @@ use crate::span::span_data;
 /// ```
 #[derive(Clone)]
 pub struct OpenTelemetryExporter {
-    inner: Arc<Inner>,
+    inner: Arc<Owner>,
 }
 
-struct Inner {
-    processor: Box<dyn SpanProcessor>,
-    scope: InstrumentationScope,
+/// What the user's clones share; dropping the last one closes the queue.
+struct Owner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.shared.request(Request::Close);
+    }
+}
+
+/// The state shared by the subscription (instrumenting threads) and the exporter thread.
+struct Shared {
+    tx: Sender<Arc<Event>>,
+    /// For `DropOldest`: the producer pops the oldest event itself.
+    rx: Receiver<Arc<Event>>,
+    policy: OverflowPolicy,
+    batch: usize,
+    /// The exporter thread is parked (or about to park) waiting for a batch.
+    sleeping: AtomicBool,
+    thread: Mutex<Option<Thread>>,
+    requests: Mutex<Vec<Request>>,
+    /// Shutdown began: new events are dropped (counted `shutdown`).
+    closed: AtomicBool,
+    /// The exporter thread ended: what is still queued was dropped at shutdown.
+    finished: AtomicBool,
+    counters: Counters,
+    tail_stats: Mutex<Option<crate::tail::TailStats>>,
+    resource: Resource,
+}
+
+#[derive(Default)]
+struct Counters {
     exported: AtomicU64,
+    queue_full: AtomicU64,
+    exporter_error: AtomicU64,
+    shutdown: AtomicU64,
+    tail: AtomicU64,
+    held: AtomicU64,
+    dequeued: AtomicU64,
+}
+
+/// A request to the exporter thread.
+enum Request {
+    /// Export everything queued now, then answer.
+    Flush(mpsc::SyncSender<ExportStats>),
+    /// Export everything queued (deciding held traces), answer, and end.
+    Shutdown(mpsc::SyncSender<ExportStats>),
+    /// The last handle is gone: as `Shutdown`, nobody waiting.
+    Close,
+}
+
+impl Shared {
+    fn stats(&self) -> ExportStats {
+        let c = &self.counters;
+        let mut stats = ExportStats {
+            exported: c.exported.load(Ordering::Acquire),
+            dropped_queue_full: c.queue_full.load(Ordering::Acquire),
+            dropped_exporter_error: c.exporter_error.load(Ordering::Acquire),
+            dropped_shutdown: c.shutdown.load(Ordering::Acquire),
+            dropped_tail_sampling: c.tail.load(Ordering::Acquire),
+            held: c.held.load(Ordering::Acquire),
+            dequeued: c.dequeued.load(Ordering::Acquire),
+        };
+        if self.finished.load(Ordering::Acquire) {
+            // Events that raced past the `closed` check after the thread's last look at the queue.
+            stats.dropped_shutdown += self.rx.len() as u64;
+        }
+        stats
+    }
+
+    fn wake(&self) {
+        self.sleeping.store(false, Ordering::Relaxed);
+        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|e| e.into_inner()) {
+            thread.unpark();
+        }
+    }
+
+    fn request(&self, request: Request) {
+        if matches!(request, Request::Shutdown(_) | Request::Close) {
+            self.closed.store(true, Ordering::SeqCst);
+        }
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request);
+        self.wake();
+    }
+
+    /// The hot path: hand `event` to the exporter thread.
+    #[inline]
+    fn enqueue(&self, event: &Arc<Event>) {
+        if self.closed.load(Ordering::Relaxed) {
+            self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match self.tx.try_send(event.clone()) {
+            Ok(()) => {
+                if self.sleeping.load(Ordering::Relaxed) && self.tx.len() >= self.batch {
+                    self.wake();
+                }
+            }
+            Err(TrySendError::Full(event)) => self.full(event),
+            Err(TrySendError::Disconnected(_)) => {
+                self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[cold]
+    fn full(&self, mut event: Arc<Event>) {
+        self.wake();
+        match self.policy {
+            OverflowPolicy::DropNewest => {
+                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+            }
+            OverflowPolicy::DropOldest => loop {
+                if self.rx.try_recv().is_ok() {
+                    self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                }
+                match self.tx.try_send(event) {
+                    Ok(()) => return,
+                    Err(TrySendError::Full(back)) => event = back,
+                    Err(TrySendError::Disconnected(_)) => {
+                        self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            },
+            OverflowPolicy::Wait(limit) => {
+                // Waits in slices, so a producer blocked on a full queue notices a shutdown (the
+                // exporter thread stops draining then: a wait without end would never return).
+                let deadline = Instant::now().checked_add(limit);
+                loop {
+                    let slice = match deadline {
+                        Some(deadline) => deadline.saturating_duration_since(Instant::now()).min(WAIT_SLICE),
+                        None => WAIT_SLICE,
+                    };
+                    match self.tx.send_timeout(event, slice) {
+                        Ok(()) => return,
+                        Err(SendTimeoutError::Timeout(back)) => {
+                            if self.closed.load(Ordering::SeqCst) {
+                                self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            event = back;
+                            self.wake();
+                        }
+                        Err(SendTimeoutError::Disconnected(_)) => {
+                            self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<E> std::fmt::Debug for Builder<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("queue_capacity", &self.capacity)
+            .field("max_batch_size", &self.batch)
+            .field("scheduled_delay", &self.delay)
+            .field("overflow_policy", &self.policy)
+            .field("service_name", &self.service_name)
+            .field("tail_sampling", &self.tail)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OpenTelemetryExporter {
-    /// Spans go to `exporter` through a [`BatchSpanProcessor`] with its default configuration
-    /// (queue of 2,048 spans, exported every 5 s or 512 at a time; spans beyond a full queue are
-    /// dropped by the processor), under an empty [`Resource`].
+    /// An exporter to `exporter` with the default configuration ([`builder`](Self::builder)).
+    ///
+    /// # Panics
+    /// When the exporter thread cannot be spawned.
     pub fn new(exporter: impl SpanExporter + 'static) -> OpenTelemetryExporter {
-        OpenTelemetryExporter::with_processor(BatchSpanProcessor::builder(exporter).build())
+        OpenTelemetryExporter::builder(exporter).build()
     }
 
-    /// Spans go to `processor` (say a `BatchSpanProcessor` you configured, or a
-    /// `SimpleSpanProcessor` for tests).
-    pub fn with_processor(processor: impl SpanProcessor + 'static) -> OpenTelemetryExporter {
-        OpenTelemetryExporter::with_processor_and_resource(processor, None)
-    }
-
-    /// As [`OpenTelemetryExporter::with_processor`], telling the processor (so its exporter) the
-    /// `resource` (service name and such).
-    pub fn with_processor_and_resource(
-        mut processor: impl SpanProcessor + 'static,
-        resource: Option<Resource>,
-    ) -> OpenTelemetryExporter {
-        if let Some(resource) = resource {
-            processor.set_resource(&resource);
-        }
-        OpenTelemetryExporter {
-            inner: Arc::new(Inner {
-                processor: Box::new(processor),
-                scope: InstrumentationScope::builder("notify")
-                    .with_version(env!("CARGO_PKG_VERSION"))
-                    .build(),
-                exported: AtomicU64::new(0),
-            }),
+    /// A [`Builder`] for an exporter to `exporter`: queue of 8,192 events, batches of 512,
+    /// scheduled delay 1 s, [`OverflowPolicy::DropNewest`], the SDK's default resource, no tail
+    /// sampling, drops reported by `log::warn!`.
+    pub fn builder<E: SpanExporter + 'static>(exporter: E) -> Builder<E> {
+        Builder {
+            exporter,
+            capacity: 8_192,
+            batch: 512,
+            delay: Duration::from_secs(1),
+            policy: OverflowPolicy::DropNewest,
+            service_name: None,
+            resource: None,
+            tail: None,
+            on_drops: Arc::new(|report: &DropReport| log::warn!(target: "notify::opentelemetry", "{report}")),
+            report_interval: Duration::from_secs(1),
         }
     }
 
@@ -107,56 +453,312 @@ impl OpenTelemetryExporter {
         notifier.subscribe(pattern, Subscriber::from(self.clone()))
     }
 
-    /// Hands the span of `event` to the processor (what the subscription does per event).
-    pub fn export(&self, event: &Event) {
-        self.inner.processor.on_end(span_data(event, &self.inner.scope));
-        self.inner.exported.fetch_add(1, Ordering::Relaxed);
+    /// Hands `event` to the exporter thread (what the subscription does per event): queued, or
+    /// counted as dropped by the [`OverflowPolicy`].
+    pub fn export(&self, event: &Arc<Event>) {
+        self.inner.shared.enqueue(event);
     }
 
-    /// Spans handed to the processor so far (what it then dropped, if anything, it reports itself).
+    /// Spans the `SpanExporter` accepted so far (`stats().exported`).
     pub fn exported(&self) -> u64 {
-        self.inner.exported.load(Ordering::Relaxed)
+        self.inner.shared.counters.exported.load(Ordering::Acquire)
     }
 
-    /// Exports what the processor holds now and waits for it.
-    ///
-    /// # Errors
-    /// The processor's error (a failed or timed-out export).
-    pub fn force_flush(&self) -> OTelSdkResult {
-        self.inner.processor.force_flush()
+    /// The counters now (see [`ExportStats`]).
+    pub fn stats(&self) -> ExportStats {
+        self.inner.shared.stats()
     }
 
-    /// Flushes and shuts the processor down (later spans are dropped by it), waiting at most
-    /// `timeout`.
+    /// The tail sampler's detailed counters as of the exporter thread's last batch, when tail
+    /// sampling is on.
+    pub fn tail_stats(&self) -> Option<crate::tail::TailStats> {
+        *self.inner.shared.tail_stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The [`Resource`] given to the `SpanExporter`.
+    pub fn resource(&self) -> &Resource {
+        &self.inner.shared.resource
+    }
+
+    /// Exports everything queued before this call (events held by tail sampling stay held), and
+    /// returns the counters after it. Waits at most 30 s.
     ///
     /// # Errors
-    /// The processor's error (already shut down, timed out).
-    pub fn shutdown(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.processor.shutdown_with_timeout(timeout)
+    /// [`ExportError::TimedOut`] when the exporter thread did not get there in time;
+    /// [`ExportError::ShutDown`] after [`shutdown`](Self::shutdown).
+    pub fn force_flush(&self) -> Result<ExportStats, ExportError> {
+        self.force_flush_with_timeout(Duration::from_secs(30))
+    }
+
+    /// [`force_flush`](Self::force_flush), waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`force_flush`](Self::force_flush).
+    pub fn force_flush_with_timeout(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
+        let shared = &self.inner.shared;
+        if shared.closed.load(Ordering::SeqCst) {
+            return Err(ExportError::ShutDown(shared.stats()));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        shared.request(Request::Flush(tx));
+        match rx.recv_timeout(timeout) {
+            Ok(stats) => Ok(stats),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(ExportError::TimedOut(shared.stats())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ExportError::ShutDown(shared.stats())),
+        }
+    }
+
+    /// Stops taking events (later ones are counted `dropped_shutdown`), exports what is queued,
+    /// decides what tail sampling holds, shuts the `SpanExporter` down, and returns the final
+    /// counters; waits at most `timeout`.
+    ///
+    /// # Errors
+    /// [`ExportError::TimedOut`] when the thread did not finish in time (it still stops after
+    /// its current export); [`ExportError::ShutDown`] when already shut down.
+    pub fn shutdown(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
+        let shared = &self.inner.shared;
+        if shared.closed.swap(true, Ordering::SeqCst) {
+            return Err(ExportError::ShutDown(shared.stats()));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        shared.request(Request::Shutdown(tx));
+        match rx.recv_timeout(timeout) {
+            Ok(_) => Ok(shared.stats()),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(ExportError::TimedOut(shared.stats())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Ok(shared.stats()),
+        }
     }
 }
 
-impl EventSubscriber for OpenTelemetryExporter {
-    fn call(&self, event: &Event) {
+impl OwnedEventSubscriber for OpenTelemetryExporter {
+    #[inline]
+    fn deliver(&self, event: &Arc<Event>) {
         // Head sampling: only sampled traces are exported (notify_core::Sampler).
         if event.is_sampled() {
-            self.export(event);
+            self.inner.shared.enqueue(event);
         }
     }
 }
 
 impl From<OpenTelemetryExporter> for Subscriber {
-    /// An event-object subscriber labelled `"opentelemetry"`.
+    /// An owned-event subscriber labelled `"opentelemetry"`.
     fn from(exporter: OpenTelemetryExporter) -> Subscriber {
-        Subscriber::event(exporter).named("opentelemetry")
+        Subscriber::owned(exporter).named("opentelemetry")
     }
 }
 
 impl std::fmt::Debug for OpenTelemetryExporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenTelemetryExporter")
-            .field("processor", &self.inner.processor)
-            .field("exported", &self.exported())
-            .finish()
+            .field("policy", &self.inner.shared.policy)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The exporter thread's state.
+struct Worker<E> {
+    shared: Arc<Shared>,
+    rx: Receiver<Arc<Event>>,
+    exporter: E,
+    scope: InstrumentationScope,
+    tail: Option<TailSampler>,
+    delay: Duration,
+    on_drops: DropHook,
+    report_interval: Duration,
+    reported: ExportStats,
+    last_report: Instant,
+    last_error: Option<String>,
+}
+
+impl<E: SpanExporter> Worker<E> {
+    fn run(mut self) {
+        // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
+        // back through notify's bridges as events to export, forever.
+        notify_core::suppress_telemetry_on_this_thread();
+        let mut events = Vec::with_capacity(self.shared.batch);
+        let mut last_export = Instant::now();
+        loop {
+            let requests = std::mem::take(&mut *self.shared.requests.lock().unwrap_or_else(|e| e.into_inner()));
+            if !requests.is_empty() {
+                // Everything queued before the requests were made is in the queue now.
+                self.drain(&mut events);
+                let closing = requests.iter().any(|r| !matches!(r, Request::Flush(_)));
+                if closing {
+                    self.close(requests);
+                    return;
+                }
+                self.report_drops(true);
+                let stats = self.shared.stats();
+                for request in requests {
+                    if let Request::Flush(reply) = request {
+                        let _ = reply.send(stats);
+                    }
+                }
+                last_export = Instant::now();
+                continue;
+            }
+            let full = self.rx.len() >= self.shared.batch;
+            if full || last_export.elapsed() >= self.delay {
+                self.take_batch(&mut events);
+                self.process(&mut events);
+                last_export = Instant::now();
+                self.report_drops(self.rx.is_empty());
+                if full {
+                    continue;
+                }
+            }
+            if let Some(tail) = &mut self.tail {
+                let mut kept = Vec::new();
+                tail.expire(Instant::now(), &mut kept);
+                if !kept.is_empty() {
+                    self.export_kept(kept);
+                }
+            }
+            self.shared.sleeping.store(true, Ordering::SeqCst);
+            if self.rx.len() >= self.shared.batch || self.has_requests() {
+                self.shared.sleeping.store(false, Ordering::Relaxed);
+                continue;
+            }
+            let waited = last_export.elapsed();
+            thread::park_timeout(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
+            self.shared.sleeping.store(false, Ordering::Relaxed);
+        }
+    }
+
+    fn has_requests(&self) -> bool {
+        !self
+            .shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    fn take_batch(&mut self, events: &mut Vec<Arc<Event>>) {
+        while events.len() < self.shared.batch {
+            match self.rx.try_recv() {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            }
+        }
+        self.shared
+            .counters
+            .dequeued
+            .fetch_add(events.len() as u64, Ordering::AcqRel);
+    }
+
+    /// Exports batches until the queue is empty.
+    fn drain(&mut self, events: &mut Vec<Arc<Event>>) {
+        loop {
+            self.take_batch(events);
+            if events.is_empty() {
+                return;
+            }
+            self.process(events);
+        }
+    }
+
+    /// Tail-samples, converts and exports `events` (emptied).
+    fn process(&mut self, events: &mut Vec<Arc<Event>>) {
+        if events.is_empty() {
+            return;
+        }
+        let kept = match &mut self.tail {
+            Some(tail) => {
+                let now = Instant::now();
+                let mut kept = Vec::with_capacity(events.len());
+                for event in events.drain(..) {
+                    tail.offer(event, now, &mut kept);
+                }
+                tail.expire(now, &mut kept);
+                kept
+            }
+            None => std::mem::take(events),
+        };
+        self.export_kept(kept);
+        events.reserve(self.shared.batch);
+    }
+
+    /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.
+    fn export_kept(&mut self, kept: Vec<Arc<Event>>) {
+        for chunk in kept.chunks(self.shared.batch) {
+            let spans: Vec<SpanData> = chunk.iter().map(|event| span_data(event, &self.scope)).collect();
+            let n = spans.len() as u64;
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                futures_executor::block_on(self.exporter.export(spans))
+            }));
+            let counters = &self.shared.counters;
+            match result {
+                Ok(Ok(())) => {
+                    counters.exported.fetch_add(n, Ordering::AcqRel);
+                }
+                Ok(Err(error)) => {
+                    counters.exporter_error.fetch_add(n, Ordering::AcqRel);
+                    self.last_error = Some(error.to_string());
+                }
+                Err(panic) => {
+                    counters.exporter_error.fetch_add(n, Ordering::AcqRel);
+                    self.last_error = Some(format!("panicked: {}", notify_core::panic_message(&*panic)));
+                }
+            }
+        }
+        drop(kept);
+        if let Some(tail) = &self.tail {
+            let stats = tail.stats();
+            self.shared.counters.tail.store(stats.dropped(), Ordering::Release);
+            self.shared.counters.held.store(stats.held, Ordering::Release);
+            *self.shared.tail_stats.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
+        }
+    }
+
+    /// Reports the drops since the last report, once the burst is over (`quiet`) or the report
+    /// interval passed.
+    fn report_drops(&mut self, quiet: bool) {
+        let now = self.shared.stats();
+        if now.dropped() == self.reported.dropped() {
+            return;
+        }
+        if !quiet && self.last_report.elapsed() < self.report_interval {
+            return;
+        }
+        let burst = now.since(&self.reported);
+        let report = DropReport {
+            burst,
+            total: now,
+            last_error: if burst.dropped_exporter_error > 0 {
+                self.last_error.clone()
+            } else {
+                None
+            },
+        };
+        let hook = self.on_drops.clone();
+        let _ = catch_unwind(AssertUnwindSafe(|| hook(&report)));
+        self.reported = now;
+        self.last_report = Instant::now();
+    }
+
+    /// The end: drain, decide held traces, shut the exporter down, answer, count what is left.
+    fn close(&mut self, requests: Vec<Request>) {
+        let mut events = Vec::new();
+        self.drain(&mut events);
+        if let Some(tail) = &mut self.tail {
+            let mut kept = Vec::new();
+            tail.finish(&mut kept);
+            self.export_kept(kept);
+        }
+        let _ = catch_unwind(AssertUnwindSafe(|| self.exporter.shutdown()));
+        // Later events are counted by the producers (closed) or by `stats` (left in the queue).
+        self.shared.finished.store(true, Ordering::SeqCst);
+        self.report_drops(true);
+        let stats = self.shared.stats();
+        for request in requests {
+            match request {
+                Request::Flush(reply) | Request::Shutdown(reply) => {
+                    let _ = reply.send(stats);
+                }
+                Request::Close => {}
+            }
+        }
     }
 }

@@ -3,8 +3,11 @@
 //! [`OpenTelemetryExporter`] subscribes to notify events and turns each finished one into a span
 //! ([`span_data`]): notify's 128-bit trace id is the span's trace id, the event id its span id, the
 //! parent event's id its parent span id, so a request's events form one trace tree whatever
-//! threads and tasks they ran on. Spans go through `opentelemetry_sdk`'s span processors (a
-//! batch processor by default), so any OpenTelemetry exporter (OTLP, stdout, in-memory) works.
+//! threads and tasks they ran on. The instrumenting thread only queues the shared event; the
+//! exporter's own thread converts and calls any `opentelemetry_sdk` `SpanExporter` (OTLP, stdout,
+//! in-memory) in batches, counting what it accepted and every drop by cause ([`ExportStats`]).
+//! [`tail`] holds traces until their local root ends and keeps the errors, the slow ones and a
+//! ratio of the rest.
 //!
 //! ```no_run
 //! use notify_opentelemetry::OpenTelemetryExporter;
@@ -13,7 +16,8 @@
 //! let exporter = OpenTelemetryExporter::new(otlp()); // e.g. opentelemetry_otlp::SpanExporter
 //! let _subscription = exporter.subscribe(notify_core::Notifier::global(), notify_core::Pattern::all());
 //! // ... at exit:
-//! exporter.shutdown(std::time::Duration::from_secs(5))?;
+//! let stats = exporter.shutdown(std::time::Duration::from_secs(5))?;
+//! println!("{stats}"); // exported N, dropped 0 (queue full 0, exporter error 0, shutdown 0, ...)
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -25,9 +29,17 @@
 
 mod exporter;
 mod span;
+mod stats;
+pub mod tail;
 
-pub use crate::exporter::OpenTelemetryExporter;
-pub use crate::span::{span_data, span_id, trace_id};
+pub use crate::exporter::{Builder, OpenTelemetryExporter, OverflowPolicy};
+pub use crate::span::{span_data, span_id, trace_id, KIND_KEY};
+pub use crate::stats::{DropReport, ExportError, ExportStats};
+
+/// `text` escaped for one log line (an exporter's error message is foreign text).
+pub(crate) fn escape(text: &str) -> notify_core::escape::Escaped<'_> {
+    notify_core::escape::Escaped::new(text)
+}
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

@@ -32,11 +32,12 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | span | from the event |
 /// |---|---|
 /// | trace id, span id | [`Event::trace_id`], [`Event::id`] ([`trace_id`], [`span_id`]); sampled |
-/// | parent span id | [`Event::parent_id`] (invalid for a root) |
-/// | name, kind | the event name; `Internal` |
+/// | parent span id | [`Event::parent_id`] (invalid for a root); `parent_span_is_remote` is false (notify-base has no remote-parent flag on events yet) |
+/// | name | the event name |
+/// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
 /// | start, end | [`Event::start_time`], [`Event::end_time`] |
 /// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text. The exception entry is not an attribute (see below) |
-/// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; `Error` with `"panicked"` when the block panicked; else `Unset` (OpenTelemetry's advice for success) |
+/// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; else `Error` with the outcome's word (`"panicked"`, `"cancelled"`) when the outcome is not `completed`; else `Unset` (OpenTelemetry's advice for success) |
 /// | events | an `exception` event at the end time with `exception.type` and `exception.message` when the payload has an exception |
 /// | `notify.outcome` | an attribute, only when the outcome is not `completed` (`"panicked"`, `"cancelled"`) |
 /// | `code.file.path`, `code.line.number`, `code.module.name` | the event's source location ([`Event::location`]: events of callsites and of `#[instrument_event]`), under the names tracing-opentelemetry uses |
@@ -54,6 +55,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// assert_eq!(span.attributes, [opentelemetry::KeyValue::new("rows", 3_i64)]);
 /// ```
 pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
+    let mut span_kind = SpanKind::Internal;
     let span_context = SpanContext::new(
         trace_id(event.trace_id()),
         span_id(event.id()),
@@ -68,6 +70,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
             Value::Exception { type_name, message } if key.as_str() == EXCEPTION_KEY => {
                 exception = Some((type_name.clone(), message.clone()));
             }
+            value if key.as_str() == KIND_KEY => span_kind = kind(value),
             other => {
                 let key = key.as_static().map_or_else(
                     || opentelemetry::Key::from(key.as_str().to_owned()),
@@ -80,8 +83,8 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
     let mut events = SpanEvents::default();
     let status = match (&exception, event.outcome()) {
         (Some((_, message)), _) => Status::error(message.clone()),
-        (None, Outcome::Panicked) => Status::error("panicked"),
-        (None, _) => Status::Unset,
+        (None, Outcome::Completed) => Status::Unset,
+        (None, other) => Status::error(other.as_str()),
     };
     if let Some((type_name, message)) = exception {
         events.events.push(opentelemetry::trace::Event::new(
@@ -107,7 +110,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
         span_context,
         parent_span_id: event.parent_id().map_or(SpanId::INVALID, span_id),
         parent_span_is_remote: false,
-        span_kind: SpanKind::Internal,
+        span_kind,
         name: Cow::Owned(event.name().to_owned()),
         start_time: event.start_time(),
         end_time: event.end_time(),
@@ -118,6 +121,36 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
         status,
         instrumentation_scope: scope.clone(),
     }
+}
+
+/// The payload key whose value chooses the span kind (tracing-opentelemetry's name for it).
+///
+/// ```
+/// use notify_core::{Event, Payload};
+/// let now = std::time::Instant::now();
+/// let event = Event::new("request.http", now, now, Payload::new().with(notify_opentelemetry::KIND_KEY, "server"));
+/// let scope = opentelemetry::InstrumentationScope::builder("notify").build();
+/// let span = notify_opentelemetry::span_data(&event, &scope);
+/// assert_eq!(span.span_kind, opentelemetry::trace::SpanKind::Server);
+/// assert!(span.attributes.is_empty());
+/// ```
+pub const KIND_KEY: &str = "otel.kind";
+
+/// The span kind a payload value names; `Internal` for anything else.
+fn kind(value: &Value) -> SpanKind {
+    let Value::Str(text) = value else {
+        return SpanKind::Internal;
+    };
+    let text: &str = text.as_ref();
+    [
+        ("server", SpanKind::Server),
+        ("client", SpanKind::Client),
+        ("producer", SpanKind::Producer),
+        ("consumer", SpanKind::Consumer),
+    ]
+    .into_iter()
+    .find(|(word, _)| text.eq_ignore_ascii_case(word))
+    .map_or(SpanKind::Internal, |(_, kind)| kind)
 }
 
 /// A payload value as an attribute value, typed where OpenTelemetry has the type.

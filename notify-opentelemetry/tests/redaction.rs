@@ -15,7 +15,7 @@ use notify_core::Pattern;
 use notify_opentelemetry::OpenTelemetryExporter;
 use notify_tracing::TracingSubscriber;
 use opentelemetry::trace::{Status, TracerProvider as _};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SimpleSpanProcessor, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use tracing_subscriber::prelude::*;
 
 /// Every piece of text a span carries, one string per piece, the whole `Debug` last.
@@ -56,7 +56,7 @@ fn assert_spans_clean(what: &str, spans: &[SpanData]) {
 fn secrets_are_absent_from_the_spans_the_exporter_makes() {
     let _serial = secrets::serial();
     let memory = InMemorySpanExporter::default();
-    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let exporter = OpenTelemetryExporter::new(memory.clone());
     let subscription = exporter.subscribe(secrets::global(), Pattern::glob("*.secrets").unwrap());
     secrets::plant();
     subscription.unsubscribe().unwrap();

@@ -7,7 +7,7 @@ use notify_core::{instrument_event, Event, Handle, Notifier, Outcome, Pattern, P
 use notify_opentelemetry::{span_id, trace_id, OpenTelemetryExporter};
 use opentelemetry::trace::{SpanId, SpanKind, Status};
 use opentelemetry::{KeyValue, Value};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SimpleSpanProcessor, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 
 fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
     span.attributes
@@ -19,7 +19,7 @@ fn attribute<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
 #[test]
 fn a_span_per_event_with_ids_times_typed_attributes_status_and_exception() {
     let memory = InMemorySpanExporter::default();
-    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let exporter = OpenTelemetryExporter::new(memory.clone());
     let notifier = Notifier::new();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -104,7 +104,7 @@ fn a_span_per_event_with_ids_times_typed_attributes_status_and_exception() {
 #[test]
 fn panicked_and_cancelled_outcomes() {
     let memory = InMemorySpanExporter::default();
-    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let exporter = OpenTelemetryExporter::new(memory.clone());
     let notifier = Notifier::new();
     let _s = exporter.subscribe(&notifier, Pattern::all());
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -114,10 +114,11 @@ fn panicked_and_cancelled_outcomes() {
     handle.start().unwrap();
     handle.set_outcome(Outcome::Cancelled);
     handle.finish().unwrap();
+    exporter.force_flush().unwrap();
     let spans = memory.get_finished_spans().unwrap();
     assert_eq!(spans[0].status, Status::error("panicked"));
     assert_eq!(attribute(&spans[0], "notify.outcome"), Some(&Value::from("panicked")));
-    assert_eq!(spans[1].status, Status::Unset);
+    assert_eq!(spans[1].status, Status::error("cancelled"));
     assert_eq!(attribute(&spans[1], "notify.outcome"), Some(&Value::from("cancelled")));
 }
 
@@ -202,7 +203,7 @@ fn located() -> u8 {
 #[test]
 fn events_with_a_source_location_carry_code_attributes() {
     let memory = InMemorySpanExporter::default();
-    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let exporter = OpenTelemetryExporter::new(memory.clone());
     // `#[instrument_event]` callsites publish on the global notifier; the name is this test's own.
     let _s = exporter.subscribe(Notifier::global(), Pattern::from("located.otel_code"));
     assert_eq!(located(), 7);
@@ -210,6 +211,7 @@ fn events_with_a_source_location_carry_code_attributes() {
     let _n = exporter.subscribe(&notifier, Pattern::all());
     notifier.instrument("nowhere.otel_code", Payload::new, |_| ());
 
+    exporter.force_flush().unwrap();
     let spans = memory.get_finished_spans().unwrap();
     let located = spans
         .iter()
@@ -228,4 +230,79 @@ fn events_with_a_source_location_carry_code_attributes() {
         .expect("the named span");
     assert_eq!(attribute(by_name, "code.file.path"), None);
     assert_eq!(attribute(by_name, "code.line.number"), None);
+}
+
+#[test]
+fn the_span_kind_comes_from_the_otel_kind_entry_and_is_not_an_attribute() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::new(memory.clone());
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    for kind in ["server", "CLIENT", "producer", "consumer", "internal", "sideways"] {
+        notifier.instrument(
+            "kind.otel",
+            || Payload::new().with(notify_opentelemetry::KIND_KEY, kind),
+            |_| (),
+        );
+    }
+    notifier.instrument("kind.otel", || Payload::new().with("otel.kind", 3_i64), |_| ());
+    notifier.instrument("kind.otel", Payload::new, |_| ());
+    exporter.force_flush().unwrap();
+    let spans = memory.get_finished_spans().unwrap();
+    let kinds: Vec<SpanKind> = spans.iter().map(|s| s.span_kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            SpanKind::Server,
+            SpanKind::Client,
+            SpanKind::Producer,
+            SpanKind::Consumer,
+            SpanKind::Internal,
+            SpanKind::Internal,
+            SpanKind::Internal,
+            SpanKind::Internal
+        ]
+    );
+    assert!(spans.iter().all(|s| attribute(s, "otel.kind").is_none()));
+}
+
+/// A SpanExporter that remembers the resource it was given.
+#[derive(Debug, Default)]
+struct ResourceProbe(std::sync::Arc<std::sync::Mutex<Option<opentelemetry_sdk::Resource>>>);
+
+impl opentelemetry_sdk::trace::SpanExporter for ResourceProbe {
+    async fn export(&self, _: Vec<SpanData>) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+    fn set_resource(&mut self, resource: &opentelemetry_sdk::Resource) {
+        *self.0.lock().unwrap() = Some(resource.clone());
+    }
+}
+
+#[test]
+fn the_builders_service_name_reaches_the_span_exporter_in_its_resource() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let exporter = OpenTelemetryExporter::builder(ResourceProbe(seen.clone()))
+        .service_name("bookstore")
+        .build();
+    let service = opentelemetry::Key::from_static_str("service.name");
+    assert_eq!(exporter.resource().get(&service), Some(Value::from("bookstore")));
+    let given = seen.lock().unwrap().clone().expect("set_resource was called");
+    assert_eq!(given.get(&service), Some(Value::from("bookstore")));
+    // A whole resource, with the builder's service name on top.
+    let resource = opentelemetry_sdk::Resource::builder_empty()
+        .with_attribute(KeyValue::new("deployment.environment.name", "test"))
+        .with_service_name("overridden")
+        .build();
+    let exporter = OpenTelemetryExporter::builder(ResourceProbe::default())
+        .resource(resource)
+        .service_name("shop")
+        .build();
+    assert_eq!(exporter.resource().get(&service), Some(Value::from("shop")));
+    assert_eq!(
+        exporter
+            .resource()
+            .get(&opentelemetry::Key::from_static_str("deployment.environment.name")),
+        Some(Value::from("test"))
+    );
 }

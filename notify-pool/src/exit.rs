@@ -14,8 +14,8 @@ use notify_core::escape::Escaped;
 /// Flushes its pool when dropped, waiting at most its timeout: hold one in `main` so that the
 /// events queued when `main` returns are delivered, as `tracing-appender`'s `WorkerGuard` does
 /// ([`WorkerPool::flush_guard`]). When the time runs out, the count of events still pending is
-/// written to stderr. Dropped on one of the pool's own threads, it does nothing (a flush there
-/// would wait for itself).
+/// written to stderr. Dropped on a thread of any notify pool, it does nothing (a flush there
+/// returns at once, see [`WorkerPool::flush`]).
 #[must_use = "the guard flushes when dropped: bind it (`let _guard = ...`), `let _ = ...` drops it at once"]
 #[derive(Debug)]
 pub struct FlushGuard {
@@ -32,7 +32,7 @@ impl FlushGuard {
 impl Drop for FlushGuard {
     fn drop(&mut self) {
         let shared = &self.pool.owner.inner.shared;
-        if worker::on_worker_of(shared.family) || self.pool.flush_timeout(self.timeout) {
+        if worker::on_any_worker() || self.pool.flush_timeout(self.timeout) {
             return;
         }
         let pending = self.pool.pending();
@@ -59,8 +59,18 @@ pub(crate) fn watch(owner: &Arc<Owner>) {
     live.push(Arc::downgrade(owner));
 }
 
-/// At exit: the events still pending on each live pool, written to stderr (nothing when none).
-/// Runs from the C library's `exit`, after `main` returned; never unwinds.
+/// How long the report at exit waits for the callbacks in progress to return (100 ms, as
+/// [`WorkerPool::STOP_GRACE`]).
+const EXIT_GRACE: Duration = WorkerPool::STOP_GRACE;
+
+/// At exit: each live pool that was not shut down is stopped (as [`WorkerPool::shutdown`] does
+/// past its deadline: no new event is delivered, each worker ends after the callback it is
+/// running, waited for at most [`EXIT_GRACE`]), then what will never be delivered is counted and
+/// written to stderr (nothing when nothing is lost). Stopping first makes the count exact: the
+/// workers no longer deliver events behind the report's back while the process ends (it said
+/// "5000 never delivered" while some were still being written). A callback still running then
+/// received its event: it is not counted as never delivered, and the report says how many were
+/// running. Runs from the C library's `exit`, after `main` returned; never unwinds.
 extern "C" fn at_exit() {
     quietly(|| {
         let Some(live) = LIVE.get() else { return };
@@ -71,17 +81,33 @@ extern "C" fn at_exit() {
             if owner.inner.state() != worker::RUNNING {
                 continue; // shut down: its report said what was abandoned
             }
-            let mut pending = owner.inner.pending();
+            let mut pools = vec![owner.inner.clone()];
             if let Some(dedicated) = owner
                 .dedicated
                 .try_lock_until(Instant::now() + Duration::from_millis(100))
             {
-                pending += dedicated.pools.iter().map(|pool| pool.pending()).sum::<u64>();
+                pools.extend(dedicated.pools.iter().cloned());
             }
-            if pending > 0 {
+            for pool in &pools {
+                pool.close();
+                pool.stop();
+            }
+            let until = Instant::now() + EXIT_GRACE;
+            let (mut lost, mut calling) = (0, 0);
+            for pool in &pools {
+                let (l, c) = pool.lost_at_exit(until);
+                lost += l;
+                calling += c;
+            }
+            if lost > 0 || calling > 0 {
+                let running = match calling {
+                    0 => String::new(),
+                    1 => " (1 callback was still running)".to_owned(),
+                    n => format!(" ({n} callbacks were still running)"),
+                };
                 eprintln!(
-                    "notify-pool: worker pool `{}`: {pending} queued events were never delivered: the process \
-                     exited first (hold WorkerPool::flush_guard in main to deliver them)",
+                    "notify-pool: worker pool `{}`: {lost} queued events were never delivered: the process \
+                     exited first (hold WorkerPool::flush_guard in main to deliver them){running}",
                     Escaped::new(&owner.inner.shared.name)
                 );
             }

@@ -14,7 +14,7 @@ use crate::group_core::{shard_layout, GroupCore};
 use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, AsyncFailurePolicy, Overflow};
 use crate::slot::Slot;
-use crate::unwind::drop_payload;
+use crate::unwind::{drop_caught, drop_payload};
 use crate::worker::{on_any_worker, Batches, Flavor, PoolInner, WorkerSlot, RUNNING, STOPPED};
 use crate::AsyncSubscriber;
 
@@ -115,6 +115,7 @@ impl Group {
             event: event.name().to_owned(),
             message: panic_message(payload),
             detached: detach,
+            in_drop: false,
         });
         if detach {
             self.members[index].closed_at.fetch_min(seq + 1, Ordering::Relaxed);
@@ -204,6 +205,8 @@ impl Flavor for Group {
         let (first, members) = self.shard(shard);
         let mut done = [0_u64; 2];
         let mut ran = 0_u64;
+        // The batch's pending events finished so far, for the report at exit (`WorkerSlot::calling`).
+        let mut finished = 0_u64;
         for (offset, member) in members.iter().enumerate() {
             // Closed members get the events published before they were closed (the batch is in
             // sequence order); the rest count as dropped.
@@ -217,8 +220,10 @@ impl Flavor for Group {
                         if pool.state() == STOPPED {
                             return false;
                         }
+                        slot.calling(finished + next as u64);
                         member.subscriber.call(&batch[next].1.event);
                         next += 1;
+                        slot.finished(finished + next as u64);
                     }
                     true
                 }));
@@ -227,6 +232,7 @@ impl Flavor for Group {
                     Err(payload) => {
                         let (seq, item) = &batch[next];
                         next += 1;
+                        slot.finished(finished + next as u64);
                         if self.failed(first + offset, *seq, &item.event, &*payload) {
                             open = next;
                         }
@@ -251,11 +257,14 @@ impl Flavor for Group {
             }
             done[0] += per_gen[0];
             done[1] += per_gen[1];
+            finished += batch.len() as u64;
+            slot.finished(finished);
         }
         batch.clear();
         slot.delivered.fetch_add(ran, Ordering::Relaxed);
         pool.complete(0, done[0]);
         pool.complete(1, done[1]);
+        slot.finished(0);
         if pool.state() == STOPPED {
             return false;
         }
@@ -297,6 +306,35 @@ impl Flavor for Group {
     fn close(&self, member: usize) {
         Group::close(self, member..member + 1);
     }
+}
+
+impl Drop for Group {
+    /// Drops each member's callback under a guard, wherever the group's last reference goes (a
+    /// worker, the shutdown, the registry): a panic in one is reported once through the failure
+    /// hook ([`AsyncFailure::in_drop`]) and counted, and the other members are still dropped.
+    fn drop(&mut self) {
+        for (index, member) in self.members.iter_mut().enumerate() {
+            // A zero-sized placeholder: replacing the callback allocates nothing.
+            let subscriber = std::mem::replace(&mut member.subscriber, Box::new(Dropped));
+            if let Some(message) = drop_caught(move || drop(subscriber)) {
+                self.pool.report_failure(&AsyncFailure {
+                    mailbox: MailboxId(self.first_id + index as u64),
+                    subscriber: self.config.label(),
+                    event: String::new(),
+                    message,
+                    detached: false,
+                    in_drop: true,
+                });
+            }
+        }
+    }
+}
+
+/// What a dropped member's callback is replaced with while its group is dropped.
+struct Dropped;
+
+impl AsyncSubscriber for Dropped {
+    fn call(&self, _: &Arc<Event>) {}
 }
 
 /// The registry's view of a fan-out group: one `deliver` per event appends it to the group's log

@@ -17,8 +17,8 @@
 //! callback is stored inline) and which holds the oldest queued event beside its lock; the
 //! options and pool it runs with are shared by all the subscriptions of one
 //! [`WorkerPool::subscribe_all`] call with equal options (64 bytes once, or per
-//! [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 188 bytes with its
-//! registry entry before any event (116 of them notify-core's entry and listener; 228 with the
+//! [`WorkerPool::mailbox`] call). A `subscribe_all` subscription costs 196 bytes with its
+//! registry entry before any event (124 of them notify-core's entry and listener; 236 with the
 //! returned [`AsyncSubscription`]), and up to 176 bytes more after traffic (the queue behind the
 //! first event, allocated when a second one waits, with the drop counters, keeps a buffer of up
 //! to 8 events once drained); a
@@ -31,14 +31,17 @@
 //! * **Idle**: workers with nothing to do park without a timeout: an idle pool uses no CPU and
 //!   records no wake-ups ([`WorkerPool::wakeups`]).
 //! * **Flush and shutdown**: [`WorkerPool::flush`] waits until everything published before it was
-//!   delivered; [`WorkerPool::shutdown`] delivers what it can before a deadline, reports exactly
+//!   delivered (on a thread of any notify pool it returns false at once: waiting there could
+//!   deadlock); [`WorkerPool::shutdown`] delivers what it can before a deadline, reports exactly
 //!   how many events it abandoned, and joins every thread.
 //! * **After shutdown** the pool does not restart: events for its subscribers are refused, counted
 //!   by [`WorkerPool::rejected`], and the first refusal is reported with `log::warn!`.
 //!   [`WorkerPool::pending`] is 0 then (what was abandoned is in the [`ShutdownReport`]).
 //! * **Panics**: a panicking callback never kills a worker; it is reported once per panic through
 //!   the failure hook ([`AsyncFailure`], default `log::error!`) and, per [`AsyncFailurePolicy`], the
-//!   subscriber is kept or detached.
+//!   subscriber is kept or detached. The same holds for a subscriber's `Drop`, wherever its last
+//!   reference goes (a worker, shutdown, the thread that unsubscribed): caught, reported once
+//!   ([`AsyncFailure::in_drop`]) and counted ([`WorkerPool::failures`]).
 //! * **Blocking callbacks**: one that blocks holds one worker; [`AsyncOptions::dedicated`] gives it
 //!   a thread of its own instead.
 //! * **Fan-out**: [`WorkerPool::subscribe_fanout`] puts many subscribers behind one registry

@@ -2,6 +2,7 @@
 //! and its registry side (the registry holds the mailbox itself, as its `OwnedEventSubscriber`).
 
 use std::any::Any;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -14,7 +15,7 @@ use crate::mailbox_id::MailboxId;
 use crate::options::{AsyncFailure, AsyncFailurePolicy, Overflow};
 use crate::publish;
 use crate::slot::Slot;
-use crate::unwind::drop_payload;
+use crate::unwind::{drop_caught, drop_payload};
 use crate::worker::{on_any_worker, Batches, Flavor, PoolInner, Task, WorkerSlot, RUNNING, STOPPED};
 use crate::AsyncSubscriber;
 
@@ -37,7 +38,9 @@ pub(crate) struct Mailbox<S> {
     /// This mailbox's own `Arc`, for handing itself to the run queue from
     /// [`OwnedEventSubscriber::deliver`], which gets `&self`.
     me: Weak<Mailbox<S>>,
-    pub(crate) subscriber: S,
+    /// Dropped by the mailbox's `Drop`, under a guard: a subscriber whose drop panics is reported,
+    /// never unwinds into whichever thread dropped the mailbox's last reference.
+    pub(crate) subscriber: ManuallyDrop<S>,
 }
 
 impl<S: AsyncSubscriber> Mailbox<S> {
@@ -52,7 +55,7 @@ impl<S: AsyncSubscriber> Mailbox<S> {
             home,
             id,
             me: me.clone(),
-            subscriber,
+            subscriber: ManuallyDrop::new(subscriber),
         })
     }
 
@@ -133,6 +136,7 @@ impl<S: AsyncSubscriber> Mailbox<S> {
             event: event.name().to_owned(),
             message: panic_message(payload),
             detached: detach,
+            in_drop: false,
         });
         if detach {
             self.detach();
@@ -177,7 +181,27 @@ impl<S: AsyncSubscriber> Mailbox<S> {
 }
 
 impl<S> Drop for Mailbox<S> {
+    /// The last reference can go on any thread: a worker (the run queue's), the shutdown, the
+    /// publisher of a batch, whoever unsubscribed or held a handle, notify-core's registry. A
+    /// panic in the subscriber's drop is caught here, reported once through the failure hook
+    /// ([`AsyncFailure::in_drop`]) and counted, whichever it is.
     fn drop(&mut self) {
+        let subscriber = &mut self.subscriber;
+        // SAFETY: the one drop of `subscriber`, in the mailbox's own drop; nothing reads it
+        // afterwards (the other fields hold no reference to it). If its drop panics, the
+        // unwinding drop glue drops what remains of it, and the panic stops at `drop_caught`.
+        // Tested by tests/async_reliability.rs (`r3_...` drop-panic tests).
+        let panicked = drop_caught(|| unsafe { ManuallyDrop::drop(subscriber) });
+        if let Some(message) = panicked {
+            self.home.pool.report_failure(&AsyncFailure {
+                mailbox: MailboxId(self.id),
+                subscriber: self.home.config.label(),
+                event: String::new(),
+                message,
+                detached: false,
+                in_drop: true,
+            });
+        }
         // Nobody can queue into it any more: a dedicated thread has nothing left to serve.
         if self.home.pool.dedicated {
             self.home.pool.retire();
@@ -194,7 +218,7 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
             pool.space_cv.notify_all();
         }
         let mut done = [0_u64; 2];
-        let mut ran = 0;
+        let mut ran = 0_u64;
         let mut detached = false;
         // Each event is taken out of the batch and dropped as soon as its callback returned (no
         // separate pass to drop the batch afterwards).
@@ -202,9 +226,11 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
             if pool.state() == STOPPED {
                 break;
             }
+            slot.calling(ran);
             ran += 1;
             let call = catch_unwind(AssertUnwindSafe(|| self.subscriber.call(&item.event)));
             done[item.gen] += 1;
+            slot.finished(ran);
             if let Err(payload) = call {
                 detached = self.failed(&item.event, &*payload);
                 drop_payload(payload);
@@ -227,9 +253,10 @@ impl<S: AsyncSubscriber> Flavor for Mailbox<S> {
         if !batches.mailbox.is_empty() {
             batches.mailbox.clear();
         }
-        slot.delivered.fetch_add(ran as u64, Ordering::Relaxed);
+        slot.delivered.fetch_add(ran, Ordering::Relaxed);
         pool.complete(0, done[0]);
         pool.complete(1, done[1]);
+        slot.finished(0);
         if pool.state() == STOPPED {
             self.core.clear();
             return false;

@@ -194,6 +194,8 @@ pub struct AsyncFailure {
     pub(crate) event: String,
     pub(crate) message: String,
     pub(crate) detached: bool,
+    /// The subscriber panicked while being dropped, not in a callback.
+    pub(crate) in_drop: bool,
 }
 
 impl AsyncFailure {
@@ -207,9 +209,44 @@ impl AsyncFailure {
         &self.subscriber
     }
 
-    /// The name of the event being delivered.
+    /// The name of the event being delivered; empty for a panic in the subscriber's `Drop`
+    /// ([`AsyncFailure::in_drop`]).
     pub fn event(&self) -> &str {
         &self.event
+    }
+
+    /// True when the subscriber panicked while it was dropped (its `Drop`, or the drop of a value
+    /// it captured), not in a callback. The panic was caught wherever the drop happened (on a
+    /// worker, in shutdown, on the thread that unsubscribed or published): it never kills a
+    /// worker nor unwinds into the caller. Reported once per subscriber, counted in
+    /// [`WorkerPool::failures`](crate::WorkerPool::failures).
+    ///
+    /// ```
+    /// use notify_pool::{AsyncFailure, AsyncOptions, WorkerPool};
+    /// use notify_core::{Event, Notifier};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// struct PanicsOnDrop;
+    /// impl Drop for PanicsOnDrop {
+    ///     fn drop(&mut self) { panic!("closing the export file failed"); }
+    /// }
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let reports = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = reports.clone();
+    /// let pool = WorkerPool::builder().threads(1)
+    ///     .failure_hook(move |f: &AsyncFailure| sink.lock().unwrap().push((f.in_drop(), f.to_string())))
+    ///     .build();
+    /// let notifier = Notifier::new();
+    /// let held = PanicsOnDrop;
+    /// let sub = pool.subscribe(&notifier, "run.job", AsyncOptions::new().named("export"), move |_: &Event| { let _ = &held; });
+    /// sub.unsubscribe()?;
+    /// drop(sub); // the last reference: the subscriber is dropped here, and its panic caught
+    /// assert_eq!(*reports.lock().unwrap(), [(true, "async subscriber `export` (mailbox #1) panicked when dropped: closing the export file failed".to_owned())]);
+    /// assert_eq!(pool.failures(), 1);
+    /// # Ok::<(), notify_core::NotifyError>(())
+    /// ```
+    pub fn in_drop(&self) -> bool {
+        self.in_drop
     }
 
     /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
@@ -225,6 +262,15 @@ impl AsyncFailure {
 
 impl fmt::Display for AsyncFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.in_drop {
+            return write!(
+                f,
+                "async subscriber `{}` (mailbox {}) panicked when dropped: {}",
+                Escaped::new(&self.subscriber),
+                self.mailbox,
+                Escaped::new(&self.message)
+            );
+        }
         write!(
             f,
             "async subscriber `{}` (mailbox {}) panicked on `{}`: {}{}",

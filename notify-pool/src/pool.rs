@@ -20,7 +20,7 @@ use crate::{
 /// [`WorkerPool::shutdown`] or when its last clone is dropped. The drop is a shutdown with a
 /// deadline of [`WorkerPool::DROP_DEADLINE`]: it never blocks longer than that plus
 /// [`WorkerPool::STOP_GRACE`]; what it abandoned (and any thread it detached) is written to
-/// stderr. When the last clone is dropped on one of the pool's own threads (a callback's closure
+/// stderr. When the last clone is dropped on a thread of any notify pool (a callback's closure
 /// held it), the drop does not wait: a short-lived thread named `NAME-shutdown` does that work.
 ///
 /// ```
@@ -325,42 +325,53 @@ impl WorkerPool {
     /// discarded by a detach. Events published meanwhile are not waited for. Blocks without
     /// polling; returns at once on a pool that was shut down.
     ///
-    /// # Panics
-    /// When called on one of this pool's threads (from one of its callbacks, dedicated threads
-    /// included): it would wait for that very callback and never return. The panic is reported
-    /// like any panicking callback.
+    /// Returns true when everything published before the call is finished (also on a pool that
+    /// was shut down: what it abandoned is in its [`ShutdownReport`]); false, at once and
+    /// without waiting, when called on a thread of **any** notify pool (from a callback, or a
+    /// subscriber's `Drop` run by a worker; dedicated threads included): waiting there could
+    /// wait for that very callback, or for a pool whose callbacks flush this one (two pools
+    /// flushing each other deadlock). Nothing is lost: the events are still queued, and a flush
+    /// from another thread waits for them. As [`Overflow::Block`](crate::Overflow::Block), which
+    /// does not block a publisher on any pool's thread.
     ///
     /// ```
-    /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
-    /// pool.flush();
+    /// use notify_pool::{AsyncOptions, WorkerPool};
+    /// use notify_core::{Event, Notifier, Payload};
+    /// use std::sync::mpsc;
+    ///
+    /// let pool = WorkerPool::builder().threads(1).build();
+    /// let other = WorkerPool::builder().threads(1).build();
+    /// let notifier = Notifier::new();
+    /// let (tx, rx) = mpsc::channel();
+    /// let o = other.clone();
+    /// pool.subscribe(&notifier, "run.job", AsyncOptions::new(), move |_: &Event| {
+    ///     tx.send(o.flush()).unwrap(); // on a worker: returns false at once
+    /// });
+    /// notifier.instrument("run.job", Payload::new, |_| ());
+    /// assert!(pool.flush());
+    /// assert_eq!(rx.recv().unwrap(), false);
     /// ```
-    pub fn flush(&self) {
-        self.flush_until(None, "flush");
+    pub fn flush(&self) -> bool {
+        self.flush_until(None)
     }
 
     /// [`WorkerPool::flush`] with an upper bound: waits at most `timeout` (plus the time to take
     /// a lock no callback holds). True when everything published before the call was delivered,
     /// dropped or discarded; false when the time ran out first (nothing is lost: the events are
-    /// still queued, and the next flush waits for them too).
-    ///
-    /// # Panics
-    /// When called on one of this pool's threads, as [`WorkerPool::flush`].
+    /// still queued, and the next flush waits for them too), and false at once on a thread of any
+    /// notify pool, as [`WorkerPool::flush`].
     ///
     /// ```
     /// let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// assert!(pool.flush_timeout(std::time::Duration::from_secs(1)));
     /// ```
     pub fn flush_timeout(&self, timeout: Duration) -> bool {
-        self.flush_until(Instant::now().checked_add(timeout), "flush_timeout")
+        self.flush_until(Instant::now().checked_add(timeout))
     }
 
-    fn flush_until(&self, deadline: Option<Instant>, method: &str) -> bool {
-        if worker::on_worker_of(self.owner.inner.shared.family) {
-            panic!(
-                "notify: WorkerPool::{method} called from a callback of pool `{}` (on its own thread): it \
-                 would wait for that callback and never return; flush from another thread",
-                self.owner.inner.shared.name
-            );
+    fn flush_until(&self, deadline: Option<Instant>) -> bool {
+        if worker::on_any_worker() {
+            return false;
         }
         // A subscriber flushing from inside a fan-out: this thread's batch ends first (its
         // credits are pending).
@@ -369,6 +380,21 @@ impl WorkerPool {
             return true;
         }
         self.owner.pools().0.iter().all(|pool| pool.flush(deadline))
+    }
+
+    /// Panics of this pool's subscribers reported through the failure hook so far (a count):
+    /// each panicking callback once, and each subscriber whose drop panicked once
+    /// ([`AsyncFailure::in_drop`]).
+    ///
+    /// ```
+    /// assert_eq!(notify_pool::WorkerPool::builder().threads(1).build().failures(), 0);
+    /// ```
+    pub fn failures(&self) -> u64 {
+        self.owner
+            .inner
+            .shared
+            .failures
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Replaces the failure hook, called once per panicking callback on the worker thread, as

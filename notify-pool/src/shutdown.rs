@@ -26,15 +26,18 @@ impl Drop for Owner {
             return;
         }
         let deadline = Instant::now().checked_add(WorkerPool::DROP_DEADLINE);
-        if !worker::on_worker_of(self.inner.shared.family) {
+        if !worker::on_any_worker() {
             let report = self.shutdown(deadline);
             report_dropped(&self.inner.shared.name, &report);
             return;
         }
-        // The last clone was dropped on one of the pool's own threads (a callback's closure held
-        // it): waiting here for the queued events would wait for this very thread. A short-lived
-        // thread shuts the pool down instead, delivering what is queued (for at most the drop
-        // deadline) and joining the workers (this one included, once it is back in its loop).
+        // The last clone was dropped on a thread of a notify pool (a callback's closure held it):
+        // on one of this pool's own threads, waiting here for the queued events would wait for
+        // this very thread; on another pool's, it would hold that pool's worker for up to the
+        // drop deadline (and two pools dropping each other would wait for each other), as flush
+        // and `Overflow::Block` refuse to. A short-lived thread shuts the pool down instead,
+        // delivering what is queued (for at most the drop deadline) and joining the workers
+        // (this one included, once it is back in its loop).
         let (pools, retired) = self.pools();
         let handoff = pools.clone();
         let name = self.inner.shared.name.clone();

@@ -16,6 +16,20 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
     }
 }
 
+/// Runs `f`, which drops user values (a subscriber whose `Drop` may panic); a panic is caught
+/// and its message returned (its payload dropped safely). `None` when `f` returned.
+pub(crate) fn drop_caught(f: impl FnOnce()) -> Option<String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => None,
+        Err(payload) => {
+            let message = quietly(|| notify_core::panic_message(&*payload))
+                .unwrap_or_else(|| "<unprintable panic payload>".to_owned());
+            drop_payload(payload);
+            Some(message)
+        }
+    }
+}
+
 /// Runs `f`; a panic is caught and its payload dropped safely. `None` when `f` panicked.
 pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> Option<R> {
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -56,6 +56,27 @@ pub(crate) struct WorkerSlot {
     pub(crate) delivered: AtomicU64,
     /// Set when the worker's loop ended (its thread is about to finish): it can be joined at once.
     exited: AtomicBool,
+    /// The worker's progress in its current batch, for the exact report at process exit (read
+    /// only there, of a worker that did not end): `done << 1 | calling`, where `done` counts the
+    /// pending events of the batch that are finished but not yet completed in [`Pending`] (their
+    /// callbacks returned or panicked, or they were dropped for a closed member), and `calling`
+    /// is set while a callback runs. 0 between batches. `Relaxed` stores to the worker's own
+    /// cache line.
+    progress: AtomicU64,
+}
+
+impl WorkerSlot {
+    /// A callback is about to run; `done` events of the batch are finished before it.
+    #[inline(always)]
+    pub(crate) fn calling(&self, done: u64) {
+        self.progress.store(done << 1 | 1, Ordering::Relaxed);
+    }
+
+    /// `done` events of the batch are finished, and no callback runs.
+    #[inline(always)]
+    pub(crate) fn finished(&self, done: u64) {
+        self.progress.store(done << 1, Ordering::Relaxed);
+    }
 }
 
 /// What the run queue schedules: a mailbox, or a shard of a fan-out group. The one method set the
@@ -133,6 +154,23 @@ pub(crate) struct Shared {
     pub(crate) next_mailbox: AtomicU64,
     pub(crate) rejected: AtomicU64,
     rejected_reported: AtomicBool,
+    /// Panics reported through the failure hook: callbacks, and subscribers' drops (a count).
+    pub(crate) failures: AtomicU64,
+}
+
+impl Drop for Shared {
+    /// The hooks are user code, and so are their drops: the last reference to the pool's state
+    /// can go on any thread (a worker ending, whoever dropped the last subscription, notify-core's
+    /// registry on an instrumenting thread), so a hook whose captures panic when dropped is
+    /// dropped under a guard (its panic swallowed, as a panic in the hook is).
+    fn drop(&mut self) {
+        let failure: FailureHook = Arc::new(|_: &AsyncFailure| {});
+        let slow: SlowHook = Arc::new(|_: &SlowSubscriber| {});
+        let failure = std::mem::replace(self.failure_hook.get_mut(), failure);
+        let slow = std::mem::replace(self.slow_hook.get_mut(), slow);
+        quietly(move || drop(failure));
+        quietly(move || drop(slow));
+    }
 }
 
 impl Shared {
@@ -154,6 +192,7 @@ impl Shared {
             next_mailbox: AtomicU64::new(1),
             rejected: AtomicU64::new(0),
             rejected_reported: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
         }
     }
 
@@ -174,7 +213,19 @@ impl Shared {
             overflow: config.overflow,
         };
         let hook = self.slow_hook.lock().clone();
-        quietly(|| hook(&report));
+        // The clone is dropped inside the guard: if the hook was replaced meanwhile, it is the
+        // last one, and a hook whose captures panic when dropped must not unwind here.
+        quietly(move || hook(&report));
+    }
+
+    /// Reports a subscriber panic (in a callback or in its drop) through the failure hook and
+    /// counts it. A panicking hook is swallowed; the hook's clone is dropped inside the guard too
+    /// (when the hook was replaced meanwhile it is the last one, and its drop runs user code).
+    #[cold]
+    pub(crate) fn report_failure(&self, failure: &AsyncFailure) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        let hook = self.failure_hook.lock().clone();
+        quietly(move || hook(failure));
     }
 
     /// Counts `n` events refused because the pool was shut down; the first is reported.
@@ -484,6 +535,31 @@ impl PoolInner {
         detached
     }
 
+    /// The report at process exit ([`crate::exit`]), after [`PoolInner::close`] and
+    /// [`PoolInner::stop`]: waits until `until` at most for the workers to end (each ends after
+    /// the callback it is running), then returns the events that will never be delivered and the
+    /// callbacks still running (which received their event, but had not returned). Exact when
+    /// every worker ended; for a worker still in a callback, its batch's progress
+    /// ([`WorkerSlot::calling`]) says which of its pending events are already finished.
+    pub(crate) fn lost_at_exit(&self, until: Instant) -> (u64, u64) {
+        let me = thread::current().id();
+        let own = self.handles.lock().iter().filter(|h| h.thread().id() == me).count();
+        self.pending
+            .wait(|| crate::pending::read_usize(&self.running) <= own, Some(until));
+        let mut pending = self.pending();
+        let mut calling = 0;
+        for slot in self.slots.iter() {
+            if slot.0.exited.load(Ordering::Acquire) {
+                continue;
+            }
+            let progress = slot.0.progress.load(Ordering::Relaxed);
+            let in_callback = progress & 1;
+            pending = pending.saturating_sub((progress >> 1) + in_callback);
+            calling += in_callback;
+        }
+        (pending, calling)
+    }
+
     /// Callbacks delivered by all workers (a count).
     pub(crate) fn delivered(&self) -> u64 {
         self.slots.iter().map(|s| s.0.delivered.load(Ordering::Relaxed)).sum()
@@ -495,10 +571,9 @@ impl PoolInner {
     }
 
     /// Reports a subscriber panic through the failure hook (a panicking hook is swallowed, its
-    /// payload dropped safely).
+    /// payload dropped safely) and counts it.
     pub(crate) fn report_failure(&self, failure: &AsyncFailure) {
-        let hook = self.shared.failure_hook.lock().clone();
-        quietly(|| hook(failure));
+        self.shared.report_failure(failure);
     }
 }
 

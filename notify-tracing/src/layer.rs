@@ -26,8 +26,10 @@ use crate::sites::Sites;
 /// * **A span** is one notify event, started when the span is created and finished when it
 ///   closes (so its duration is the span's lifetime, as `tracing-opentelemetry` measures it). Its
 ///   payload is the span's fields, those recorded later (`Span::record`) included. Its parent is
-///   the nearest ancestor span that is published too, else the notify event current on the thread
-///   at creation. While the span is entered, its event is the thread's notify context, so notify
+///   the innermost unfinished of either API: for an explicit parent, the nearest published span
+///   among it and its ancestors; for a contextual one, the notify context current on the thread
+///   at creation, which is the event of the innermost entered published span or a notify event
+///   started inside it. While the span is entered, its event is the thread's notify context, so notify
 ///   events instrumented inside it are its children. Its outcome is `panicked` when the span
 ///   closes during a panic; an ERROR-level event with an `error` field inside it (what
 ///   `#[instrument(err)]` emits) records that error in its payload's `exception`.
@@ -179,12 +181,17 @@ where
         }) else {
             return;
         };
+        // A contextual parent is the thread's current notify context: an entered published span
+        // attached its event there (`on_enter`), and a notify event started inside it replaced
+        // it, so the current context is the innermost unfinished of either API (issue 35, item
+        // 3). Taking the current tracing span's event instead skipped a notify event between it
+        // and this span.
         let parent = if attrs.is_root() {
             None
         } else if let Some(parent) = attrs.parent() {
             published_context(ctx.span(parent))
         } else {
-            published_context(ctx.lookup_current())
+            None
         };
         if let Some(parent) = parent {
             let _ = handle.set_parent(parent);
@@ -192,7 +199,7 @@ where
             let _ = handle.set_parent(NotifyContext::none());
         }
         // A handle just made cannot have been started: this never fails.
-        let _ = reentry::publishing(|| handle.start_detached());
+        let _ = reentry::publishing(|| handle.start());
         let Some(span) = ctx.span(id) else {
             return;
         };

@@ -11,7 +11,6 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use tracing::{Level, Span};
 use tracing_core::field::{self, Value as TracingValue};
-use tracing_core::span::Id;
 use tracing_core::Metadata;
 
 use crate::dyn_sites::{registry, DynSite, DURATION_FIELD};
@@ -30,8 +29,11 @@ use crate::sync_spans::{self, SyncOpen};
 ///   its `Display` text; keys the block adds before finish are recorded on the span at finish
 ///   (see below; a value the block replaces, or a key it removes, is not reflected), plus
 ///   [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
-/// * whose parent is the span of the event's notify parent when that event is bridged too, else
-///   the tracing span current on the thread when the event starts;
+/// * whose parent is the innermost unfinished of either API: the tracing span current on the
+///   thread when the event starts if the event's notify parent is a synchronous bridged event
+///   of this thread (its span, or a tracing span entered inside it), else the span of the
+///   event's notify parent when that event is bridged (an async parent, a context from another
+///   thread), else the tracing span current on the thread;
 /// * entered for exactly as long as the event is current: a synchronous event from start to
 ///   finish, an async event (instrumented future, `async fn` under `#[instrument_event]`) around
 ///   each poll, on the polling thread — so concurrent tasks never nest under each other;
@@ -261,7 +263,15 @@ impl EventedSubscriber for TracingSubscriber {
         if !site.is_enabled() {
             return;
         }
-        let parent = event.parent_id().and_then(|parent| self.parent_span(parent));
+        // One parent rule (issue 35, item 3): when the parent's span is a synchronous one entered
+        // on this thread, tracing's current span is that span or one entered inside it, the
+        // innermost unfinished of either API: take it (contextual parent). Otherwise (an async
+        // parent, or a context attached from elsewhere) the parent's span, wherever it is open.
+        let parent = match event.parent_id() {
+            Some(parent) if sync_spans::span_id(self.owner(), parent).is_some() => None,
+            Some(parent) => self.inner.open.span(parent).and_then(|span| span.id()),
+            None => None,
+        };
         let span = with_values(site, name, event.id(), None, payload, |meta, values| match parent {
             Some(parent) => Span::child_of(parent, meta, values),
             None => Span::new(meta, values),
@@ -347,11 +357,6 @@ impl EventedSubscriber for TracingSubscriber {
 impl TracingSubscriber {
     fn owner(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
-    }
-
-    /// The tracing span id of the bridged event `parent`, if it is open.
-    fn parent_span(&self, parent: EventId) -> Option<Id> {
-        sync_spans::span_id(self.owner(), parent).or_else(|| self.inner.open.span(parent)?.id())
     }
 }
 

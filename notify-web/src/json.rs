@@ -4,9 +4,9 @@
 //! nanoseconds (`"start": "2025-12-06T05:46:40.123456789Z"`), as in notify's own event JSON:
 //! nanoseconds since 1970 are about 2^60, and JavaScript (browsers, `jq`) reads a JSON number as
 //! an IEEE double, exact only up to 2^53, so as a number their last digits would silently change.
-//! The other integers are numbers, as in notify's event JSON: durations and offsets in
-//! nanoseconds (exact in JavaScript up to 2^53 ns, 104 days), event ids (the process-wide
-//! counter stays far below 2^53) and counts.
+//! Event ids are 64 bits: strings of 16 lowercase hex digits, as W3C trace-context writes span
+//! ids. The other integers are numbers: durations and offsets in nanoseconds (exact in
+//! JavaScript up to 2^53 ns, 104 days) and counts.
 
 use notify_core::{EventId, Value};
 use std::time::SystemTime;
@@ -27,6 +27,35 @@ impl Serialize for WallClock {
     }
 }
 
+/// An event id written as W3C trace-context writes a span id (`parent-id` of `traceparent`): 16
+/// lowercase hex digits, a string. Event ids are 64 bits; as JSON numbers those above 2^53 would
+/// change in JavaScript. The pages write it the same way (see [`SpanId`]'s `Display`).
+pub(crate) struct SpanId(pub(crate) EventId);
+
+impl std::fmt::Display for SpanId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0.get())
+    }
+}
+
+impl SpanId {
+    /// Reads `?open=`: 16 hex digits (the form the pages and the JSON write), or an event id as
+    /// notify writes it (`EventId`'s `FromStr`).
+    pub(crate) fn parse(text: &str) -> Option<EventId> {
+        if text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            u64::from_str_radix(text, 16).ok().map(EventId::new)
+        } else {
+            text.parse().ok()
+        }
+    }
+}
+
+impl Serialize for SpanId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 #[derive(Serialize)]
 struct TraceSummary<'a> {
     trace_id: String,
@@ -42,8 +71,8 @@ struct TraceSummary<'a> {
 #[derive(Serialize)]
 struct EventJson<'a> {
     name: &'a str,
-    id: EventId,
-    parent_id: Option<EventId>,
+    id: SpanId,
+    parent_id: Option<SpanId>,
     depth: usize,
     offset_ns: u128,
     duration_ns: u128,
@@ -100,8 +129,9 @@ pub fn traces_json(recorder: &TraceRecorder) -> String {
 /// order (depth-first), each `{"name", "id", "parent_id", "depth", "offset_ns", "duration_ns",
 /// "start", "outcome", "payload": [[key, value text]], "payload_truncated"}`.
 ///
-/// `id` and `parent_id` are event ids as 16 hex digits in strings (as in notify's event JSON; `parent_id` `null`
-/// for a root); `offset_ns` is the event's start after the trace's, `duration_ns` its duration,
+/// `id` and `parent_id` are event ids as W3C trace-context writes span ids: strings of 16
+/// lowercase hex digits (`"00f067aa0ba902b7"`; `parent_id` `null` for a root), so JavaScript reads
+/// all 64 bits exactly; `offset_ns` is the event's start after the trace's, `duration_ns` its duration,
 /// both in nanoseconds; `start` its wall-clock start as an RFC 3339 UTC string with nanoseconds;
 /// `outcome` `"completed"`, `"panicked"` or `"cancelled"`. Every key appears once in each object.
 pub fn trace_json(trace: &Trace) -> String {
@@ -111,8 +141,8 @@ pub fn trace_json(trace: &Trace) -> String {
         .into_iter()
         .map(|(depth, e)| EventJson {
             name: e.name(),
-            id: e.id(),
-            parent_id: e.parent_id(),
+            id: SpanId(e.id()),
+            parent_id: e.parent_id().map(SpanId),
             depth,
             offset_ns: start.map_or(0, |s| e.start().saturating_duration_since(s).as_nanos()),
             duration_ns: e.duration().as_nanos(),

@@ -6,8 +6,10 @@
 //! * [`TraceRecorder`] is an async subscriber: on the instrumenting thread an event costs one
 //!   enqueue into its [`notify_pool`] mailbox; a pool worker groups events into traces by trace
 //!   id and updates the per-name histograms. Memory is bounded by counts (see [`WebOptions`]).
-//! * [`WebServer`] serves it over HTTP (`tiny_http`, one thread), on `127.0.0.1` unless told
-//!   otherwise, optionally behind a token. Every name and payload value is HTML-escaped; the
+//! * [`WebServer`] serves it over HTTP/1 (hyper on a tokio runtime thread of its own, or on the
+//!   host's runtime), on `127.0.0.1` unless told otherwise, optionally behind a token, with
+//!   bounds on what one client can hold: request body, header and idle and response timeouts,
+//!   connections (see [`WebServer`] for the table of limits and their defaults). Every name and payload value is HTML-escaped; the
 //!   page needs no network and no JavaScript (charts are SVG drawn by the server, payloads are
 //!   `<details>` elements).
 //!
@@ -24,8 +26,8 @@
 //! times as RFC 3339 UTC strings with nanoseconds (`"start": "2025-12-06T05:46:40.123456789Z"`),
 //! as notify's event JSON does: nanoseconds since 1970 are above 2^53, where JavaScript (browsers,
 //! `jq`) stops reading JSON numbers exactly. Durations and offsets are nanoseconds as numbers
-//! (exact there up to 2^53 ns, 104 days), event ids numbers as in the event JSON, trace ids 32
-//! hex digits.
+//! (exact there up to 2^53 ns, 104 days); event ids are strings of 16 hex digits (the W3C
+//! span-id form: 64-bit ids would not survive as JSON numbers), trace ids 32 hex digits.
 //!
 //! ```no_run
 //! use notify_core::{Notifier, Pattern};
@@ -53,7 +55,7 @@ pub use self::json::{stats_json, trace_json, traces_json};
 pub use self::options::WebOptions;
 pub use self::record::{namespace, Trace, TraceEvent};
 pub use self::recorder::{RecorderCounts, TraceRecorder};
-pub use self::server::WebServer;
+pub use self::server::{ServerCounts, WebServer};
 pub use self::stats::{NameStats, SlotPoint};
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.

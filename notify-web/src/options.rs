@@ -11,7 +11,8 @@ use crate::record::TraceEvent;
 /// [`events_per_trace`](WebOptions::events_per_trace) events, each taking at most
 /// [`WebOptions::bytes_per_event`] bytes (its fixed part plus its payload text, capped at
 /// [`payload_bytes`](WebOptions::payload_bytes)). The per-name statistics take one histogram per
-/// name and time slot (a few KiB each, see [`WebOptions::slots`]).
+/// name and time slot (a few KiB each, see [`WebOptions::slots`]), for at most
+/// [`names`](WebOptions::names) names; a name leaves them once its newest event left the window.
 ///
 /// ```
 /// use notify_web::WebOptions;
@@ -20,7 +21,7 @@ use crate::record::TraceEvent;
 /// assert_eq!(options.max_traces(), 50);
 /// assert!(options.bytes_per_event() <= 1024 + 160);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WebOptions {
     pub(crate) traces: usize,
     pub(crate) pending_traces: usize,
@@ -28,8 +29,46 @@ pub struct WebOptions {
     pub(crate) payload_bytes: usize,
     pub(crate) window: Duration,
     pub(crate) slots: usize,
+    pub(crate) names: usize,
+    pub(crate) remote_root_wait: Duration,
     pub(crate) token: Option<String>,
     pub(crate) refresh: Option<Duration>,
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) response_timeout: Duration,
+    pub(crate) max_request_body: u64,
+    pub(crate) response_memory: usize,
+}
+
+/// Every setting, the token only as `Some("<redacted>")`: options get logged, the token is a secret.
+///
+/// ```
+/// let options = notify_web::WebOptions::new().token("s3cret");
+/// let debug = format!("{options:?}");
+/// assert!(debug.contains("token: Some(\"<redacted>\")") && !debug.contains("s3cret"));
+/// ```
+impl std::fmt::Debug for WebOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebOptions")
+            .field("traces", &self.traces)
+            .field("pending_traces", &self.pending_traces)
+            .field("events_per_trace", &self.events_per_trace)
+            .field("payload_bytes", &self.payload_bytes)
+            .field("window", &self.window)
+            .field("slots", &self.slots)
+            .field("names", &self.names)
+            .field("remote_root_wait", &self.remote_root_wait)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("refresh", &self.refresh)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("max_request_body", &self.max_request_body)
+            .field("response_memory", &self.response_memory)
+            .finish()
+    }
 }
 
 impl Default for WebOptions {
@@ -41,16 +80,24 @@ impl Default for WebOptions {
             payload_bytes: 1024,
             window: Duration::from_secs(60),
             slots: 30,
+            names: 1000,
+            remote_root_wait: Duration::from_secs(1),
             token: None,
             refresh: Some(Duration::from_secs(5)),
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(30),
+            max_request_body: 16 * 1024,
+            response_memory: 256 * 1024 * 1024,
         }
     }
 }
 
 impl WebOptions {
     /// The defaults: 100 finished traces, 1,024 unfinished ones, 10,000 events per trace, 1,024
-    /// bytes of payload text per event, statistics over the last 60 s in 30 slots of 2 s, no token, the index page reloading itself every
-    /// 5 s.
+    /// bytes of payload text per event, statistics of at most 1,000 names over the last 60 s in
+    /// 30 slots of 2 s, no token, the index page reloading itself every 5 s.
     pub fn new() -> WebOptions {
         WebOptions::default()
     }
@@ -95,6 +142,28 @@ impl WebOptions {
         self
     }
 
+    /// Keeps statistics for at most `count` event names (at least 1; default 1,000): a new name
+    /// past that evicts the least recently seen one, counted in
+    /// [`RecorderCounts::evicted_names`](crate::RecorderCounts::evicted_names). Each kept name
+    /// takes its histograms (see [`slots`](WebOptions::slots)), all counted in
+    /// [`TraceRecorder::memory_bytes`](crate::TraceRecorder::memory_bytes).
+    pub fn names(mut self, count: usize) -> WebOptions {
+        self.names = count.max(1);
+        self
+    }
+
+    /// How long an unfinished trace waits for another event before it is taken as finished
+    /// (default 1 s; at least 1 ms). A trace whose local root has a parent in another process (a
+    /// request that arrived with a W3C `traceparent`) has no event without a parent: it is
+    /// finished, complete, with that local root as its root, once no event of it arrived for
+    /// this long. The recorder sees only finished events and cannot tell such a remote parent
+    /// from a local one still running: a local parent that finishes later than this joins the
+    /// trace (while it is kept) and becomes its root.
+    pub fn remote_root_wait(mut self, wait: Duration) -> WebOptions {
+        self.remote_root_wait = wait.max(Duration::from_millis(1));
+        self
+    }
+
     /// The index page (`/`) reloads itself every `every` (whole seconds, at least 1; `None`: never),
     /// so a page left open stays live. It is an HTML `<meta http-equiv="refresh">`: the pages
     /// run no script. Trace pages do not reload (a finished trace does not change).
@@ -121,6 +190,71 @@ impl WebOptions {
         self
     }
 
+    /// [`WebServer`](crate::WebServer): serves at most `count` connections at once (at least 1;
+    /// default 256). A connection past that takes the place of the open connection that has
+    /// gone longest without sending or receiving a byte, if that one has been quiet for at least
+    /// 100 ms (it is closed, counted in
+    /// [`ServerCounts::evicted_connections`](crate::ServerCounts::evicted_connections)); otherwise
+    /// the new connection is closed at once, counted in
+    /// [`ServerCounts::refused_connections`](crate::ServerCounts::refused_connections). So idle
+    /// and half-open connections cannot lock out a client, and open file descriptors stay bounded.
+    pub fn max_connections(mut self, count: usize) -> WebOptions {
+        self.max_connections = count.max(1);
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a request's line and headers must arrive within
+    /// `timeout` of the server starting to read them (at least 1 ms; default 10 s), else the
+    /// connection is closed without a response (slowloris), counted in
+    /// [`ServerCounts::header_timeouts`](crate::ServerCounts::header_timeouts).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a connection that neither sends nor receives a byte for
+    /// `timeout` (at least 1 ms; default 30 s) is closed, counted in
+    /// [`ServerCounts::idle_timeouts`](crate::ServerCounts::idle_timeouts): keep-alive
+    /// connections between requests. A connection that sends nothing at all is waiting for a
+    /// request head: [`header_read_timeout`](WebOptions::header_read_timeout) closes it first
+    /// when it is the shorter (as by default).
+    pub fn idle_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.idle_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): a response must be written whole within `timeout` of
+    /// the request (at least 1 ms; default 30 s), else its connection is closed, counted in
+    /// [`ServerCounts::response_timeouts`](crate::ServerCounts::response_timeouts): a client that
+    /// asks for a large trace and does not read it holds nothing for long. Each connection is
+    /// served on its own task, so a slow reader never delays the others meanwhile.
+    pub fn response_timeout(mut self, timeout: Duration) -> WebOptions {
+        self.response_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): the page takes no request body and never reads or
+    /// stores one. A request declaring more than `bytes` of body (`Content-Length`; default
+    /// 16 KiB), or a body of unknown length (chunked), gets `413 Payload Too Large` before any
+    /// other check (the token included) and its connection is closed, counted in
+    /// [`ServerCounts::too_large`](crate::ServerCounts::too_large).
+    pub fn max_request_body(mut self, bytes: u64) -> WebOptions {
+        self.max_request_body = bytes;
+        self
+    }
+
+    /// [`WebServer`](crate::WebServer): the bytes that responses over 1 MiB (large traces, say)
+    /// may hold together while they are written (default 256 MiB). A large response that would
+    /// take the ones in flight past it gets `503 Service Unavailable` with `Retry-After: 1`
+    /// instead, counted in [`ServerCounts::busy`](crate::ServerCounts::busy); one is always
+    /// served when no other is in flight, and responses up to 1 MiB always are. So clients that
+    /// ask for large traces and read slowly cannot make the server hold
+    /// `max_connections` × the largest page.
+    pub fn response_memory(mut self, bytes: usize) -> WebOptions {
+        self.response_memory = bytes;
+        self
+    }
+
     /// The number of finished traces kept.
     pub fn max_traces(&self) -> usize {
         self.traces
@@ -129,8 +263,9 @@ impl WebOptions {
     /// The most heap and inline bytes one stored event takes (1,136 on 64-bit Linux with the
     /// defaults): the fixed size of a stored event (112 bytes)
     /// (the event name is shared by all events of that name) plus [`payload_bytes`](WebOptions::payload_bytes).
-    /// The recorder's [`memory_bytes`](crate::TraceRecorder::memory_bytes) never exceeds this
-    /// times the number of events it holds.
+    /// The held events' part of the recorder's [`memory_bytes`](crate::TraceRecorder::memory_bytes)
+    /// (`memory_bytes - stats_bytes` in [`RecorderCounts`](crate::RecorderCounts)) never exceeds
+    /// this times the number of events it holds.
     pub fn bytes_per_event(&self) -> usize {
         std::mem::size_of::<TraceEvent>() + self.payload_bytes
     }

@@ -171,14 +171,25 @@ impl Trace {
         self.dropped
     }
 
-    /// Whether the root (the event without a parent) has finished.
+    /// Whether the root has finished: the event without a parent arrived, or, for a trace whose
+    /// local root has a parent in another process, no event arrived for
+    /// [`WebOptions::remote_root_wait`](crate::WebOptions::remote_root_wait).
     pub fn is_complete(&self) -> bool {
         self.complete
     }
 
-    /// The root event: the last finished event without a parent, if any.
+    /// The root event: the last finished event without a parent; without one (the local root
+    /// of a trace continued from another process), the last finished event whose parent is not
+    /// in the trace. `None` only for a trace without events.
     pub fn root(&self) -> Option<&TraceEvent> {
-        self.events.iter().rev().find(|e| e.parent_id.is_none())
+        if let Some(root) = self.events.iter().rev().find(|e| e.parent_id.is_none()) {
+            return Some(root);
+        }
+        let ids: std::collections::HashSet<EventId> = self.events.iter().map(|e| e.id).collect();
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e.parent_id.is_some_and(|parent| !ids.contains(&parent)))
     }
 
     /// When the trace started: the earliest start of its events.

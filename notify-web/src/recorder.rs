@@ -1,6 +1,5 @@
 //! [`TraceRecorder`]: the async subscriber that keeps the last traces and the per-name statistics.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,19 +27,28 @@ pub struct RecorderCounts {
     pub events_held: usize,
     /// Unfinished traces held now.
     pub pending_traces: usize,
-    /// Bytes the held events take (see [`TraceRecorder::memory_bytes`]).
+    /// Bytes the held events and the per-name statistics take (see [`TraceRecorder::memory_bytes`]).
     pub memory_bytes: usize,
+    /// Of [`memory_bytes`](RecorderCounts::memory_bytes), the bytes of the per-name statistics.
+    pub stats_bytes: usize,
+    /// Event names in the statistics now (at most [`WebOptions::names`]).
+    pub names: usize,
+    /// Names evicted from the statistics, least recently seen first, to stay within
+    /// [`WebOptions::names`] (a name seen again starts over).
+    pub evicted_names: u64,
+    /// Names dropped from the statistics because their newest event left the window.
+    pub expired_names: u64,
 }
 
 struct State {
     traces: TraceBuffer,
     stats: Stats,
-    names: HashSet<Arc<str>>,
     events: u64,
 }
 
 /// An async subscriber that groups events into traces by trace id (a trace is finished when its
-/// root, the event without a parent, finishes), keeps the last [`WebOptions::traces`] finished
+/// root, the event without a parent, finishes; or, when its local root has a parent in another
+/// process, once no event of it arrived for [`WebOptions::remote_root_wait`]), keeps the last [`WebOptions::traces`] finished
 /// ones, and per-name statistics (count, rate, p50/p90/p99/max from hdrhistogram) over a sliding
 /// window. Subscribe it through a [`WorkerPool`] so instrumented code only enqueues the event;
 /// serve it with [`WebServer`](crate::WebServer).
@@ -76,9 +84,13 @@ impl TraceRecorder {
     /// A recorder that has seen nothing yet.
     pub fn new(options: WebOptions) -> TraceRecorder {
         let state = State {
-            traces: TraceBuffer::new(options.traces, options.pending_traces, options.events_per_trace),
-            stats: Stats::new(options.slot_length(), options.slots),
-            names: HashSet::new(),
+            traces: TraceBuffer::new(
+                options.traces,
+                options.pending_traces,
+                options.events_per_trace,
+                options.remote_root_wait,
+            ),
+            stats: Stats::new(options.slot_length(), options.slots, options.names),
             events: 0,
         };
         TraceRecorder {
@@ -111,50 +123,67 @@ impl TraceRecorder {
         let mut state = self.state.lock();
         let state = &mut *state;
         state.events += 1;
-        let name: Arc<str> = match state.names.get(event.name()) {
-            Some(name) => name.clone(),
-            None => {
-                let name: Arc<str> = Arc::from(event.name());
-                state.names.insert(name.clone());
-                name
-            }
-        };
-        state.stats.record(&name, event.end(), event.duration());
+        // Stored events share the statistics' copy of their name while it is kept.
+        let name: Arc<str> = state
+            .stats
+            .interned(event.name())
+            .unwrap_or_else(|| Arc::from(event.name()));
+        let now = Instant::now();
+        state.stats.record(&name, event.end(), event.duration(), now);
         let stored = TraceEvent::new(event, name, self.options.payload_bytes);
-        state.traces.push(event.trace_id(), stored);
+        state.traces.push(event.trace_id(), stored, now);
     }
 
     /// The finished traces kept, newest first.
     pub fn traces(&self) -> Vec<Arc<Trace>> {
-        self.state.lock().traces.finished()
+        let mut state = self.state.lock();
+        state.traces.settle(Instant::now());
+        state.traces.finished()
     }
 
     /// A kept trace, finished or not.
     pub fn trace(&self, trace_id: TraceId) -> Option<Arc<Trace>> {
-        self.state.lock().traces.get(trace_id)
+        let mut state = self.state.lock();
+        state.traces.settle(Instant::now());
+        state.traces.get(trace_id)
     }
 
-    /// Per-name statistics as of now, sorted by name.
+    /// Per-name statistics as of now, sorted by name: the names with an event in the window, at
+    /// most [`WebOptions::names`] of them.
     pub fn stats(&self) -> Vec<NameStats> {
-        self.state.lock().stats.snapshot(Instant::now())
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        state.stats.expire(now);
+        state.stats.snapshot(now)
     }
 
-    /// The bytes the held events take: per event its fixed size and its payload text, at most
-    /// [`WebOptions::bytes_per_event`] each.
+    /// The bytes the recorder holds: the held events (per event its fixed size and its payload
+    /// text, at most [`WebOptions::bytes_per_event`] each) plus the per-name statistics (per name
+    /// its entry, its text, its map entries and its histograms' counts, as allocated; at most
+    /// [`WebOptions::names`] names). Bookkeeping of the maps themselves (their spare capacity) is
+    /// not counted.
     pub fn memory_bytes(&self) -> usize {
-        self.state.lock().traces.memory
+        let state = self.state.lock();
+        state.traces.memory + state.stats.memory_bytes()
     }
 
     /// Counts of events seen, kept and left out.
     pub fn counts(&self) -> RecorderCounts {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
+        let now = Instant::now();
+        state.stats.expire(now);
+        state.traces.settle(now);
         RecorderCounts {
             events: state.events,
             dropped_events: state.traces.dropped_events,
             evicted_traces: state.traces.evicted_traces,
             events_held: state.traces.events_held(),
             pending_traces: state.traces.pending_len(),
-            memory_bytes: state.traces.memory,
+            memory_bytes: state.traces.memory + state.stats.memory_bytes(),
+            stats_bytes: state.stats.memory_bytes(),
+            names: state.stats.len(),
+            evicted_names: state.stats.evicted_names,
+            expired_names: state.stats.expired_names,
         }
     }
 

@@ -1,6 +1,8 @@
-//! Per-name statistics over a sliding window: one hdrhistogram per name and time slot.
+//! Per-name statistics over a sliding window: one hdrhistogram per name and time slot, at most
+//! [`WebOptions::names`](crate::WebOptions::names) names (the least recently seen evicted), a
+//! name dropped once its last event left the window.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,6 +11,12 @@ use serde::Serialize;
 
 /// Significant digits of the latency histograms (1% resolution).
 const SIGFIG: u8 = 2;
+
+/// Bytes counted per name beyond its entry, its text and its histograms: the `Arc` header of the
+/// name (two counters), the key in the name map and in the recency map (an `Arc<str>` each, a
+/// `u64`), and a hash map slot's control byte, rounded up.
+const NAME_OVERHEAD: usize =
+    2 * std::mem::size_of::<usize>() + 2 * std::mem::size_of::<Arc<str>>() + std::mem::size_of::<u64>() + 8;
 
 /// Latency of one name over the window, and per slot for the chart. Durations in nanoseconds.
 ///
@@ -21,7 +29,8 @@ const SIGFIG: u8 = 2;
 pub struct NameStats {
     /// The event name.
     pub name: String,
-    /// Events of this name since the recorder started (not only in the window).
+    /// Events of this name since the statistics started keeping it (the recorder's start, or the
+    /// first event after the name was evicted or left the window), not only in the window.
     pub count: u64,
     /// Events of this name that ended within the window.
     pub window_count: u64,
@@ -57,26 +66,56 @@ struct Slot {
     histogram: Histogram<u64>,
 }
 
-struct NameEntry {
-    count: u64,
-    slots: Vec<Option<Slot>>,
+impl Slot {
+    /// Heap and inline bytes: the histogram's counts are exactly `distinct_values` long (see
+    /// [`Stats::record`], which reallocates them to fit after a resize).
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Slot>() + self.histogram.distinct_values() * std::mem::size_of::<u64>()
+    }
 }
 
-/// The statistics of every name seen.
+struct NameEntry {
+    count: u64,
+    /// The recency stamp: the key of this name in [`Stats::recency`].
+    seen: u64,
+    /// The newest slot index an event of this name ended in.
+    newest_slot: u64,
+    slots: Vec<Option<Slot>>,
+    /// What this entry takes (see [`NameEntry::bytes`]), kept up to date.
+    bytes: usize,
+}
+
+/// The statistics of the names seen recently: bounded in count, evicted least recently seen first.
 pub(crate) struct Stats {
     epoch: Instant,
     slot_length: Duration,
     slots: usize,
-    names: BTreeMap<Arc<str>, NameEntry>,
+    max_names: usize,
+    names: HashMap<Arc<str>, NameEntry>,
+    /// Names by the stamp of their last event, oldest first.
+    recency: BTreeMap<u64, Arc<str>>,
+    stamp: u64,
+    /// Names evicted to stay within `max_names`.
+    pub(crate) evicted_names: u64,
+    /// Names dropped because their last event left the window.
+    pub(crate) expired_names: u64,
+    /// Bytes of every entry (see [`Stats::memory_bytes`]).
+    memory: usize,
 }
 
 impl Stats {
-    pub(crate) fn new(slot_length: Duration, slots: usize) -> Stats {
+    pub(crate) fn new(slot_length: Duration, slots: usize, max_names: usize) -> Stats {
         Stats {
             epoch: Instant::now(),
             slot_length: slot_length.max(Duration::from_micros(1)),
             slots,
-            names: BTreeMap::new(),
+            max_names: max_names.max(1),
+            names: HashMap::new(),
+            recency: BTreeMap::new(),
+            stamp: 0,
+            evicted_names: 0,
+            expired_names: 0,
+            memory: 0,
         }
     }
 
@@ -84,45 +123,130 @@ impl Stats {
         (at.saturating_duration_since(self.epoch).as_nanos() / self.slot_length.as_nanos()) as u64
     }
 
-    /// Counts one event of `name` that ended at `end` and took `duration`.
-    pub(crate) fn record(&mut self, name: &Arc<str>, end: Instant, duration: Duration) {
+    /// The oldest slot index still in the window as of slot `current`.
+    fn oldest_live(&self, current: u64) -> u64 {
+        (current + 1).saturating_sub(self.slots as u64)
+    }
+
+    /// The shared name of an entry kept now, so stored events need not copy it.
+    pub(crate) fn interned(&self, name: &str) -> Option<Arc<str>> {
+        self.names.get_key_value(name).map(|(name, _)| name.clone())
+    }
+
+    /// Counts one event of `name` that ended at `end` and took `duration`. A name not kept yet
+    /// evicts the least recently seen one when [`WebOptions::names`](crate::WebOptions::names)
+    /// are kept already; names whose newest event left the window are dropped first.
+    pub(crate) fn record(&mut self, name: &Arc<str>, end: Instant, duration: Duration, now: Instant) {
+        self.expire(now);
         let index = self.slot_of(end);
-        let slots = self.slots;
-        let entry = match self.names.get_mut(name) {
-            Some(entry) => entry,
-            None => self.names.entry(name.clone()).or_insert_with(|| NameEntry {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        if let Some(entry) = self.names.get(name) {
+            self.recency.remove(&entry.seen);
+        } else {
+            while self.names.len() >= self.max_names {
+                let Some((_, oldest)) = self.recency.pop_first() else {
+                    break;
+                };
+                if let Some(gone) = self.names.remove(&oldest) {
+                    self.memory -= gone.bytes;
+                    self.evicted_names += 1;
+                }
+            }
+            let bytes = NAME_OVERHEAD
+                + name.len()
+                + std::mem::size_of::<NameEntry>()
+                + self.slots * std::mem::size_of::<Option<Slot>>();
+            self.memory += bytes;
+            let entry = NameEntry {
                 count: 0,
-                slots: (0..slots).map(|_| None).collect(),
-            }),
-        };
+                seen: stamp,
+                newest_slot: index,
+                slots: (0..self.slots).map(|_| None).collect(),
+                bytes,
+            };
+            self.names.insert(name.clone(), entry);
+        }
+        let entry = self.names.get_mut(name).expect("present or inserted above");
+        entry.seen = stamp;
+        entry.newest_slot = entry.newest_slot.max(index);
+        self.recency.insert(stamp, name.clone());
         entry.count += 1;
-        let cell = &mut entry.slots[(index % slots as u64) as usize];
+        let cell = &mut entry.slots[(index % self.slots as u64) as usize];
         match cell {
             Some(slot) if slot.index == index => {}
             Some(slot) if slot.index > index => return, // older than the window
             _ => {
                 let histogram = Histogram::new(SIGFIG).expect("2 significant digits are valid");
-                *cell = Some(Slot { index, histogram });
+                let slot = Slot { index, histogram };
+                let old = cell.replace(slot).map_or(0, |old| old.bytes());
+                let new = cell.as_ref().map_or(0, Slot::bytes);
+                entry.bytes = entry.bytes + new - old;
+                self.memory = self.memory + new - old;
             }
         }
         let slot = cell.as_mut().expect("set above");
         let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let before = slot.bytes();
+        let counts_before = slot.histogram.distinct_values();
         // An auto-resizing histogram takes any u64.
         let _ = slot.histogram.record(nanos);
+        if slot.histogram.distinct_values() != counts_before {
+            // A resize grows the counts' Vec amortised (up to twice what it needs); a clone
+            // allocates exactly their length, so the bytes counted are the bytes held. Resizes
+            // happen only when a slot's largest value grows past a power of two.
+            slot.histogram = slot.histogram.clone();
+        }
+        let after = slot.bytes();
+        entry.bytes = entry.bytes + after - before;
+        self.memory = self.memory + after - before;
     }
 
-    /// The statistics as of `now`, by name.
+    /// Drops the names whose newest event ended before the window as of `now`, counted in
+    /// `expired_names`.
+    pub(crate) fn expire(&mut self, now: Instant) {
+        let oldest = self.oldest_live(self.slot_of(now));
+        // Names are in the recency map in arrival order; events end roughly in that order, so
+        // the expired ones are at its front. One that is not (an event that arrived late but
+        // ended early) is dropped when it reaches the front, and hidden by `snapshot` until then.
+        while let Some((_, name)) = self.recency.first_key_value() {
+            let entry = self.names.get(name).expect("every recency key names an entry");
+            if entry.newest_slot >= oldest {
+                break;
+            }
+            let (_, name) = self.recency.pop_first().expect("not empty");
+            let gone = self.names.remove(&name).expect("present");
+            self.memory -= gone.bytes;
+            self.expired_names += 1;
+        }
+    }
+
+    /// The bytes the statistics take: per name its entry, its text, its map entries and the
+    /// counts of its histograms (exactly as long as they are allocated).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.memory
+    }
+
+    /// The number of names kept now.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The statistics as of `now`, sorted by name; names without an event in the window are left
+    /// out.
     pub(crate) fn snapshot(&self, now: Instant) -> Vec<NameStats> {
         let current = self.slot_of(now);
-        let oldest = (current + 1).saturating_sub(self.slots as u64);
+        let oldest = self.oldest_live(current);
         let covered = now
             .saturating_duration_since(self.epoch)
             .min(self.slot_length * self.slots as u32)
             .max(self.slot_length);
         let slot_secs = self.slot_length.as_secs_f64();
         let into_slot = now.saturating_duration_since(self.epoch).as_secs_f64() - current as f64 * slot_secs;
-        self.names
+        let mut out: Vec<NameStats> = self
+            .names
             .iter()
+            .filter(|(_, entry)| entry.newest_slot >= oldest)
             .map(|(name, entry)| {
                 let mut live: Vec<&Slot> = entry
                     .slots
@@ -156,7 +280,9 @@ impl Stats {
                         .collect(),
                 }
             })
-            .collect()
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 
     /// The window length.

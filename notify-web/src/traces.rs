@@ -1,7 +1,8 @@
 //! The trace buffer: unfinished traces by trace id, and the last finished ones.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use notify_core::TraceId;
 
@@ -12,8 +13,13 @@ pub(crate) struct TraceBuffer {
     capacity: usize,
     pending_capacity: usize,
     events_per_trace: usize,
-    /// Unfinished traces with the sequence number of their first event (eviction order).
-    pending: HashMap<TraceId, (u64, Trace)>,
+    /// Unfinished traces with the sequence number of their first event (eviction order) and
+    /// when their last event arrived (their key in `quiet`).
+    pending: HashMap<TraceId, (u64, (Instant, u64), Trace)>,
+    /// Unfinished traces by when their last event arrived, oldest first (with a sequence number
+    /// to keep keys unique): those quiet for `remote_root_wait` are finished by `settle`.
+    quiet: BTreeMap<(Instant, u64), TraceId>,
+    remote_root_wait: Duration,
     /// Finished traces, oldest first.
     finished: VecDeque<Arc<Trace>>,
     sequence: u64,
@@ -23,12 +29,19 @@ pub(crate) struct TraceBuffer {
 }
 
 impl TraceBuffer {
-    pub(crate) fn new(capacity: usize, pending_capacity: usize, events_per_trace: usize) -> TraceBuffer {
+    pub(crate) fn new(
+        capacity: usize,
+        pending_capacity: usize,
+        events_per_trace: usize,
+        remote_root_wait: Duration,
+    ) -> TraceBuffer {
         TraceBuffer {
             capacity,
             pending_capacity,
             events_per_trace,
             pending: HashMap::new(),
+            quiet: BTreeMap::new(),
+            remote_root_wait,
             finished: VecDeque::new(),
             sequence: 0,
             dropped_events: 0,
@@ -37,10 +50,12 @@ impl TraceBuffer {
         }
     }
 
-    /// Adds one finished event of trace `trace_id`. The trace is finished when its root (an event
-    /// without a parent) arrives; an event arriving after that joins the finished trace while it
-    /// is still kept, else it is dropped.
-    pub(crate) fn push(&mut self, trace_id: TraceId, event: TraceEvent) {
+    /// Adds one finished event of trace `trace_id`, arrived at `now`. The trace is finished when
+    /// its root (an event without a parent) arrives, or by [`settle`](TraceBuffer::settle) once
+    /// no event of it arrived for `remote_root_wait` (its local root has a parent in another
+    /// process); an event arriving after that joins the finished trace while it is still kept.
+    pub(crate) fn push(&mut self, trace_id: TraceId, event: TraceEvent, now: Instant) {
+        self.settle(now);
         let is_root = event.parent_id().is_none();
         if let Some(trace) = self.finished.iter_mut().rev().find(|t| t.trace_id == trace_id) {
             let trace = Arc::make_mut(trace);
@@ -58,9 +73,10 @@ impl TraceBuffer {
         }
         self.sequence += 1;
         let sequence = self.sequence;
-        let (_, trace) = self.pending.entry(trace_id).or_insert_with(|| {
+        let (_, arrived, trace) = self.pending.entry(trace_id).or_insert_with(|| {
             (
                 sequence,
+                (now, sequence),
                 Trace {
                     trace_id,
                     events: Vec::new(),
@@ -69,6 +85,9 @@ impl TraceBuffer {
                 },
             )
         });
+        self.quiet.remove(arrived);
+        *arrived = (now, sequence);
+        self.quiet.insert(*arrived, trace_id);
         Self::append(
             trace,
             event,
@@ -77,13 +96,33 @@ impl TraceBuffer {
             &mut self.dropped_events,
         );
         if is_root {
-            let (_, mut trace) = self.pending.remove(&trace_id).expect("just inserted");
-            trace.complete = true;
-            self.finished.push_back(Arc::new(trace));
-            while self.finished.len() > self.capacity {
-                let old = self.finished.pop_front().expect("not empty");
-                self.memory -= old.memory_bytes();
+            self.finish(trace_id);
+        }
+    }
+
+    /// Moves a pending trace to the finished ones, complete.
+    fn finish(&mut self, trace_id: TraceId) {
+        let (_, arrived, mut trace) = self.pending.remove(&trace_id).expect("pending");
+        self.quiet.remove(&arrived);
+        trace.complete = true;
+        self.finished.push_back(Arc::new(trace));
+        while self.finished.len() > self.capacity {
+            let old = self.finished.pop_front().expect("not empty");
+            self.memory -= old.memory_bytes();
+        }
+    }
+
+    /// Finishes the unfinished traces none of whose events arrived within `remote_root_wait`
+    /// before `now`: their local root has a parent in another process (a request that came with
+    /// a W3C `traceparent`), which never arrives here. The recorder sees finished events only,
+    /// so it cannot tell such a parent from a local one still running: a local root that
+    /// arrives later joins the trace and becomes its root.
+    pub(crate) fn settle(&mut self, now: Instant) {
+        while let Some((&(arrived, _), &trace_id)) = self.quiet.first_key_value() {
+            if now.saturating_duration_since(arrived) < self.remote_root_wait {
+                break;
             }
+            self.finish(trace_id);
         }
     }
 
@@ -98,9 +137,14 @@ impl TraceBuffer {
     }
 
     fn evict_oldest_pending(&mut self) {
-        let oldest = self.pending.iter().min_by_key(|(_, (seq, _))| *seq).map(|(id, _)| *id);
+        let oldest = self
+            .pending
+            .iter()
+            .min_by_key(|(_, (seq, _, _))| *seq)
+            .map(|(id, _)| *id);
         if let Some(id) = oldest {
-            let (_, trace) = self.pending.remove(&id).expect("present");
+            let (_, arrived, trace) = self.pending.remove(&id).expect("present");
+            self.quiet.remove(&arrived);
             self.memory -= trace.memory_bytes();
             self.dropped_events += trace.events.len() as u64;
             self.evicted_traces += 1;
@@ -117,7 +161,7 @@ impl TraceBuffer {
         if let Some(trace) = self.finished.iter().rev().find(|t| t.trace_id == trace_id) {
             return Some(trace.clone());
         }
-        self.pending.get(&trace_id).map(|(_, t)| Arc::new(t.clone()))
+        self.pending.get(&trace_id).map(|(_, _, t)| Arc::new(t.clone()))
     }
 
     pub(crate) fn pending_len(&self) -> usize {
@@ -126,6 +170,6 @@ impl TraceBuffer {
 
     pub(crate) fn events_held(&self) -> usize {
         self.finished.iter().map(|t| t.events.len()).sum::<usize>()
-            + self.pending.values().map(|(_, t)| t.events.len()).sum::<usize>()
+            + self.pending.values().map(|(_, _, t)| t.events.len()).sum::<usize>()
     }
 }

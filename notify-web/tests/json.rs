@@ -124,7 +124,6 @@ struct TraceJson {
 #[serde(deny_unknown_fields)]
 struct EventJson {
     name: String,
-    /// 16 hex digits (notify's JSON form of an event id).
     id: String,
     parent_id: Option<String>,
     depth: u64,
@@ -311,4 +310,37 @@ fn no_json_number_is_above_2_pow_53() {
         }
     }
     server.stop();
+}
+
+/// Event ids are 64 bits (random span ids, W3C): above 2^53 a JSON number would change in
+/// JavaScript, so they are written as 16 hex digits and come back exact.
+#[test]
+fn event_ids_above_2_pow_53_are_exact_hex_strings() {
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let trace_id: TraceId = TRACE.parse().unwrap();
+    let (parent, child) = (0xfedc_ba98_7654_3211_u64, 0x0020_0000_0000_0001_u64);
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_765_000_000);
+    for (id, parent_id) in [(child, Some(parent)), (parent, None)] {
+        let event = Event::at_wall_clock("e.app", t0, Duration::from_nanos(10), Payload::new())
+            .with_ids(EventId::new(id), parent_id.map(EventId::new), TransactionId::new(1))
+            .with_trace_id(trace_id);
+        recorder.record(&event);
+    }
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let body = get_json(server.local_addr(), &format!("/api/trace/{TRACE}"));
+    let trace: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let ids: Vec<(&str, Option<&str>)> = trace["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["id"].as_str().unwrap(), e["parent_id"].as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("fedcba9876543211", None),
+            ("0020000000000001", Some("fedcba9876543211"))
+        ]
+    );
+    assert_eq!(u64::from_str_radix(ids[1].0, 16), Ok(child));
 }

@@ -121,11 +121,9 @@ fn memory_stays_within_the_stated_bytes_per_event_and_payloads_are_cut() {
     }
     let counts = recorder.counts();
     assert_eq!(counts.events_held, 2);
-    assert!(
-        counts.memory_bytes <= 2 * per_event,
-        "{} > 2 * {per_event}",
-        counts.memory_bytes
-    );
+    let trace_bytes = counts.memory_bytes - counts.stats_bytes;
+    assert!(trace_bytes <= 2 * per_event, "{trace_bytes} > 2 * {per_event}");
+    assert!(counts.stats_bytes > 0, "one name's statistics are counted");
     assert_eq!(recorder.memory_bytes(), counts.memory_bytes);
     let traces = recorder.traces();
     let event = &traces[0].events()[0];
@@ -177,10 +175,75 @@ fn events_older_than_the_window_leave_the_statistics() {
         now + Duration::from_micros(5),
         Payload::new(),
     ));
+    assert_eq!(recorder.stats()[0].window_count, 1);
+    assert_eq!(recorder.counts().names, 1);
     std::thread::sleep(Duration::from_millis(50));
-    let s = &recorder.stats()[0];
-    assert_eq!((s.count, s.window_count, s.p99_ns), (1, 0, 0));
-    assert!(s.series.is_empty());
+    assert!(recorder.stats().is_empty(), "a name leaves the table with its window");
+    let counts = recorder.counts();
+    assert_eq!((counts.names, counts.expired_names, counts.stats_bytes), (0, 1, 0));
+    // What is left is the one held event.
+    assert_eq!(recorder.memory_bytes(), recorder.traces()[0].memory_bytes());
+}
+
+fn publish_names(notifier: &Notifier, names: std::ops::Range<u32>) {
+    let end = Instant::now();
+    for n in names {
+        notifier.publish_event(Event::new(
+            format!("n{n:06}.app"),
+            end - Duration::from_micros(u64::from(n % 1000) + 1),
+            end,
+            Payload::new(),
+        ));
+    }
+}
+
+#[test]
+fn per_name_statistics_keep_at_most_the_names_limit_and_count_evictions() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new().names(100));
+    let _s = attach(&notifier, &recorder);
+    publish_names(&notifier, 0..1000);
+    let counts = recorder.counts();
+    assert_eq!((counts.events, counts.names, counts.evicted_names), (1000, 100, 900));
+    let names: Vec<String> = recorder.stats().into_iter().map(|s| s.name).collect();
+    let mut newest: Vec<String> = (900..1000).map(|n| format!("n{n:06}.app")).collect();
+    newest.sort();
+    assert_eq!(names, newest, "the least recently seen names were evicted");
+    // A kept name seen again becomes the most recent: the next new name evicts another.
+    publish_names(&notifier, 900..901);
+    publish_names(&notifier, 1000..1001);
+    let names: Vec<String> = recorder.stats().into_iter().map(|s| s.name).collect();
+    assert!(names.contains(&"n000900.app".to_owned()));
+    assert!(!names.contains(&"n000901.app".to_owned()));
+    assert_eq!(recorder.counts().evicted_names, 901);
+}
+
+#[test]
+fn memory_bytes_grows_with_names_and_stays_bounded() {
+    let notifier = Notifier::new();
+    // Traces of one event each, two kept: the statistics are what grows.
+    let recorder = TraceRecorder::new(WebOptions::new().names(500).traces(2));
+    let _s = attach(&notifier, &recorder);
+    publish_names(&notifier, 0..10);
+    let ten = recorder.counts().stats_bytes;
+    publish_names(&notifier, 10..100);
+    let hundred = recorder.counts().stats_bytes;
+    publish_names(&notifier, 100..500);
+    let full = recorder.counts().stats_bytes;
+    // Each name holds at least its histogram's counts (hdrhistogram, 2 significant digits: 128
+    // counts of 8 bytes per power of two below its largest value, here microseconds).
+    assert!(ten >= 10 * 1024, "10 names: {ten} bytes");
+    assert!(hundred >= 9 * ten, "100 names: {hundred} bytes, 10 names: {ten}");
+    assert!(full >= 4 * hundred, "500 names: {full} bytes, 100 names: {hundred}");
+    for round in 1..=4 {
+        publish_names(&notifier, round * 10_000..round * 10_000 + 500);
+        let now = recorder.counts();
+        assert_eq!(now.names, 500);
+        // Names of the same length, histograms of the same shape: exactly the same bytes.
+        assert_eq!(now.stats_bytes, full, "after {} names", 500 + round * 500);
+    }
+    assert_eq!(recorder.counts().evicted_names, 2000);
+    assert_eq!(recorder.memory_bytes(), recorder.counts().memory_bytes);
 }
 
 #[test]

@@ -234,3 +234,129 @@ fn a_token_with_reserved_characters_works_url_encoded() {
     assert!(head.contains("Set-Cookie: notify_web_token=%C3%A9-token;"), "{head}");
     assert_eq!(get(addr, "GET", "/", &["Cookie: notify_web_token=%C3%A9-token"]).0, 200);
 }
+
+/// Issue 35 item 6: a request that arrived with a W3C `traceparent` makes a local root whose
+/// parent is in another process; its trace has no event without a parent.
+#[test]
+fn a_trace_whose_local_root_has_a_remote_parent_is_listed_complete_with_its_root() {
+    use notify_core::{Context, EventId, TraceId};
+    use std::time::Duration;
+
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new().remote_root_wait(Duration::from_millis(100)));
+    let _s = attach(&notifier, &recorder);
+    let trace_id: TraceId = "4bf92f3577b34da6a3ce929d0e0e4736".parse().unwrap();
+    // The remote parent: an event id that never appears in this process.
+    let remote = Context::new(trace_id, Some(EventId::new(0x00f0_67aa_0ba9_02b7)));
+    remote.in_scope(|| {
+        notifier.instrument("request.http", Payload::new, |_| {
+            notifier.instrument("query.sql", Payload::new, |_| ());
+        });
+    });
+    // Before the wait it is unfinished: a local parent could still be running.
+    let pending = recorder.trace(trace_id).unwrap();
+    assert!(!pending.is_complete());
+    assert!(recorder.traces().is_empty());
+    std::thread::sleep(Duration::from_millis(150));
+
+    let traces = recorder.traces();
+    assert_eq!(traces.len(), 1);
+    assert!(traces[0].is_complete());
+    let root = traces[0].root().unwrap();
+    assert_eq!(
+        (root.name(), root.parent_id()),
+        ("request.http", Some(EventId::new(0x00f0_67aa_0ba9_02b7)))
+    );
+    assert_eq!(recorder.counts().pending_traces, 0);
+
+    let server = WebServer::start("127.0.0.1:0", recorder.clone()).unwrap();
+    let addr = server.local_addr();
+    let (status, _, body) = get(addr, "GET", "/api/traces", &[]);
+    assert_eq!(status, 200);
+    let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["trace_id"], trace_id.to_string());
+    assert_eq!(listed[0]["root"], "request.http");
+    assert_eq!(listed[0]["complete"], true);
+    assert_eq!(listed[0]["event_count"], 2);
+
+    let (status, _, body) = get(addr, "GET", &format!("/api/trace/{trace_id}"), &[]);
+    assert_eq!(status, 200);
+    let trace: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (trace["root"].as_str(), trace["complete"].as_bool()),
+        (Some("request.http"), Some(true))
+    );
+    let tree: Vec<(&str, u64)> = trace["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["depth"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(tree, [("request.http", 0), ("query.sql", 1)]);
+
+    let (status, _, body) = get(addr, "GET", "/", &[]);
+    assert_eq!(status, 200);
+    assert!(
+        body.contains(&format!("<a href=\"/trace/{trace_id}\">request.http</a>")),
+        "{body}"
+    );
+}
+
+/// The recorder sees only finished events: a local parent that finishes after the wait joins
+/// the trace and becomes its root.
+#[test]
+fn a_local_root_finishing_after_the_wait_joins_the_trace_and_becomes_its_root() {
+    use notify_core::{Context, EventId, TraceId};
+    use std::time::Duration;
+
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new().remote_root_wait(Duration::from_millis(50)));
+    let _s = attach(&notifier, &recorder);
+    let trace_id = TraceId::new(77).unwrap();
+    Context::new(trace_id, Some(EventId::new(5))).in_scope(|| {
+        notifier.instrument("request.http", Payload::new, |_| {
+            notifier.instrument("query.sql", Payload::new, |_| ());
+            std::thread::sleep(Duration::from_millis(100));
+            // The child, alone past the wait, was taken as the trace's root meanwhile.
+            let early = recorder.traces();
+            assert_eq!(early[0].root().unwrap().name(), "query.sql");
+        });
+    });
+    let traces = recorder.traces();
+    assert_eq!(traces.len(), 1);
+    assert_eq!(traces[0].root().unwrap().name(), "request.http");
+    assert_eq!(traces[0].events().len(), 2);
+    assert!(traces[0].is_complete());
+}
+
+/// The page writes event ids as the JSON does (16 hex digits), and `?open=` takes that form (or
+/// notify's own form of an event id).
+#[test]
+fn open_takes_the_event_id_as_the_json_writes_it() {
+    let notifier = Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let _s = attach(&notifier, &recorder);
+    notifier.instrument("request.app", Payload::new, |_| {
+        notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT 1"), |_| ());
+    });
+    let trace = recorder.traces()[0].clone();
+    let child = trace.events().iter().find(|e| e.name() == "query.sql").unwrap().id();
+    let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
+    let addr = server.local_addr();
+    let (_, _, json) = get(addr, "GET", &format!("/api/trace/{}", trace.trace_id()), &[]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let hex = json["events"][1]["id"].as_str().unwrap().to_owned();
+    assert_eq!(hex, format!("{:016x}", child.get()));
+    for open in [hex.clone(), child.to_string()] {
+        let (status, _, page) = get(addr, "GET", &format!("/trace/{}?open={open}", trace.trace_id()), &[]);
+        assert_eq!(status, 200);
+        assert!(
+            page.contains(&format!(
+                "<details class=\"event\" id=\"event-{hex}\" data-depth=\"1\" open>"
+            )),
+            "?open={open}: {page}"
+        );
+        assert_eq!(page.matches(" open><summary>").count(), 1, "one event open");
+    }
+}

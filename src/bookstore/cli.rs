@@ -10,7 +10,7 @@ use clap::{Parser, ValueEnum};
 use notify_core::Notifier;
 use notify_log::ColorChoice;
 
-use super::{render_summary, run, serve, signals, Options, DEFAULT_SERVE_ADDR};
+use super::{render_summary, run, serve, signals, LogFormat, Options, DEFAULT_SERVE_ADDR};
 
 /// Loads a CSV file of books into a SQLite database, runs a mix of requests on it and logs every
 /// statement and request through notify's log subscribers (stderr), then prints a summary of
@@ -44,6 +44,29 @@ struct Cli {
     /// is unset)
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
     color: ColorWhen,
+
+    /// The log lines: Rails-style text, or one JSON object or logfmt line per event with its trace
+    /// and span ids
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormatArg::Rails)]
+    log_format: LogFormatArg,
+}
+
+/// `--log-format FORMAT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormatArg {
+    Rails,
+    Json,
+    Logfmt,
+}
+
+impl LogFormatArg {
+    fn format(self) -> LogFormat {
+        match self {
+            LogFormatArg::Rails => LogFormat::Rails,
+            LogFormatArg::Json => LogFormat::Json,
+            LogFormatArg::Logfmt => LogFormat::Logfmt,
+        }
+    }
 }
 
 /// `--color WHEN`.
@@ -131,6 +154,7 @@ pub fn run_cli(args: &[String], notifier: &Notifier, out: &mut dyn Write, err: &
     options.serve = cli.serve;
     options.traces = cli.traces as usize;
     options.color = cli.color.choice();
+    options.log_format = cli.log_format.format();
     let stop = if temporary.is_some() || options.serve.is_some() {
         signals::stop_on_signals().unwrap_or_else(|e| {
             let _ = writeln!(err, "warning: {e}; Ctrl-C will not remove the temporary database");
@@ -226,6 +250,20 @@ mod tests {
                 Some(default),
                 Some(PathBuf::from("b.sqlite"))
             )
+        );
+    }
+
+    #[test]
+    fn log_format_is_rails_unless_given_and_only_the_three_formats_parse() {
+        assert_eq!(parse(&[]).log_format.format(), LogFormat::Rails);
+        assert_eq!(parse(&["--log-format", "json"]).log_format.format(), LogFormat::Json);
+        assert_eq!(parse(&["--log-format=logfmt"]).log_format.format(), LogFormat::Logfmt);
+        let bad = Cli::try_parse_from(["bookstore", "--log-format", "xml"]).unwrap_err();
+        assert!(
+            bad.to_string().starts_with(
+                "error: invalid value 'xml' for '--log-format <FORMAT>'\n  [possible values: rails, json, logfmt]"
+            ),
+            "{bad}"
         );
     }
 

@@ -172,3 +172,82 @@ impl LogSubscriber for AppLog {
         Some(self.color)
     }
 }
+
+/// `--log-format`: how the example's events become log lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Rails-style lines from [`SqlLog`] and [`AppLog`] (the default; unchanged).
+    #[default]
+    Rails,
+    /// One JSON object per event ([`notify_log::StructuredLog::json`]).
+    Json,
+    /// One logfmt line per event ([`notify_log::StructuredLog::logfmt`]).
+    Logfmt,
+}
+
+/// The log subscribers of one run, in the chosen [`LogFormat`]; [`Logs::detach`] removes them.
+/// In every format SQL events log at debug on target `sql` and the bookstore's own at info on
+/// target `bookstore`, so `RUST_LOG=info` silences the SQL events whatever the format.
+///
+/// ```
+/// use notify_app::bookstore::{LogFormat, Logs};
+/// let notifier = notify_core::Notifier::new();
+/// let logs = Logs::attach(LogFormat::Json, notify_log::ColorChoice::Never, &notifier)?;
+/// assert_eq!(notifier.subscriber_count(), 1);
+/// logs.detach();
+/// assert_eq!(notifier.subscriber_count(), 0);
+/// # Ok::<(), notify_log::LogSubscriberError>(())
+/// ```
+#[derive(Debug)]
+pub struct Logs {
+    /// [`SqlLog`] and [`AppLog`], attached (`rails`).
+    rails: Option<Box<(notify_log::Attached<SqlLog>, notify_log::Attached<AppLog>)>>,
+    /// A structured logger on every event (`json`, `logfmt`).
+    structured: Option<notify_core::Subscription>,
+}
+
+impl Logs {
+    /// Attaches the subscribers of `format` to `notifier` (`color` is for the Rails lines only).
+    ///
+    /// # Errors
+    /// [`notify_log::LogSubscriberError`] if a Rails-style subscriber's configuration is invalid
+    /// (it is not: the error is only passed on).
+    pub fn attach(
+        format: LogFormat,
+        color: ColorChoice,
+        notifier: &notify_core::Notifier,
+    ) -> Result<Logs, notify_log::LogSubscriberError> {
+        let structured = match format {
+            LogFormat::Rails => {
+                let sql = SqlLog { color }.attach_to(notifier)?;
+                let app = AppLog { color }.attach_to(notifier)?;
+                return Ok(Logs {
+                    rails: Some(Box::new((sql, app))),
+                    structured: None,
+                });
+            }
+            LogFormat::Json => notify_log::StructuredLog::json(),
+            LogFormat::Logfmt => notify_log::StructuredLog::logfmt(),
+        };
+        let logger = structured
+            .level(Level::Info)
+            .namespace_level("sql", Level::Debug)
+            .build();
+        Ok(Logs {
+            rails: None,
+            structured: Some(logger.subscribe(notifier, notify_core::Pattern::all())),
+        })
+    }
+
+    /// Removes the subscribers.
+    pub fn detach(self) {
+        if let Some(rails) = self.rails {
+            let (sql, app) = *rails;
+            sql.detach();
+            app.detach();
+        }
+        if let Some(subscription) = self.structured {
+            let _ = subscription.unsubscribe();
+        }
+    }
+}

@@ -29,12 +29,12 @@ use std::fmt;
 use std::path::PathBuf;
 
 use notify_core::Notifier;
-use notify_log::{ColorChoice, LogSubscriber, LogSubscriberError};
+use notify_log::{ColorChoice, LogSubscriberError};
 
 pub use cli::{default_data_file, run_cli};
 pub use data::{load_books, Book, DataError, HEADER};
 pub use db::{Db, QUERY_EVENT};
-pub use logging::{AppLog, SqlLog};
+pub use logging::{AppLog, LogFormat, Logs, SqlLog};
 pub use serve::{serve, DEFAULT_SERVE_ADDR, SERVE_ROUND};
 pub use store::{create_schema, import, run_requests, IMPORT_BATCH};
 pub use summary::{render_summary, Summary, SummaryRow};
@@ -107,6 +107,8 @@ pub struct Options {
     /// `--traces COUNT`: how many finished traces the live page keeps (at least 1; 100 by
     /// default, notify-web's default).
     pub traces: usize,
+    /// `--log-format`: Rails-style lines (default), JSON or logfmt.
+    pub log_format: LogFormat,
 }
 
 impl Options {
@@ -124,6 +126,7 @@ impl Options {
             color: ColorChoice::Never,
             serve: None,
             traces: 100,
+            log_format: LogFormat::Rails,
         }
     }
 }
@@ -148,7 +151,8 @@ pub struct Report {
 }
 
 /// Runs the example on `notifier`: loads the data file (before touching the database), attaches
-/// [`SqlLog`] and [`AppLog`] and a [`Summary`], creates the schema, imports, runs the requests, and
+/// the log subscribers of [`Options::log_format`] ([`SqlLog`] and [`AppLog`] by default) and a
+/// [`Summary`], creates the schema, imports, runs the requests, and
 /// detaches everything again.
 ///
 /// # Errors
@@ -162,8 +166,7 @@ pub struct Report {
 /// ```
 pub fn run(options: &Options, notifier: &Notifier) -> Result<Report, AppError> {
     let books = load_books(&options.data)?;
-    let sql_log = SqlLog { color: options.color }.attach_to(notifier)?;
-    let app_log = AppLog { color: options.color }.attach_to(notifier)?;
+    let logs = Logs::attach(options.log_format, options.color, notifier)?;
     let summary = Summary::subscribe(notifier);
     let result = (|| {
         let db = Db::open(&options.database, notifier.clone())?;
@@ -173,8 +176,7 @@ pub fn run(options: &Options, notifier: &Notifier) -> Result<Report, AppError> {
         let requests = run_requests(&db, &books)?;
         Ok::<_, AppError>((imported, requests))
     })();
-    sql_log.detach();
-    app_log.detach();
+    logs.detach();
     let summary = summary.finish();
     let (books, requests) = result?;
     Ok(Report {

@@ -6,11 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use notify_core::{Notifier, Pattern};
-use notify_log::LogSubscriber;
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions, WebServer};
 
-use super::{create_schema, import, load_books, run_requests, AppError, AppLog, Db, Options, SqlLog};
+use super::{create_schema, import, load_books, run_requests, AppError, Db, Logs, Options};
 
 /// Where `--serve` without an address listens.
 pub const DEFAULT_SERVE_ADDR: &str = "127.0.0.1:7878";
@@ -49,8 +48,7 @@ pub fn serve(
         server.local_addr()
     );
     let _ = out.flush();
-    let sql_log = SqlLog { color: options.color }.attach_to(notifier)?;
-    let app_log = AppLog { color: options.color }.attach_to(notifier)?;
+    let logs = Logs::attach(options.log_format, options.color, notifier)?;
     let result = (|| {
         let db = Db::open(&options.database, notifier.clone())?;
         create_schema(&db)?;
@@ -71,8 +69,7 @@ pub fn serve(
         }
         Ok::<_, AppError>(round)
     })();
-    sql_log.detach();
-    app_log.detach();
+    logs.detach();
     let _ = subscription.unsubscribe();
     drop(server);
     let rounds = result?;

@@ -91,24 +91,31 @@ pub fn import(db: &Db, file: &str, books: &[Book]) -> Result<usize, AppError> {
 }
 
 /// One request-like unit of work: the event `"request.bookstore"` with payload `method`, `path`,
-/// and, from `body`, `status` and `rows`.
+/// and, from `body`, `status` and `rows`, in a scope tagged `request_id` ([`notify_core::tagged`]).
 fn request(
     notifier: &Notifier,
     method: &'static str,
     path: String,
     body: impl FnOnce() -> Result<(u16, usize), AppError>,
 ) -> Result<(), AppError> {
-    notifier.instrument_result(
-        "request.bookstore",
-        || Payload::new().with("method", method).with("path", path),
-        |payload| {
-            let (status, rows) = body()?;
-            payload.insert("status", status);
-            payload.insert("rows", rows);
-            Ok(())
-        },
-    )
+    // Every event of the request, its SQL included, carries its id in structured log lines.
+    let id = NEXT_REQUEST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    notify_core::tagged([("request_id", format!("req-{id}"))], || {
+        notifier.instrument_result(
+            "request.bookstore",
+            || Payload::new().with("method", method).with("path", path),
+            |payload| {
+                let (status, rows) = body()?;
+                payload.insert("status", status);
+                payload.insert("rows", rows);
+                Ok(())
+            },
+        )
+    })
 }
+
+/// The next request's `request_id` tag (`req-1`, `req-2`, … per process).
+static NEXT_REQUEST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A query-string value: spaces as `+`.
 fn query_value(text: &str) -> String {

@@ -79,6 +79,24 @@ pub enum Value {
 }
 
 impl Value {
+    /// How deep lists and maps may nest in a value read by a decoder: 32. A value of the payload
+    /// itself is at depth 0; the items of a list or the entries of a map at depth 0 are at depth
+    /// 1, and so on: `[[1]]` (JSON) nests 2 deep, and a value with 32 lists or maps inside one
+    /// another is read, 33 is refused.
+    ///
+    /// Deserializing a [`Payload`] or a [`Value`] (feature `serde`, any serde format) and
+    /// notify-nats' importer refuse a value nested deeper with the error
+    /// `"payload value nested deeper than 32 lists and maps"` (plus the format's position, if it
+    /// gives one), so a hostile message of a few kilobytes cannot overflow the reading thread's
+    /// stack (postcard, for one, has no depth limit of its own). The limit applies to decoding
+    /// only: a value built in the process may nest deeper (and is then refused by a decoder on the
+    /// other side). 32 leaves serde_json's own limit (128 levels) to the envelope around a payload.
+    ///
+    /// ```
+    /// assert_eq!(notify_core::Value::MAX_NESTING, 32);
+    /// ```
+    pub const MAX_NESTING: usize = 32;
+
     /// True when dropping the value frees nothing: scalars, times, durations and text that is
     /// static or inline.
     #[inline(always)]

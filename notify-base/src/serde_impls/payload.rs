@@ -7,12 +7,13 @@
 //! maps (128-bit integers only from a format that reads them untyped: not serde_json); a
 //! duration comes back as its nanoseconds (`U64`) and a time as its text (`Str`), as the form
 //! does not say what they were; a map `{"type_name": text, "message": text}` under the key
-//! [`EXCEPTION_KEY`] comes back as a `Value::Exception`.
+//! [`EXCEPTION_KEY`] comes back as a `Value::Exception`. Lists and maps nest at most
+//! [`Value::MAX_NESTING`] deep (the error: [`TOO_DEEP`]).
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -42,9 +43,15 @@ impl Serialize for Payload {
 
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
-        d.deserialize_map(PayloadVisitor)
+        d.deserialize_map(PayloadVisitor { depth: 0 })
     }
 }
+
+/// The error of a value nested deeper than [`Value::MAX_NESTING`] lists and maps: it names the
+/// limit, never a value (a decoder's error may be logged; the payload may hold secrets).
+const TOO_DEEP: &str = "payload value nested deeper than 32 lists and maps";
+
+const _: () = assert!(Value::MAX_NESTING == 32, "TOO_DEEP names the limit");
 
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -82,11 +89,40 @@ impl Serialize for Value {
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(ValueVisitor)
+        ValueSeed { depth: 0 }.deserialize(d)
     }
 }
 
-struct ValueVisitor;
+/// Reads a value at `depth` (a payload's own values are at 0, the items of a list or map at
+/// depth `d` are at `d + 1`): the visitor refuses a list or a map at depth
+/// [`Value::MAX_NESTING`], so recursion is bounded whatever the input.
+#[derive(Clone, Copy)]
+struct ValueSeed {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor { depth: self.depth })
+    }
+}
+
+struct ValueVisitor {
+    depth: usize,
+}
+
+impl ValueVisitor {
+    /// The depth of this value's items, or the error when a list or a map may not start here.
+    fn inner<E: de::Error>(&self) -> Result<usize, E> {
+        if self.depth >= Value::MAX_NESTING {
+            Err(E::custom(TOO_DEEP))
+        } else {
+            Ok(self.depth + 1)
+        }
+    }
+}
 
 impl<'de> Visitor<'de> for ValueVisitor {
     type Value = Value;
@@ -104,7 +140,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        Value::deserialize(d)
+        ValueSeed { depth: self.depth }.deserialize(d)
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
@@ -144,19 +180,24 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let depth = self.inner()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(item) = seq.next_element()? {
+        while let Some(item) = seq.next_element_seed(ValueSeed { depth })? {
             items.push(item);
         }
         Ok(Value::List(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-        PayloadVisitor.visit_map(map).map(|p| Value::Map(Box::new(p)))
+        let depth = self.inner()?;
+        PayloadVisitor { depth }.visit_map(map).map(|p| Value::Map(Box::new(p)))
     }
 }
 
-struct PayloadVisitor;
+/// Reads a map whose values are at `depth`.
+struct PayloadVisitor {
+    depth: usize,
+}
 
 impl<'de> Visitor<'de> for PayloadVisitor {
     type Value = Payload;
@@ -167,7 +208,8 @@ impl<'de> Visitor<'de> for PayloadVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Payload, A::Error> {
         let mut payload = Payload::new();
-        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ValueSeed { depth: self.depth })?;
             let value = if key == EXCEPTION_KEY { exception(value) } else { value };
             payload.insert(key, value);
         }
@@ -246,6 +288,69 @@ mod tests {
         let back: Payload = serde_json::from_str(json).unwrap();
         assert!(back.get("error").and_then(Value::as_map).is_some());
         assert!(back.get("exception").and_then(Value::as_map).is_some());
+    }
+
+    /// `{"v": [[...[1]...]]}` with `lists` lists, or `{"v": {"k": {"k": ... 1}}}` with `maps`
+    /// maps, inside one another.
+    fn nested_json(lists: usize, maps: usize) -> String {
+        let mut inner = String::from("1");
+        for _ in 0..lists {
+            inner = format!("[{inner}]");
+        }
+        for _ in 0..maps {
+            inner = format!("{{\"k\":{inner}}}");
+        }
+        format!("{{\"v\":{inner}}}")
+    }
+
+    fn depth_of(value: &Value) -> usize {
+        match value {
+            Value::List(items) => 1 + items.iter().map(depth_of).max().unwrap_or(0),
+            Value::Map(map) => 1 + map.iter().map(|(_, v)| depth_of(v)).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn values_nested_to_the_limit_are_read_one_more_is_refused_in_json_text() {
+        for (lists, maps) in [(32, 0), (0, 32), (16, 16)] {
+            let back: Payload = serde_json::from_str(&nested_json(lists, maps)).unwrap();
+            assert_eq!(depth_of(back.get("v").unwrap()), Value::MAX_NESTING);
+        }
+        // The column is the 33rd bracket's: `{"v":` is 5 characters, `{"k":` 5 more per map.
+        for (lists, maps, column) in [(33, 0, 38), (0, 33, 166), (17, 16, 102)] {
+            let err = serde_json::from_str::<Payload>(&nested_json(lists, maps)).unwrap_err();
+            let at = format!(" at line 1 column {column}");
+            assert_eq!(err.to_string(), format!("{TOO_DEEP}{at}"), "{lists} lists, {maps} maps");
+        }
+        // A value alone: its own list counts.
+        let one_past = format!("{}1{}", "[".repeat(33), "]".repeat(33));
+        let err = serde_json::from_str::<Value>(&one_past).unwrap_err();
+        assert_eq!(err.to_string(), format!("{TOO_DEEP} at line 1 column 33"));
+    }
+
+    /// serde_json::Value's deserializer has no depth limit of its own (unlike serde_json's text
+    /// parser, which stops at 128): the limit here is what bounds the recursion, also for input
+    /// nested 1,500 deep (issue 33: such a postcard message overflowed the importer's stack).
+    #[test]
+    fn values_nested_to_the_limit_are_read_one_more_is_refused_from_a_format_without_a_limit() {
+        let nested = |lists: usize| {
+            let mut v = serde_json::json!(1);
+            for _ in 0..lists {
+                v = serde_json::Value::Array(vec![v]);
+            }
+            serde_json::json!({ "v": v })
+        };
+        let back: Payload = serde_json::from_value(nested(32)).unwrap();
+        assert_eq!(depth_of(back.get("v").unwrap()), 32);
+        for lists in [33, 500] {
+            let err = serde_json::from_value::<Payload>(nested(lists)).unwrap_err();
+            assert_eq!(err.to_string(), TOO_DEEP);
+        }
+        assert_eq!(
+            TOO_DEEP,
+            format!("payload value nested deeper than {} lists and maps", Value::MAX_NESTING)
+        );
     }
 
     #[test]

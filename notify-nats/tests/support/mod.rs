@@ -34,6 +34,14 @@ impl NatsServer {
         NatsServer::with_args(vec!["--auth".into(), token.into()], None)
     }
 
+    /// Core NATS requiring `user` and `password`.
+    pub fn start_with_user(user: &str, password: &str) -> NatsServer {
+        NatsServer::with_args(
+            vec!["--user".into(), user.into(), "--pass".into(), password.into()],
+            None,
+        )
+    }
+
     fn with_args(args: Vec<String>, store: Option<tempfile::TempDir>) -> NatsServer {
         let port = free_port();
         let mut server = NatsServer {

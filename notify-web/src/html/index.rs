@@ -23,13 +23,15 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
     begin_page(&mut out, "recent traces", recorder.options().refresh);
     let _ = write!(
         out,
-        "<p class=\"muted\" id=\"counts\">{} events seen · {} held in {} finished and {} unfinished traces ({} KiB) · {} left out</p>",
+        "<p class=\"muted\" id=\"counts\">{} events seen · {} held in {} finished and {} unfinished traces ({} KiB with the statistics) · {} left out · {} names ({} evicted past the limit)</p>",
         counts.events,
         counts.events_held,
         traces.len(),
         counts.pending_traces,
         counts.memory_bytes / 1024,
-        counts.dropped_events
+        counts.dropped_events,
+        counts.names,
+        counts.evicted_names
     );
 
     let _ = write!(out, "<h2>Latency by event name (last {} s)</h2>", window.as_secs_f64());

@@ -6,13 +6,15 @@ use std::fmt::Write;
 use notify_core::{EventId, Outcome};
 
 use super::{begin_page, clock, colour, end_page, human, push_escaped};
+use crate::json::SpanId;
 use crate::record::Trace;
 
 /// The waterfall of `trace`: one row per event, depth-first by parent (children indented under
 /// their parent, by start time), a bar at the event's offset from the trace's start and as wide
 /// as its duration, coloured by namespace; a click on a row opens its payload (a `<details>`
 /// element: no JavaScript); the event whose id is `open_event` starts open (`/trace/<id>?open=<event
-/// id>` links to it). Every name and payload key and value is HTML-escaped.
+/// id>` links to it). Event ids are written as 16 hex digits (the W3C span-id form, as in the
+/// JSON): the row of event `e` has the HTML id `event-<16 hex digits>`. Every name and payload key and value is HTML-escaped.
 ///
 /// ```
 /// use notify_core::{Notifier, Payload};
@@ -71,7 +73,7 @@ pub fn render_trace(trace: &Trace, open_event: Option<EventId>) -> String {
         let _ = write!(
             out,
             "<details class=\"event\" id=\"event-{}\" data-depth=\"{depth}\"{}><summary><span class=\"ev-name\" style=\"padding-left:{}px\">",
-            event.id(),
+            SpanId(event.id()),
             if open_event == Some(event.id()) { " open" } else { "" },
             6 + depth * 14
         );
@@ -87,7 +89,7 @@ pub fn render_trace(trace: &Trace, open_event: Option<EventId>) -> String {
             out,
             "<tr><td class=\"muted\">offset</td><td>{}</td></tr><tr><td class=\"muted\">event id</td><td>{}</td></tr>",
             super::human_ns(offset as u128),
-            event.id()
+            SpanId(event.id())
         );
         match event.outcome() {
             Outcome::Completed => {}

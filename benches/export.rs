@@ -1,0 +1,435 @@
+//! Exporting events to OpenTelemetry (issue 38): what one event with two fields costs the
+//! instrumenting thread, notify against tracing + tracing-opentelemetry and fastrace +
+//! fastrace-opentelemetry, each into a do-nothing `SpanExporter`, with the nobody-listening
+//! references, in one run.
+//!
+//! Criterion groups (ns per event on the calling thread):
+//! * `export/notify_opentelemetry`: `Notifier::instrument` with notify-opentelemetry subscribed
+//!   (`OverflowPolicy::Wait`: nothing dropped, the producer is paced by the exporter thread);
+//!   `export/notify_opentelemetry_drop_newest`: the default policy (under a sustained flood it drops,
+//!   counted; the table says how many); `export/notify_opentelemetry_callsite`: the same event
+//!   through a `static Callsite` on the global notifier (no lookup by name; tracing's macros have
+//!   such a callsite too).
+//! * `export/tracing_opentelemetry`: a `tracing` span (Registry + tracing-opentelemetry layer, SDK
+//!   batch processor with its defaults).
+//! * `export/fastrace_opentelemetry`: a fastrace root span (fastrace-opentelemetry reporter, default
+//!   collector config).
+//! * `export/notify_owned_noop`: the floor of any owned-event exporter, the same event to a
+//!   do-nothing owned subscriber (notify-core builds the shared `Arc<Event>`, nothing queues it).
+//! * `export/nobody_notify`, `export/nobody_tracing`, `export/nobody_fastrace`: the same calls with
+//!   nobody listening.
+//!
+//! After criterion, a table measures N events per case (default 200,000;
+//! `NOTIFY_EXPORT_EVENTS=N`): calling-thread CPU and process CPU per event (until everything was
+//! handed to the SpanExporter: flushed), and how many of the N reached it.
+//!
+//! ```sh
+//! cargo bench --bench export -- --warm-up-time 1 --measurement-time 3
+//! # instructions on the calling thread only (the exporter threads are not counted):
+//! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
+//! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
+//! ```
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
+
+use std::borrow::Cow;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cpu_time::{ProcessTime, ThreadTime};
+use criterion::Criterion;
+use fastrace::collector::{Config, SpanContext as FastraceContext};
+use fastrace::Span as FastraceSpan;
+use notify_core::{Callsite, Notifier, Pattern, Payload};
+use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::InstrumentationScope;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use opentelemetry_sdk::Resource;
+use tracing_subscriber::prelude::*;
+
+const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
+
+/// A SpanExporter that does nothing but count the spans it was given.
+#[derive(Clone, Debug, Default)]
+struct Nothing(Arc<AtomicU64>);
+
+impl SpanExporter for Nothing {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Nothing {
+    fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[inline(always)]
+fn notify_event(notifier: &Notifier, i: u64) {
+    notifier.instrument(
+        "request.export",
+        || Payload::new().with("sql", SQL).with("rows", i),
+        |_| black_box(()),
+    );
+}
+
+/// The event through a `static Callsite` (as tracing's `info_span!` has one), on the global
+/// notifier: no lookup by name.
+static SITE: Callsite = Callsite::new("request.export_site");
+
+#[inline(always)]
+fn notify_site_event(i: u64) {
+    SITE.instrument(|| Payload::new().with("sql", SQL).with("rows", i), |_| black_box(()));
+}
+
+#[inline(always)]
+fn tracing_span(i: u64) {
+    tracing::info_span!("request", sql = SQL, rows = i).in_scope(|| black_box(()));
+}
+
+#[inline(always)]
+fn fastrace_span(i: u64) {
+    let root = FastraceSpan::root("request", FastraceContext::random())
+        .with_properties(|| [("sql", Cow::Borrowed(SQL)), ("rows", Cow::Owned(i.to_string()))]);
+    let _guard = root.set_local_parent();
+    black_box(());
+}
+
+/// The calling-thread loops, not inlined, so callgrind's `--toggle-collect` can count them alone.
+#[inline(never)]
+fn calling_thread_notify(notifier: &Notifier, n: u64) {
+    for i in 0..n {
+        notify_event(notifier, i);
+    }
+}
+
+#[inline(never)]
+fn calling_thread_notify_site(n: u64) {
+    for i in 0..n {
+        notify_site_event(i);
+    }
+}
+
+#[inline(never)]
+fn calling_thread_tracing(n: u64) {
+    for i in 0..n {
+        tracing_span(i);
+    }
+}
+
+#[inline(never)]
+fn calling_thread_fastrace(n: u64) {
+    for i in 0..n {
+        fastrace_span(i);
+    }
+}
+
+/// notify-opentelemetry into `sink`, subscribed to everything on a new notifier.
+fn notify_pipeline(sink: &Nothing, policy: OverflowPolicy) -> (Notifier, OpenTelemetryExporter) {
+    let exporter = OpenTelemetryExporter::builder(sink.clone())
+        .overflow_policy(policy)
+        .on_drops(|_| {})
+        .build();
+    let notifier = Notifier::new();
+    // The subscription lives as long as the notifier's registry holds it (dropping the handle
+    // does not unsubscribe).
+    let _ = exporter.subscribe(&notifier, Pattern::all());
+    (notifier, exporter)
+}
+
+/// The floor of any owned-event exporter: a subscriber that takes the shared event and does
+/// nothing with it (notify-core still builds the `Arc<Event>`; dropped at once, on this thread).
+struct Noop;
+
+impl notify_core::OwnedEventSubscriber for Noop {
+    fn deliver(&self, event: &Arc<notify_core::Event>) {
+        black_box(event);
+    }
+}
+
+/// A notifier with one do-nothing owned subscriber on everything.
+fn owned_noop_notifier() -> Notifier {
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(Pattern::all(), notify_core::Subscriber::owned(Noop));
+    notifier
+}
+
+/// notify-opentelemetry into `sink`, subscribed to the callsite's name on the global notifier
+/// (`Wait` policy); unsubscribe with the returned subscription.
+fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelemetryExporter) {
+    let exporter = OpenTelemetryExporter::builder(sink.clone())
+        .overflow_policy(WAIT)
+        .on_drops(|_| {})
+        .build();
+    let subscription = exporter.subscribe(Notifier::global(), Pattern::from("request.export_site"));
+    (subscription, exporter)
+}
+
+/// tracing-opentelemetry into `sink` through the SDK's batch processor (defaults).
+fn tracing_pipeline(sink: &Nothing) -> (SdkTracerProvider, tracing::Dispatch) {
+    let provider = SdkTracerProvider::builder().with_batch_exporter(sink.clone()).build();
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")));
+    (provider, tracing::Dispatch::new(subscriber))
+}
+
+/// fastrace-opentelemetry into `sink` (process-wide: once).
+fn fastrace_pipeline(sink: &Nothing) {
+    let reporter = fastrace_opentelemetry::OpenTelemetryReporter::new(
+        sink.clone(),
+        Cow::Owned(Resource::builder_empty().build()),
+        InstrumentationScope::builder("bench").build(),
+    );
+    fastrace::set_reporter(reporter, Config::default());
+}
+
+const WAIT: OverflowPolicy = OverflowPolicy::Wait(Duration::MAX);
+
+fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
+    let mut group = c.benchmark_group("export");
+
+    // Nobody listening.
+    let quiet = Notifier::new();
+    let mut i = 0_u64;
+    group.bench_function("nobody_notify", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&quiet, i)
+        })
+    });
+    group.bench_function("nobody_tracing", |b| {
+        b.iter(|| {
+            i += 1;
+            tracing_span(i)
+        })
+    });
+    // Before the reporter is set: fastrace collects nothing.
+    group.bench_function("nobody_fastrace", |b| {
+        b.iter(|| {
+            i += 1;
+            fastrace_span(i)
+        })
+    });
+
+    let floor = owned_noop_notifier();
+    group.bench_function("notify_owned_noop", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&floor, i)
+        })
+    });
+
+    let sink = Nothing::default();
+    let (notifier, exporter) = notify_pipeline(&sink, WAIT);
+    group.bench_function("notify_opentelemetry", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&notifier, i)
+        })
+    });
+    let _ = exporter.shutdown(Duration::from_secs(30));
+
+    let sink = Nothing::default();
+    let (subscription, exporter) = notify_site_pipeline(&sink);
+    group.bench_function("notify_opentelemetry_callsite", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_site_event(i)
+        })
+    });
+    let _ = subscription.unsubscribe();
+    let _ = exporter.shutdown(Duration::from_secs(30));
+
+    let sink = Nothing::default();
+    let (notifier, exporter) = notify_pipeline(&sink, OverflowPolicy::DropNewest);
+    group.bench_function("notify_opentelemetry_drop_newest", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&notifier, i)
+        })
+    });
+    let _ = exporter.shutdown(Duration::from_secs(30));
+
+    let sink = Nothing::default();
+    let (provider, dispatch) = tracing_pipeline(&sink);
+    tracing::dispatcher::with_default(&dispatch, || {
+        group.bench_function("tracing_opentelemetry", |b| {
+            b.iter(|| {
+                i += 1;
+                tracing_span(i)
+            })
+        });
+    });
+    let _ = provider.shutdown();
+
+    fastrace_pipeline(fastrace_sink);
+    group.bench_function("fastrace_opentelemetry", |b| {
+        b.iter(|| {
+            i += 1;
+            fastrace_span(i)
+        })
+    });
+    fastrace::flush();
+    group.finish();
+}
+
+/// One row of the table: `n` events of a case.
+struct Row {
+    case: &'static str,
+    thread_ns: f64,
+    process_ns: f64,
+    delivered: u64,
+    note: String,
+}
+
+fn measure(case: &'static str, n: u64, run: impl FnOnce(u64), settle: impl FnOnce() -> (u64, String)) -> Row {
+    let process = ProcessTime::now();
+    let thread = ThreadTime::now();
+    run(n);
+    let thread_ns = thread.elapsed().as_nanos() as f64 / n as f64;
+    let (delivered, note) = settle();
+    let process_ns = process.elapsed().as_nanos() as f64 / n as f64;
+    Row {
+        case,
+        thread_ns,
+        process_ns,
+        delivered,
+        note,
+    }
+}
+
+fn table(n: u64, fastrace_sink: &Nothing) {
+    let mut rows = Vec::new();
+    rows.push(measure(
+        "nobody_notify",
+        n,
+        |n| calling_thread_notify(&Notifier::new(), n),
+        || (0, String::new()),
+    ));
+    for (case, policy) in [
+        ("notify_opentelemetry", WAIT),
+        ("notify_opentelemetry_drop_newest", OverflowPolicy::DropNewest),
+    ] {
+        let sink = Nothing::default();
+        let (notifier, exporter) = notify_pipeline(&sink, policy);
+        rows.push(measure(
+            case,
+            n,
+            |n| calling_thread_notify(&notifier, n),
+            || {
+                let stats = exporter.force_flush().expect("flush");
+                (
+                    sink.count(),
+                    format!("exported {} dropped {}", stats.exported, stats.dropped()),
+                )
+            },
+        ));
+        let _ = exporter.shutdown(Duration::from_secs(30));
+    }
+    let sink = Nothing::default();
+    let (subscription, exporter) = notify_site_pipeline(&sink);
+    rows.push(measure(
+        "notify_opentelemetry_callsite",
+        n,
+        calling_thread_notify_site,
+        || {
+            let stats = exporter.force_flush().expect("flush");
+            (
+                sink.count(),
+                format!("exported {} dropped {}", stats.exported, stats.dropped()),
+            )
+        },
+    ));
+    let _ = subscription.unsubscribe();
+    let _ = exporter.shutdown(Duration::from_secs(30));
+    let sink = Nothing::default();
+    let (provider, dispatch) = tracing_pipeline(&sink);
+    rows.push(tracing::dispatcher::with_default(&dispatch, || {
+        measure("tracing_opentelemetry", n, calling_thread_tracing, || {
+            let _ = provider.force_flush();
+            (sink.count(), "SDK batch processor, defaults".to_owned())
+        })
+    }));
+    let _ = provider.shutdown();
+    let before = fastrace_sink.count();
+    rows.push(measure("fastrace_opentelemetry", n, calling_thread_fastrace, || {
+        fastrace::flush();
+        (fastrace_sink.count() - before, "default collector config".to_owned())
+    }));
+
+    println!("\nexport: {n} events per case, one event/span with 2 fields, do-nothing SpanExporter");
+    println!(
+        "| {:<34} | {:>17} | {:>14} | {:>9} | note |",
+        "case", "calling thread ns", "process CPU ns", "delivered"
+    );
+    println!("|{:-<36}|{:->19}|{:->16}|{:->11}|------|", "", "", "", "");
+    for row in rows {
+        println!(
+            "| {:<34} | {:>17.1} | {:>14.1} | {:>8.1}% | {} |",
+            row.case,
+            row.thread_ns,
+            row.process_ns,
+            100.0 * row.delivered as f64 / n as f64,
+            row.note
+        );
+    }
+}
+
+/// `NOTIFY_EXPORT_CALLGRIND=CASE`: only that case's calling-thread loop, 100,000 events.
+fn callgrind(case: &str) {
+    const N: u64 = 100_000;
+    let sink = Nothing::default();
+    match case {
+        "nobody_notify" => calling_thread_notify(&Notifier::new(), N),
+        "owned_noop" => calling_thread_notify(&owned_noop_notifier(), N),
+        "notify" => {
+            let (notifier, exporter) = notify_pipeline(&sink, WAIT);
+            calling_thread_notify(&notifier, N);
+            let _ = exporter.shutdown(Duration::from_secs(600));
+        }
+        "notify_callsite" => {
+            let (_subscription, exporter) = notify_site_pipeline(&sink);
+            calling_thread_notify_site(N);
+            let _ = exporter.shutdown(Duration::from_secs(600));
+        }
+        "tracing" => {
+            let (provider, dispatch) = tracing_pipeline(&sink);
+            tracing::dispatcher::with_default(&dispatch, || calling_thread_tracing(N));
+            let _ = provider.shutdown();
+        }
+        "fastrace" => {
+            fastrace_pipeline(&sink);
+            calling_thread_fastrace(N);
+            fastrace::flush();
+        }
+        other => panic!(
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, tracing, fastrace)"
+        ),
+    }
+    println!("{case}: {N} events; delivered {}", sink.count());
+}
+
+fn main() {
+    if let Ok(case) = std::env::var("NOTIFY_EXPORT_CALLGRIND") {
+        callgrind(&case);
+        return;
+    }
+    let fastrace_sink = Nothing::default();
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion, &fastrace_sink);
+    criterion.final_summary();
+    // `cargo test --benches` runs this binary in test mode: skip the table there.
+    if std::env::args().any(|a| a == "--bench") {
+        let n = std::env::var("NOTIFY_EXPORT_EVENTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200_000);
+        table(n, &fastrace_sink);
+    }
+}

@@ -1,0 +1,145 @@
+//! What an [`OpenTelemetryExporter`](crate::OpenTelemetryExporter) did with the events it
+//! received: [`ExportStats`], the [`DropReport`] given to the drop hook, [`ExportError`].
+
+use std::fmt;
+
+/// Counters of one exporter since it was built, every one exact.
+///
+/// Every event the subscription hands over ends in exactly one of: exported, a drop cause, held by
+/// tail sampling, or still queued / being exported. After a [`force_flush`] without tail sampling
+/// (or a [`shutdown`], which decides held traces), `received() == exported + dropped()`.
+///
+/// [`force_flush`]: crate::OpenTelemetryExporter::force_flush
+/// [`shutdown`]: crate::OpenTelemetryExporter::shutdown
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExportStats {
+    /// Spans the `SpanExporter` accepted (its `export` returned `Ok`).
+    pub exported: u64,
+    /// Events dropped because the queue was full (policy `DropNewest`: the new event; `DropOldest`:
+    /// the oldest queued one; `Wait`: the new event after the wait timed out).
+    pub dropped_queue_full: u64,
+    /// Spans of batches the `SpanExporter` refused (its `export` returned `Err` or panicked).
+    pub dropped_exporter_error: u64,
+    /// Events that arrived after shutdown began, or were still queued when the shutdown's timeout
+    /// ran out.
+    pub dropped_shutdown: u64,
+    /// Events tail sampling dropped (not kept, evicted, over its limits): the details are in
+    /// [`TailStats`](crate::tail::TailStats).
+    pub dropped_tail_sampling: u64,
+    /// Events tail sampling holds now, waiting for their trace's local root.
+    pub held: u64,
+    /// Events the exporter thread took from the queue.
+    pub dequeued: u64,
+}
+
+impl ExportStats {
+    /// All drops, whatever the cause.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_queue_full + self.dropped_exporter_error + self.dropped_shutdown + self.dropped_tail_sampling
+    }
+
+    /// Events the subscription handed to the exporter: those it took from the queue, plus those
+    /// that never got in (queue full, shut down). Events in the queue right now are not counted
+    /// until taken, so this is exact once flushed.
+    pub fn received(&self) -> u64 {
+        self.dequeued + self.dropped_queue_full + self.dropped_shutdown
+    }
+
+    /// `self - earlier`, counter by counter (`held` is this one's).
+    pub(crate) fn since(&self, earlier: &ExportStats) -> ExportStats {
+        ExportStats {
+            exported: self.exported - earlier.exported,
+            dropped_queue_full: self.dropped_queue_full - earlier.dropped_queue_full,
+            dropped_exporter_error: self.dropped_exporter_error - earlier.dropped_exporter_error,
+            dropped_shutdown: self.dropped_shutdown - earlier.dropped_shutdown,
+            dropped_tail_sampling: self.dropped_tail_sampling - earlier.dropped_tail_sampling,
+            held: self.held,
+            dequeued: self.dequeued - earlier.dequeued,
+        }
+    }
+}
+
+impl fmt::Display for ExportStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "exported {}, dropped {} (queue full {}, exporter error {}, shutdown {}, tail sampling {}), held {}",
+            self.exported,
+            self.dropped(),
+            self.dropped_queue_full,
+            self.dropped_exporter_error,
+            self.dropped_shutdown,
+            self.dropped_tail_sampling,
+            self.held
+        )
+    }
+}
+
+/// What the drop hook receives: the drops of one burst (the counters' growth since the previous
+/// report), the totals, and the exporter's last error message when the burst had exporter errors.
+///
+/// The exporter thread reports once a burst is over (the queue drained) or, under sustained
+/// overload, at most once per `report_interval`; never per event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DropReport {
+    /// The counters' growth since the previous report.
+    pub burst: ExportStats,
+    /// The counters since the exporter was built.
+    pub total: ExportStats,
+    /// The `SpanExporter`'s last error (or panic message), when `burst.dropped_exporter_error > 0`.
+    pub last_error: Option<String>,
+}
+
+impl fmt::Display for DropReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "notify-opentelemetry dropped {} spans (queue full {}, exporter error {}, shutdown {}, tail sampling {}); in all: {}",
+            self.burst.dropped(),
+            self.burst.dropped_queue_full,
+            self.burst.dropped_exporter_error,
+            self.burst.dropped_shutdown,
+            self.burst.dropped_tail_sampling,
+            self.total
+        )?;
+        if let Some(error) = &self.last_error {
+            write!(f, "; last exporter error: {}", crate::escape(error))?;
+        }
+        Ok(())
+    }
+}
+
+/// Why [`force_flush`](crate::OpenTelemetryExporter::force_flush) or
+/// [`shutdown`](crate::OpenTelemetryExporter::shutdown) did not complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The exporter thread did not answer within the timeout (a slow `SpanExporter`); the counters
+    /// at the time are attached. For a shutdown, the thread still stops after its current export
+    /// and counts what it leaves as `dropped_shutdown`.
+    TimedOut(ExportStats),
+    /// The exporter was already shut down (by an earlier `shutdown`, or its thread ended); the
+    /// final counters are attached.
+    ShutDown(ExportStats),
+}
+
+impl ExportError {
+    /// The counters attached to the error.
+    pub fn stats(&self) -> ExportStats {
+        match self {
+            ExportError::TimedOut(stats) | ExportError::ShutDown(stats) => *stats,
+        }
+    }
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportError::TimedOut(stats) => write!(f, "the OpenTelemetry exporter thread timed out ({stats})"),
+            ExportError::ShutDown(stats) => write!(f, "the OpenTelemetry exporter is shut down ({stats})"),
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}

@@ -1,0 +1,362 @@
+//! Exact accounting: every event handed to the exporter is exported (accepted by the
+//! SpanExporter) or dropped with a cause, under each overflow policy, with failing and panicking
+//! exporters, and at shutdown; drops are reported once per burst.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use notify_core::{Notifier, Pattern, Payload};
+use notify_opentelemetry::{DropReport, ExportError, OpenTelemetryExporter, OverflowPolicy};
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData, SpanExporter};
+
+const BURST: u64 = 100_000;
+
+/// Publishes `n` events `burst.otel_accounting` (payload `i`) on `notifier`.
+fn burst(notifier: &Notifier, n: u64) {
+    for i in 0..n {
+        notifier.instrument("burst.otel_accounting", || Payload::new().with("i", i), |_| ());
+    }
+}
+
+/// The drop reports a hook received.
+fn report_sink() -> (
+    Arc<Mutex<Vec<DropReport>>>,
+    impl Fn(&DropReport) + Send + Sync + 'static,
+) {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    (reports, move |r: &DropReport| sink.lock().unwrap().push(r.clone()))
+}
+
+fn i_of(span: &SpanData) -> i64 {
+    match span
+        .attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == "i")
+        .map(|kv| &kv.value)
+    {
+        Some(opentelemetry::Value::I64(i)) => *i,
+        other => panic!("no i: {other:?}"),
+    }
+}
+
+#[test]
+fn a_100000_event_burst_dropping_newest_is_counted_exactly() {
+    let memory = InMemorySpanExporter::default();
+    let (reports, hook) = report_sink();
+    let exporter = OpenTelemetryExporter::builder(memory.clone())
+        .queue_capacity(1_024)
+        .on_drops(hook)
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, BURST);
+    let stats = exporter.force_flush().unwrap();
+    let held = memory.get_finished_spans().unwrap().len() as u64;
+    assert_eq!(stats.exported, held, "exported is what the SpanExporter holds");
+    assert_eq!(stats.exported + stats.dropped(), BURST, "{stats:?}");
+    assert_eq!(stats.dropped(), stats.dropped_queue_full, "{stats:?}");
+    assert_eq!(stats.received(), BURST);
+    assert_eq!(exporter.exported(), held);
+    // Each report carries a burst's growth; together they account for every drop.
+    let reports = reports.lock().unwrap();
+    let reported: u64 = reports.iter().map(|r| r.burst.dropped_queue_full).sum();
+    assert_eq!(reported, stats.dropped_queue_full);
+    assert!(reports.len() as u64 <= stats.dropped_queue_full.max(1));
+}
+
+#[test]
+fn a_100000_event_burst_with_the_wait_policy_drops_nothing() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::builder(memory.clone())
+        .queue_capacity(256)
+        .max_batch_size(64)
+        .overflow_policy(OverflowPolicy::Wait(Duration::MAX))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, BURST);
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!(stats.exported, BURST, "{stats:?}");
+    assert_eq!(stats.dropped(), 0, "{stats:?}");
+    let spans = memory.get_finished_spans().unwrap();
+    assert_eq!(spans.len() as u64, BURST);
+    // One producer: the queue keeps publish order.
+    assert!(spans.iter().map(i_of).eq(0..BURST as i64));
+}
+
+/// A SpanExporter that blocks while its gate is closed (so a test can fill the queue behind it),
+/// then keeps what it gets.
+#[derive(Debug, Default)]
+struct Gated {
+    closed: Mutex<bool>,
+    opened: Condvar,
+    spans: Mutex<Vec<SpanData>>,
+    entered: AtomicBool,
+}
+
+impl Gated {
+    fn new() -> Arc<Gated> {
+        Arc::new(Gated {
+            closed: Mutex::new(true),
+            ..Gated::default()
+        })
+    }
+    fn open(&self) {
+        *self.closed.lock().unwrap() = false;
+        self.opened.notify_all();
+    }
+}
+
+#[derive(Debug)]
+struct GatedExporter(Arc<Gated>);
+
+impl SpanExporter for GatedExporter {
+    fn export(&self, batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        self.0.entered.store(true, Ordering::SeqCst);
+        let mut closed = self.0.closed.lock().unwrap();
+        while *closed {
+            closed = self.0.opened.wait(closed).unwrap();
+        }
+        drop(closed);
+        self.0.spans.lock().unwrap().extend(batch);
+        async { Ok(()) }
+    }
+}
+
+#[test]
+fn dropping_oldest_keeps_the_newest_and_reports_the_burst_once() {
+    let gate = Gated::new();
+    let (reports, hook) = report_sink();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .queue_capacity(100)
+        .max_batch_size(100)
+        .scheduled_delay(Duration::from_secs(3600))
+        .report_interval(Duration::from_secs(3600))
+        .overflow_policy(OverflowPolicy::DropOldest)
+        .on_drops(hook)
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 10_000);
+    gate.open();
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!(stats.exported + stats.dropped_queue_full, 10_000, "{stats:?}");
+    assert_eq!(stats.dropped(), stats.dropped_queue_full);
+    let spans = gate.spans.lock().unwrap();
+    assert_eq!(spans.len() as u64, stats.exported);
+    // The newest 100 survive the burst (what the thread took before, if anything, is older).
+    let tail: Vec<i64> = spans[spans.len() - 100..].iter().map(i_of).collect();
+    assert_eq!(tail, (9_900..10_000).collect::<Vec<_>>());
+    // One burst, one report, with exactly its drops.
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].burst.dropped_queue_full, stats.dropped_queue_full);
+    assert_eq!(reports[0].total, stats);
+    assert_eq!(reports[0].last_error, None);
+}
+
+#[test]
+fn dropping_newest_behind_a_stuck_exporter_drops_exactly_the_overflow() {
+    let gate = Gated::new();
+    let (reports, hook) = report_sink();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .queue_capacity(50)
+        .max_batch_size(50)
+        .scheduled_delay(Duration::from_secs(3600))
+        .report_interval(Duration::from_secs(3600))
+        .on_drops(hook)
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    // Fill the queue and let the thread take one batch into the stuck export.
+    burst(&notifier, 50);
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Now 50 fit in the queue again; the other 900 are dropped, the newest ones.
+    burst(&notifier, 950);
+    let before = exporter.stats();
+    assert_eq!(before.dropped_queue_full, 900, "{before:?}");
+    assert_eq!(before.exported, 0);
+    gate.open();
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!((stats.exported, stats.dropped_queue_full), (100, 900), "{stats:?}");
+    let spans = gate.spans.lock().unwrap();
+    assert!(spans.iter().map(i_of).eq((0..50).chain(0..50)));
+    assert_eq!(reports.lock().unwrap().len(), 1);
+}
+
+/// A SpanExporter that refuses every other batch and panics on the third.
+#[derive(Debug, Default)]
+struct Flaky {
+    calls: AtomicUsize,
+    accepted: Mutex<Vec<SpanData>>,
+}
+
+#[derive(Debug)]
+struct FlakyExporter(Arc<Flaky>);
+
+impl SpanExporter for FlakyExporter {
+    fn export(&self, batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        let call = self.0.calls.fetch_add(1, Ordering::SeqCst);
+        let result = match call {
+            2 => panic!("collector exploded"),
+            c if c % 2 == 1 => Err(OTelSdkError::InternalFailure("collector said 503".into())),
+            _ => {
+                self.0.accepted.lock().unwrap().extend(batch);
+                Ok(())
+            }
+        };
+        async move { result }
+    }
+}
+
+#[test]
+fn refused_and_panicking_exports_are_counted_as_exporter_errors_and_the_thread_survives() {
+    let flaky = Arc::new(Flaky::default());
+    let (reports, hook) = report_sink();
+    let exporter = OpenTelemetryExporter::builder(FlakyExporter(flaky.clone()))
+        .max_batch_size(10)
+        .on_drops(hook)
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    // Five flushes of 10 events: calls 0 ok, 1 err, 2 panic, 3 err, 4 ok.
+    for round in 0..5 {
+        burst(&notifier, 10);
+        let stats = exporter.force_flush().unwrap();
+        assert_eq!(
+            stats.exported + stats.dropped_exporter_error,
+            10 * (round + 1),
+            "{stats:?}"
+        );
+    }
+    let stats = exporter.stats();
+    assert_eq!((stats.exported, stats.dropped_exporter_error), (20, 30), "{stats:?}");
+    assert_eq!(flaky.accepted.lock().unwrap().len(), 20);
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 3, "one report per failed flush: {reports:?}");
+    assert_eq!(
+        reports
+            .iter()
+            .map(|r| r.burst.dropped_exporter_error)
+            .collect::<Vec<_>>(),
+        [10, 10, 10]
+    );
+    assert_eq!(
+        reports[0].last_error.as_deref(),
+        Some("Operation failed: collector said 503")
+    );
+    assert_eq!(reports[1].last_error.as_deref(), Some("panicked: collector exploded"));
+    assert!(reports[0].to_string().contains("exporter error 10"), "{}", reports[0]);
+}
+
+#[test]
+fn shutdown_exports_what_is_queued_then_counts_later_events_as_shutdown_drops() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::builder(memory.clone())
+        .scheduled_delay(Duration::from_secs(3600))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 300);
+    // Nothing exported yet: below a batch, long delay. Shutdown exports it all.
+    let stats = exporter.shutdown(Duration::from_secs(30)).unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (300, 0), "{stats:?}");
+    burst(&notifier, 7);
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.received()),
+        (300, 7, 307)
+    );
+    assert_eq!(
+        exporter.shutdown(Duration::from_secs(1)),
+        Err(ExportError::ShutDown(stats))
+    );
+    assert_eq!(exporter.force_flush(), Err(ExportError::ShutDown(stats)));
+}
+
+#[test]
+fn a_flush_that_times_out_says_so_with_the_counters() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone())).build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 5);
+    let error = exporter
+        .force_flush_with_timeout(Duration::from_millis(50))
+        .unwrap_err();
+    assert!(
+        matches!(error, ExportError::TimedOut(s) if s.exported == 0),
+        "{error:?}"
+    );
+    gate.open();
+    // The flush asked for above completes; a new one sees all five.
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (5, 0));
+}
+
+#[test]
+fn a_queue_smaller_than_a_batch_still_wakes_the_exporter_thread() {
+    let memory = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::builder(memory.clone())
+        .queue_capacity(10)
+        .scheduled_delay(Duration::from_secs(3600))
+        .overflow_policy(OverflowPolicy::Wait(Duration::from_secs(60)))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    let started = std::time::Instant::now();
+    burst(&notifier, 1_000);
+    // Without the batch clamped to the queue, each full queue waited for the hour-long delay (the
+    // first wait timed out after 60 s and dropped).
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
+}
+
+#[test]
+fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .queue_capacity(1)
+        .overflow_policy(OverflowPolicy::Wait(Duration::MAX))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    // One event stuck in the export, one in the queue; five producers wait for room.
+    burst(&notifier, 1);
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    burst(&notifier, 1);
+    let producers: Vec<_> = (0..5)
+        .map(|_| {
+            let notifier = notifier.clone();
+            std::thread::spawn(move || burst(&notifier, 1))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    // The export is still stuck: the shutdown times out, but the waiting producers return.
+    let error = exporter.shutdown(Duration::from_millis(100)).unwrap_err();
+    assert!(matches!(error, ExportError::TimedOut(_)), "{error:?}");
+    for producer in producers {
+        producer.join().unwrap();
+    }
+    assert_eq!(exporter.stats().dropped_shutdown, 5, "{:?}", exporter.stats());
+    // Released, the thread exports what it holds and ends: all seven accounted for.
+    gate.open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while exporter.stats().exported < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.received()),
+        (2, 5, 7),
+        "{stats:?}"
+    );
+}
