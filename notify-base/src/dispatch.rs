@@ -824,6 +824,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                 allocations: measured.allocations,
                 outcome,
                 location: context.location,
+                sampled: context.sampled,
+                parent_remote: context.parent_remote,
             });
             deliver_shared(&mut self.failures, resolved, &shared);
             return;

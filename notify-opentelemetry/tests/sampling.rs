@@ -2,12 +2,12 @@
 
 use notify_core::{Event, Notifier, Pattern, Payload, Sampler};
 use notify_opentelemetry::OpenTelemetryExporter;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SimpleSpanProcessor};
+use opentelemetry_sdk::trace::InMemorySpanExporter;
 
 #[test]
 fn unsampled_traces_are_not_exported_but_still_delivered() {
     let memory = InMemorySpanExporter::default();
-    let exporter = OpenTelemetryExporter::with_processor(SimpleSpanProcessor::new(memory.clone()));
+    let exporter = OpenTelemetryExporter::new(memory.clone());
     let notifier = Notifier::new();
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = seen.clone();
@@ -27,6 +27,7 @@ fn unsampled_traces_are_not_exported_but_still_delivered() {
         });
         sampled_roots += usize::from(kept);
     }
+    exporter.force_flush().unwrap();
     let spans = memory.get_finished_spans().unwrap();
     assert!(sampled_roots > 0 && sampled_roots < 200, "{sampled_roots}");
     assert_eq!(
