@@ -100,7 +100,9 @@ fn http(c: &mut Criterion) {
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .service(service_fn(handler));
     // tracing with no subscriber: TraceLayer's own disabled cost, the peer of notify_unlistened.
-    group.bench_function("tower_http_trace_disabled", |b| b.iter(|| black_box(one_request(black_box(&traced)))));
+    group.bench_function("tower_http_trace_disabled", |b| {
+        b.iter(|| black_box(one_request(black_box(&traced))))
+    });
     let registry = tracing_subscriber::registry();
     tracing::subscriber::with_default(registry, || {
         group.bench_function("tower_http_trace", |b| {

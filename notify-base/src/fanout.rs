@@ -658,8 +658,7 @@ impl Fanout {
     pub(crate) fn replace(&self, old: SubscriptionId, pattern: Pattern, subscriber: Subscriber) -> SubscriptionId {
         let change = self.write(|_, subscriptions| {
             let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
-            let added: Group =
-                smallvec::smallvec![Arc::new(Entry::new(id, pattern, subscriber, self.failures.clone()))];
+            let added: Group = smallvec::smallvec![Arc::new(Entry::new(id, pattern, subscriber, self.failures.clone()))];
             let removed: Group = subscriptions.get(&old).map(|e| e.0.clone()).into_iter().collect();
             Some(Planned {
                 added,

@@ -181,7 +181,7 @@ where
             return ResponseFuture::new(self.inner.call(request), None);
         };
         // Not started yet: cannot fail. Its parent is the current event.
-        let _ = handle.start_detached();
+        let _ = handle.start();
         if !handle.is_listened() {
             crate::propagation::inject_current(request.headers_mut());
             return ResponseFuture::new(self.inner.call(request), None);

@@ -46,8 +46,16 @@
 //! * **Context.** The event is the current event while the handler runs (its futures are polled
 //!   and its body is produced with it current): events the handler makes are its children, and
 //!   work it spawns with [`in_current_context`](notify_core::Instrument::in_current_context)
-//!   too. A request with a valid W3C `traceparent` continues that trace
-//!   ([`ServerLayer::continue_trace`]).
+//!   too.
+//! * **Trace context in.** A request with a valid W3C `traceparent` continues that trace: its
+//!   event has the header's trace id, the sender's span as parent, and
+//!   [`parent_is_remote`](notify_core::Event::parent_is_remote). An absent or malformed header
+//!   starts a new trace, never an error the request sees, counted by
+//!   [`trace_context::stats`](notify_core::trace_context::stats). Turn it off at a trust
+//!   boundary with [`ServerLayer::continue_trace`]. The header is read only when someone listens
+//!   to the server event.
+//! * **Trace context out.** [`ClientLayer`] sets the call's `traceparent` to its own event (a
+//!   child of the current one), or to the current event when nobody listens to calls.
 //! * **Status.** A failing status is recorded as the payload's `exception` (type `"http.status"`,
 //!   message `"500 Internal Server Error"`), which log subscribers and the OpenTelemetry bridge
 //!   report as an error; the [`Outcome`](notify_core::Outcome) stays about how the request
@@ -56,8 +64,14 @@
 //! * **Headers.** None are recorded unless asked. Sensitive ones (`authorization`,
 //!   `proxy-authorization`, `cookie`, `set-cookie` by default) are recorded as [`REDACTED`], and
 //!   the notifier's redaction policy, if any, applies to the whole payload as to every event.
-//! * **Cost.** With the default name on the global notifier, a request that nobody listens to
-//!   costs one atomic load and a branch more than without the layer (benches/http.rs).
+//! * **Cost.** With the default name on the global notifier, whether anybody listens is one
+//!   atomic load and a branch (a static callsite); the rest of an unlistened request's overhead
+//!   is the wrapping of its future and body (about 300 instructions per request in
+//!   `benches/http.rs` under callgrind, against about 1,200 for tower-http's `TraceLayer` with
+//!   tracing disabled). Another name or notifier adds a name lookup (about 10 ns).
+//! * **Not collected:** facts added with [`notify_core::record`] from the handler are not moved
+//!   into the request's event (the layer finishes it with a [`Handle`](notify_core::Handle),
+//!   which collects only the facts of the finishing thread).
 
 #![warn(missing_docs)]
 

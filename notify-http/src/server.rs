@@ -264,7 +264,7 @@ impl<S, C: Classify> ServerService<S, C> {
             }
         }
         // Not started yet: cannot fail.
-        let _ = handle.start_detached();
+        let _ = handle.start();
         let request = Request::from_parts(parts, body);
         if !handle.is_listened() {
             return ResponseFuture::new(self.inner.call(request), None);

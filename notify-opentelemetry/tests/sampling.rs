@@ -27,8 +27,9 @@ fn unsampled_traces_are_not_exported_but_still_delivered() {
         });
         sampled_roots += usize::from(kept);
     }
-    exporter.force_flush().unwrap();
+    let stats = exporter.force_flush().unwrap();
     let spans = memory.get_finished_spans().unwrap();
+    assert_eq!(stats.exported, spans.len() as u64);
     assert!(sampled_roots > 0 && sampled_roots < 200, "{sampled_roots}");
     assert_eq!(
         spans.len(),

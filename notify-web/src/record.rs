@@ -14,6 +14,7 @@ pub struct TraceEvent {
     name: Arc<str>,
     id: EventId,
     parent_id: Option<EventId>,
+    parent_remote: bool,
     start: Instant,
     start_time: SystemTime,
     duration: Duration,
@@ -55,6 +56,7 @@ impl TraceEvent {
             name,
             id: event.id(),
             parent_id: event.parent_id(),
+            parent_remote: event.parent_is_remote(),
             start: event.start(),
             start_time: event.start_time(),
             duration: event.duration(),
@@ -77,6 +79,18 @@ impl TraceEvent {
     /// The parent's event id; `None` for the root of a trace.
     pub fn parent_id(&self) -> Option<EventId> {
         self.parent_id
+    }
+
+    /// True when the parent lives in another process (the event continued a W3C `traceparent`,
+    /// [`Event::parent_is_remote`](notify_core::Event::parent_is_remote)): the local root of its
+    /// trace.
+    pub fn parent_is_remote(&self) -> bool {
+        self.parent_remote
+    }
+
+    /// The local root of its trace: no parent, or a parent in another process.
+    pub(crate) fn is_local_root(&self) -> bool {
+        self.parent_id.is_none() || self.parent_remote
     }
 
     /// When the event started (monotonic clock).
@@ -182,7 +196,7 @@ impl Trace {
     /// of a trace continued from another process), the last finished event whose parent is not
     /// in the trace. `None` only for a trace without events.
     pub fn root(&self) -> Option<&TraceEvent> {
-        if let Some(root) = self.events.iter().rev().find(|e| e.parent_id.is_none()) {
+        if let Some(root) = self.events.iter().rev().find(|e| e.is_local_root()) {
             return Some(root);
         }
         let ids: std::collections::HashSet<EventId> = self.events.iter().map(|e| e.id).collect();

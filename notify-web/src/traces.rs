@@ -51,12 +51,14 @@ impl TraceBuffer {
     }
 
     /// Adds one finished event of trace `trace_id`, arrived at `now`. The trace is finished when
-    /// its root (an event without a parent) arrives, or by [`settle`](TraceBuffer::settle) once
-    /// no event of it arrived for `remote_root_wait` (its local root has a parent in another
-    /// process); an event arriving after that joins the finished trace while it is still kept.
+    /// its local root arrives (an event without a parent, or whose parent is marked remote: it
+    /// continued a W3C `traceparent`), or by [`settle`](TraceBuffer::settle) once no event of it
+    /// arrived for `remote_root_wait` (a local root whose remote parent was not marked, e.g. one
+    /// given by hand with `instrument_with_parent`); an event arriving after that joins the
+    /// finished trace while it is still kept.
     pub(crate) fn push(&mut self, trace_id: TraceId, event: TraceEvent, now: Instant) {
         self.settle(now);
-        let is_root = event.parent_id().is_none();
+        let is_root = event.is_local_root();
         if let Some(trace) = self.finished.iter_mut().rev().find(|t| t.trace_id == trace_id) {
             let trace = Arc::make_mut(trace);
             Self::append(

@@ -238,6 +238,30 @@ fn a_token_with_reserved_characters_works_url_encoded() {
 /// Issue 35 item 6: a request that arrived with a W3C `traceparent` makes a local root whose
 /// parent is in another process; its trace has no event without a parent.
 #[test]
+fn a_trace_continued_from_a_traceparent_is_complete_when_its_local_root_ends() {
+    use notify_core::{Context, EventId, TraceId};
+    use std::time::Duration;
+
+    let notifier = Notifier::new();
+    // A wait far longer than the test: completion must come from the remote mark, not the wait.
+    let recorder = TraceRecorder::new(WebOptions::new().remote_root_wait(Duration::from_secs(3600)));
+    let _s = attach(&notifier, &recorder);
+    let trace_id: TraceId = "4bf92f3577b34da6a3ce929d0e0e4736".parse().unwrap();
+    let caller = Context::remote(trace_id, EventId::new(0x00f0_67aa_0ba9_02b7), true);
+    caller.in_scope(|| {
+        notifier.instrument("request.http", Payload::new, |_| {
+            notifier.instrument("query.sql", Payload::new, |_| ());
+        });
+    });
+    let traces = recorder.traces();
+    assert_eq!(traces.len(), 1);
+    assert!(traces[0].is_complete());
+    let root = traces[0].root().unwrap();
+    assert_eq!((root.name(), root.parent_is_remote()), ("request.http", true));
+    assert_eq!(recorder.counts().pending_traces, 0);
+}
+
+#[test]
 fn a_trace_whose_local_root_has_a_remote_parent_is_listed_complete_with_its_root() {
     use notify_core::{Context, EventId, TraceId};
     use std::time::Duration;
