@@ -74,7 +74,7 @@ impl EventedSubscriber for Holding {
 /// both failures are reported once each (the callback's, then the drop's), and the next event
 /// reaches the other subscriber.
 #[test]
-fn r33_3_a_detached_subscriber_whose_drop_panics_does_not_unwind_into_instrument() {
+fn issue33_3_a_detached_subscriber_whose_drop_panics_does_not_unwind_into_instrument() {
     quiet_panics();
     let notifier = Notifier::new();
     let reports = capture(&notifier);
@@ -128,7 +128,7 @@ fn r33_3_a_detached_subscriber_whose_drop_panics_does_not_unwind_into_instrument
 /// used to unwind out of `instrument`; now the event is finished (the subscriber still gets its
 /// finish), the block's value returned, and the drop's panic reported once.
 #[test]
-fn r33_3_unsubscribed_while_in_flight_its_drop_panic_does_not_unwind_into_instrument() {
+fn issue33_3_unsubscribed_while_in_flight_its_drop_panic_does_not_unwind_into_instrument() {
     quiet_panics();
     let notifier = Notifier::new();
     let reports = capture(&notifier);
@@ -168,7 +168,7 @@ fn r33_3_unsubscribed_while_in_flight_its_drop_panic_does_not_unwind_into_instru
 /// The thread that unsubscribes drops the last reference (no event in flight): the panic used to
 /// unwind out of `unsubscribe`; now it returns `Ok` and the drop is reported once.
 #[test]
-fn r33_3_unsubscribe_of_a_subscriber_whose_drop_panics_returns_ok() {
+fn issue33_3_unsubscribe_of_a_subscriber_whose_drop_panics_returns_ok() {
     quiet_panics();
     let notifier = Notifier::new();
     let reports = capture(&notifier);
@@ -208,7 +208,7 @@ fn r33_3_unsubscribe_of_a_subscriber_whose_drop_panics_returns_ok() {
 /// The notifier itself is dropped with subscriptions whose drops panic: each is reported once
 /// through the hook it had (the entries keep it), and nothing unwinds out of the drop.
 #[test]
-fn r33_3_dropping_a_notifier_with_subscribers_whose_drop_panics_reports_each_once() {
+fn issue33_3_dropping_a_notifier_with_subscribers_whose_drop_panics_reports_each_once() {
     quiet_panics();
     let notifier = Notifier::new();
     let reports = capture(&notifier);
@@ -238,7 +238,7 @@ fn r33_3_dropping_a_notifier_with_subscribers_whose_drop_panics_reports_each_onc
 /// The event's clone of the old hook is its last reference: dropped under the guard, it used to
 /// unwind out of `instrument`.
 #[test]
-fn r33_3_a_failure_hook_replaced_while_it_runs_whose_drop_panics_does_not_unwind() {
+fn issue33_3_a_failure_hook_replaced_while_it_runs_whose_drop_panics_does_not_unwind() {
     quiet_panics();
     let notifier = Notifier::new();
     let drops = Arc::new(AtomicU64::new(0));
@@ -272,7 +272,7 @@ fn r33_3_a_failure_hook_replaced_while_it_runs_whose_drop_panics_does_not_unwind
 /// subscriber is dropped when the handle finishes (or is dropped). Neither unwinds; the evented
 /// subscriber still gets its finish, and the drop is reported once.
 #[test]
-fn r33_3_a_handle_finishing_after_an_unsubscribe_does_not_unwind() {
+fn issue33_3_a_handle_finishing_after_an_unsubscribe_does_not_unwind() {
     quiet_panics();
     let notifier = Notifier::new();
     let reports = capture(&notifier);
@@ -317,7 +317,7 @@ fn r33_3_a_handle_finishing_after_an_unsubscribe_does_not_unwind() {
 /// reference goes (here the notifier's drop; it can be the last registry entry's, on an
 /// instrumenting thread). A hook whose captures panic when dropped is swallowed there.
 #[test]
-fn r33_3_a_failure_hook_that_panics_when_dropped_does_not_unwind_out_of_the_notifiers_drop() {
+fn issue33_3_a_failure_hook_that_panics_when_dropped_does_not_unwind_out_of_the_notifiers_drop() {
     quiet_panics();
     let notifier = Notifier::new();
     let drops = Arc::new(AtomicU64::new(0));

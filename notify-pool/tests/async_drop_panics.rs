@@ -107,7 +107,7 @@ fn held_on_the_worker(
 /// delivered and `flush` never returned. Now the panic is reported once (on the worker, as a
 /// drop failure), counted, and the one worker goes on delivering.
 #[test]
-fn r33_3_a_subscriber_dropped_last_by_a_worker_panicking_does_not_kill_it() {
+fn issue33_3_a_subscriber_dropped_last_by_a_worker_panicking_does_not_kill_it() {
     quiet_panics();
     let (pool, reports) = reporting_pool("r33drop");
     let notifier = Notifier::new();
@@ -146,7 +146,7 @@ fn r33_3_a_subscriber_dropped_last_by_a_worker_panicking_does_not_kill_it() {
 /// panic there (flush from a pool's own thread), which killed the worker. Now flush returns false
 /// at once (33.4), nothing panics, and the worker goes on.
 #[test]
-fn r33_3_flush_from_a_drop_run_by_the_worker_returns_false_at_once() {
+fn issue33_3_flush_from_a_drop_run_by_the_worker_returns_false_at_once() {
     quiet_panics();
     let (pool, reports) = reporting_pool("r33flushdrop");
     let notifier = Notifier::new();
@@ -175,7 +175,7 @@ fn r33_3_flush_from_a_drop_run_by_the_worker_returns_false_at_once() {
 /// its last reference, on the caller's thread. The panic used to unwind out of `shutdown`; now it
 /// is reported once and the report is exact.
 #[test]
-fn r33_3_a_subscriber_dropped_last_by_shutdown_does_not_unwind_out_of_it() {
+fn issue33_3_a_subscriber_dropped_last_by_shutdown_does_not_unwind_out_of_it() {
     quiet_panics();
     let (pool, reports) = reporting_pool("r33shutdown");
     let notifier = Notifier::new();
@@ -244,7 +244,7 @@ impl Drop for CountedDrop {
 /// 33.3: a fan-out group whose members' captures panic when dropped (members 0 and 2 of 3): each
 /// is reported once, with its own mailbox id, and every member is still dropped.
 #[test]
-fn r33_3_fanout_members_that_panic_when_dropped_are_each_reported_once() {
+fn issue33_3_fanout_members_that_panic_when_dropped_are_each_reported_once() {
     quiet_panics();
     let (pool, reports) = reporting_pool("r33fanout");
     let notifier = Notifier::new();
@@ -289,7 +289,7 @@ fn r33_3_fanout_members_that_panic_when_dropped_are_each_reported_once() {
 /// panic when dropped. The worker's clone of the old hook is its last reference: it is dropped
 /// inside the guard, and the worker lives on.
 #[test]
-fn r33_3_a_replaced_failure_hook_that_panics_when_dropped_does_not_kill_the_worker() {
+fn issue33_3_a_replaced_failure_hook_that_panics_when_dropped_does_not_kill_the_worker() {
     quiet_panics();
     let pool = WorkerPool::builder().threads(1).name("r33hook").build();
     let notifier = Notifier::new();
@@ -329,7 +329,7 @@ fn r33_3_a_replaced_failure_hook_that_panics_when_dropped_does_not_kill_the_work
 /// which waited for them (`flush_timeout` false after its whole timeout, workers detached at
 /// shutdown). Now a flush on a pool's thread returns false at once, and everything finishes.
 #[test]
-fn r33_4_two_pools_whose_callbacks_flush_each_other_do_not_deadlock() {
+fn issue33_4_two_pools_whose_callbacks_flush_each_other_do_not_deadlock() {
     let a = WorkerPool::builder().threads(1).name("r33a").build();
     let b = WorkerPool::builder().threads(1).name("r33b").build();
     let notifier = Notifier::new();
@@ -377,7 +377,7 @@ fn r33_4_two_pools_whose_callbacks_flush_each_other_do_not_deadlock() {
 /// for up to `DROP_DEADLINE` and then abandoning A's queued events; now it hands the shutdown to a
 /// short-lived thread: B's callback returns at once, and A still delivers everything queued.
 #[test]
-fn r33_4_a_pool_dropped_on_another_pools_worker_does_not_hold_it() {
+fn issue33_4_a_pool_dropped_on_another_pools_worker_does_not_hold_it() {
     let a = WorkerPool::builder().threads(1).name("r33dropa").build();
     let b = WorkerPool::builder().threads(1).name("r33dropb").build();
     let notifier = Notifier::new();
@@ -430,7 +430,7 @@ fn r33_4_a_pool_dropped_on_another_pools_worker_does_not_hold_it() {
 /// panic when dropped used to unwind out of that drop; now it is swallowed, as a panic in a hook
 /// is.
 #[test]
-fn r33_3_hooks_that_panic_when_dropped_do_not_unwind_out_of_the_pools_drop() {
+fn issue33_3_hooks_that_panic_when_dropped_do_not_unwind_out_of_the_pools_drop() {
     quiet_panics();
     let drops = Arc::new(AtomicU64::new(0));
     let (d1, d2) = (drops.clone(), drops.clone());

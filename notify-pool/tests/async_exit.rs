@@ -180,5 +180,5 @@ fn main() {
         }
         assert!(lost > 0, "run {run_index}: main returned with events queued");
     }
-    println!("r33_10_the_exit_report_counts_exactly_what_was_never_delivered ... ok");
+    println!("issue33_10_the_exit_report_counts_exactly_what_was_never_delivered ... ok");
 }
