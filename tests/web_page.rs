@@ -1,6 +1,6 @@
 //! The live page in a real browser: starts `bookstore --serve` on a free loopback port, loads the
 //! index and a trace in headless Chromium (Debian's `chromium`), checks the rendered DOM, and
-//! saves screenshots to `target/notify-web/` (the README's `docs/trace-view.png` comes from here).
+//! saves screenshots to `target/tmp/notify-web/` (the README's `docs/trace-view.png` comes from here).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -40,14 +40,12 @@ use crate::sync_spans::{self, SyncOpen};
 /// * closed when the event finishes.
 ///
 /// **Threads.** tracing keeps the entered spans per thread, and only the thread that entered a
-/// span can exit it. A started [`Handle`](notify_core::Handle) moved to another thread and
-/// finished there leaves its span entered on the starting thread until that thread's next bridged
-/// event (its start or finish, or [`TracingSubscriber::open_spans`]): then the fields the block
-/// added are recorded, the span is exited and closed. Until then what that thread emits to
-/// tracing still nests under it. A thread that exits before that leaves the span open for good
-/// (exiting or closing a span from a thread-local's destructor can panic inside tracing's
-/// layers). A thread keeps at most 256 entered spans (of handles started
-/// there and not finished); past that the oldest is exited and closed.
+/// span can exit it. A span is entered exactly while its event is current on a thread: the block
+/// of `instrument` or of an `#[instrument_event]` function, each poll of an instrumented future,
+/// and the scopes of a started [`Handle`](notify_core::Handle) (`Handle::enter`, a `!Send`
+/// guard, and `Handle::in_scope`). A started handle is not current outside its scopes, so moving
+/// it to another thread and finishing it there leaves no span entered anywhere. A thread keeps at
+/// most 256 entered spans; past that the oldest is exited and closed.
 ///
 /// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at
 /// finish, with every payload entry and `notify.duration_ns`, parented to the tracing span current
