@@ -11,13 +11,16 @@
 //! | `transaction_id` | number ([`TransactionId`](crate::TransactionId)) |
 //! | `parent_id` | as `id`, or `null` |
 //! | `trace_id` | 32 lowercase hex digits (W3C trace-context) |
+//! | `sampled` | bool: the trace's head-sampling decision ([`Event::is_sampled`]) |
+//! | `parent_is_remote` | bool: the parent lives in another process ([`Event::parent_is_remote`]) |
 //! | `outcome` | `"completed"`, `"panicked"` or `"cancelled"` |
 //! | `payload` | map (see [`Payload`](crate::Payload)) |
 //! | `cpu_time_ns`, `allocations` | number or `null` |
 //! | `location` | `{"file", "line", "module_path"}` or `null`; written, not read back |
 //!
 //! Reading one back needs `name`, `start`, `duration_ns` (or `end`), `id`, `transaction_id` and `trace_id`;
-//! the other fields default (no parent, completed, empty payload, not measured), and fields this
+//! the other fields default (no parent, completed, empty payload, not measured, sampled, parent not
+//! remote), and fields this
 //! version does not know are skipped, so a newer writer's events still read. The event gets its
 //! monotonic `start` from its wall-clock `start` (through this process's clock anchor) and
 //! `end = start + duration`, so its duration is exact.
@@ -86,7 +89,7 @@ impl<'de> Deserialize<'de> for Time {
 
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Event", 13)?;
+        let mut st = s.serialize_struct("Event", 15)?;
         st.serialize_field("name", self.name())?;
         st.serialize_field("start", &Time(self.start_time()))?;
         st.serialize_field("end", &Time(self.end_time()))?;
@@ -95,6 +98,8 @@ impl Serialize for Event {
         st.serialize_field("parent_id", &self.parent_id())?;
         st.serialize_field("transaction_id", &self.transaction_id())?;
         st.serialize_field("trace_id", &self.trace_id())?;
+        st.serialize_field("sampled", &self.is_sampled())?;
+        st.serialize_field("parent_is_remote", &self.parent_is_remote())?;
         st.serialize_field("outcome", &self.outcome())?;
         st.serialize_field("payload", self.payload())?;
         st.serialize_field("cpu_time_ns", &self.cpu_time().map(Nanos))?;
@@ -135,6 +140,8 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut transaction_id: Option<TransactionId> = None;
         let mut trace_id: Option<TraceId> = None;
         let mut outcome: Option<Outcome> = None;
+        let mut sampled: Option<bool> = None;
+        let mut parent_remote: Option<bool> = None;
         let mut payload: Option<Payload> = None;
         let mut cpu_time: Option<Option<u128>> = None;
         let mut allocations: Option<Option<u64>> = None;
@@ -160,6 +167,8 @@ impl<'de> Visitor<'de> for EventVisitor {
                 "transaction_id" => set(&mut map, &mut transaction_id, "transaction_id")?,
                 "trace_id" => set(&mut map, &mut trace_id, "trace_id")?,
                 "outcome" => set(&mut map, &mut outcome, "outcome")?,
+                "sampled" => set(&mut map, &mut sampled, "sampled")?,
+                "parent_is_remote" => set(&mut map, &mut parent_remote, "parent_is_remote")?,
                 "payload" => set(&mut map, &mut payload, "payload")?,
                 "cpu_time_ns" => set(&mut map, &mut cpu_time, "cpu_time_ns")?,
                 "allocations" => set(&mut map, &mut allocations, "allocations")?,
@@ -189,6 +198,8 @@ impl<'de> Visitor<'de> for EventVisitor {
         event.trace_id = trace_id.ok_or_else(|| de::Error::missing_field("trace_id"))?;
         event.parent_id = parent_id.flatten();
         event.outcome = outcome.unwrap_or_default();
+        event.sampled = sampled.unwrap_or(true);
+        event.parent_remote = parent_remote.unwrap_or(false);
         event.cpu_time = cpu_time.flatten().map(nanos).transpose()?;
         event.allocations = allocations.flatten();
         Ok(event)
@@ -197,6 +208,25 @@ impl<'de> Visitor<'de> for EventVisitor {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_sampling_decision_and_the_remote_parent_mark_round_trip_and_default_when_absent() {
+        let now = std::time::Instant::now();
+        let mut event = Event::new("request.http", now, now, Payload::new());
+        event.sampled = false;
+        event.parent_remote = true;
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            (&json["sampled"], &json["parent_is_remote"]),
+            (&serde_json::json!(false), &serde_json::json!(true))
+        );
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!((back.is_sampled(), back.parent_is_remote()), (false, true));
+        let old = r#"{"name":"a","start":"2026-12-03T00:00:00Z","duration_ns":1,"id":"0000000000000009",
+            "transaction_id":2,"trace_id":"0af7651916cd43dd8448eb211c80319c"}"#;
+        let old: Event = serde_json::from_str(old).unwrap();
+        assert_eq!((old.is_sampled(), old.parent_is_remote()), (true, false));
+    }
+
     use std::time::{Instant, SystemTime};
 
     use super::*;
