@@ -12,8 +12,8 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
+use notify_core::Overflow;
 use notify_core::{Event, OwnedEventSubscriber, Subscriber};
-use notify_pool::Overflow;
 use parking_lot::{Condvar, Mutex};
 
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};

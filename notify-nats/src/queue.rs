@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use notify_core::Event;
-use notify_pool::Overflow;
+use notify_core::Overflow;
 use parking_lot::{Condvar, Mutex};
 
 thread_local! {
@@ -117,7 +117,7 @@ impl Queue {
                         return;
                     }
                 }
-                // A policy added to notify-pool later (Overflow is non_exhaustive) acts as the
+                // A policy added to notify-core later (Overflow is non_exhaustive) acts as the
                 // default, DropNewest, until this queue learns it.
                 _ => {
                     state.dropped_overflow += 1;

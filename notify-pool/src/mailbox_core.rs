@@ -189,10 +189,6 @@ impl<T: Compact> MailboxCore<T> {
         let mut evicted = None;
         if state.len() >= capacity {
             match overflow {
-                Overflow::DropNewest => {
-                    state.queue().dropped += 1;
-                    return Admit::Refused(item);
-                }
                 Overflow::DropOldest => {
                     state.queue().dropped += 1;
                     evicted = state.pop_front();
@@ -201,6 +197,12 @@ impl<T: Compact> MailboxCore<T> {
                     state.blocked += 1;
                     let waiting = on_full();
                     return Admit::Full(item, waiting);
+                }
+                // DropNewest, and a policy added to notify-core later (`Overflow` is
+                // non_exhaustive) until the mailbox learns it.
+                _ => {
+                    state.queue().dropped += 1;
+                    return Admit::Refused(item);
                 }
             }
         }

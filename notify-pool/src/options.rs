@@ -8,29 +8,25 @@ use notify_core::escape::Escaped;
 
 use crate::mailbox_id::MailboxId;
 
-/// What a mailbox does with an event that arrives when it already holds `capacity` events.
+/// What a mailbox does with an event that arrives when it already holds `capacity` events:
+/// notify-core's [`Overflow`](notify_core::Overflow), re-exported (notify-nats' exporter queue
+/// takes the same type). In a mailbox:
+///
+/// * [`DropNewest`](Overflow::DropNewest) (default) refuses the new event, counted by
+///   [`AsyncHandle::dropped`](crate::AsyncHandle::dropped);
+/// * [`DropOldest`](Overflow::DropOldest) evicts the oldest queued event, counted the same way;
+/// * [`Block`](Overflow::Block) blocks the publishing thread until the mailbox has room. A
+///   publisher that is itself a worker or dedicated thread of **any** notify pool (a callback
+///   that publishes) never blocks: its event is dropped as with `DropNewest` instead, since the
+///   mailbox it waits for may be drained only by a worker that waits for it in turn (its own
+///   pool, or two pools publishing into each other). A publisher blocked when shutdown begins is
+///   released and its event refused as every event after shutdown: counted by
+///   [`WorkerPool::rejected`](crate::WorkerPool::rejected), not as dropped.
 ///
 /// ```
 /// assert_eq!(notify_pool::Overflow::default(), notify_pool::Overflow::DropNewest);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Overflow {
-    /// Refuse the new event and count it as dropped: the publisher never blocks (default).
-    #[default]
-    DropNewest,
-    /// Evict the oldest queued event (counted as dropped) and queue the new one.
-    DropOldest,
-    /// Block the publishing thread until the mailbox has room. A publisher that is itself a
-    /// worker or dedicated thread of **any** notify pool (a callback that publishes) never blocks:
-    /// its event is dropped as with [`Overflow::DropNewest`] instead (counted by
-    /// [`AsyncHandle::dropped`](crate::AsyncHandle::dropped)), since the mailbox it waits for
-    /// may be drained only by a worker that waits for it in turn (its own pool, or two pools
-    /// publishing into each other). A publisher blocked when shutdown begins is released and its
-    /// event refused as every event after shutdown: counted by
-    /// [`WorkerPool::rejected`](crate::WorkerPool::rejected), not as dropped.
-    Block,
-}
+pub use notify_core::Overflow;
 
 /// What happens to an async subscriber whose callback panicked: the pool's counterpart of
 /// notify-core's `FailurePolicy` (same names for the same meanings; notify-core's `Strict`, which
@@ -359,6 +355,7 @@ impl fmt::Display for SlowSubscriber {
             Overflow::DropNewest => "drop newest",
             Overflow::DropOldest => "drop oldest",
             Overflow::Block => "block publisher",
+            _ => "drop newest",
         };
         write!(
             f,
