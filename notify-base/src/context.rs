@@ -142,45 +142,6 @@ impl Context {
         }
     }
 
-    /// The context a W3C `traceparent` describes: its trace id, its parent id as a *remote*
-    /// parent, its sampled flag as the trace's sampling decision ([`Context::remote`]).
-    ///
-    /// ```
-    /// use notify_core::{trace_context::TraceParent, Context};
-    /// let header: TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse()?;
-    /// let context = Context::from_traceparent(&header);
-    /// assert_eq!(context.trace_id().unwrap().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
-    /// assert_eq!(context.event_id().unwrap().get(), 0x00f0_67aa_0ba9_02b7);
-    /// assert!(context.is_remote());
-    /// assert_eq!(context.is_sampled(), Some(true));
-    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
-    /// ```
-    pub fn from_traceparent(traceparent: &crate::trace_context::TraceParent) -> Context {
-        Context::remote(
-            traceparent.trace_id(),
-            traceparent.parent_id(),
-            traceparent.flags().is_sampled(),
-        )
-    }
-
-    /// The W3C `traceparent` to send with a call made under this context: its trace id, its event
-    /// as the parent id, the sampled flag of its trace (set when the decision is not made yet:
-    /// the default sampler keeps everything). `None` without a trace id or an event.
-    ///
-    /// ```
-    /// use notify_core::{Context, Notifier, Payload};
-    /// let notifier = Notifier::new();
-    /// notifier.subscribe("call.http", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
-    /// let header = notifier.instrument("call.http", Payload::new, |_| Context::current().traceparent());
-    /// let text = header.unwrap().to_string();
-    /// assert!(text.starts_with("00-") && text.ends_with("-01"), "{text}");
-    /// assert_eq!(Context::none().traceparent(), None);
-    /// ```
-    pub fn traceparent(&self) -> Option<crate::trace_context::TraceParent> {
-        let flags = crate::trace_context::TraceFlags::NONE.with_sampled(self.is_sampled() != Some(false));
-        crate::trace_context::TraceParent::new(self.trace_id?, self.event_id?, flags)
-    }
-
     /// True when the context's event lives in another process (made by [`Context::remote`] or
     /// [`Context::from_traceparent`]); false for events of this process and for no event.
     pub fn is_remote(&self) -> bool {
@@ -513,5 +474,19 @@ impl From<EventContext> for Context {
 impl From<&EventContext> for Context {
     fn from(event: &EventContext) -> Context {
         event.context()
+    }
+}
+
+impl crate::event::Event {
+    /// The context of this event (its trace id and id), to start children of it elsewhere, e.g.
+    /// after it finished ([`Handle::set_parent`](crate::Handle::set_parent), [`Context::attach`](Context::attach)).
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// # let e = notify_core::Event::new("a", now, now, Default::default());
+    /// assert_eq!(e.context().event_id(), Some(e.id()));
+    /// ```
+    pub fn context(&self) -> Context {
+        Context::local(self.trace_id, self.id, self.sampled)
     }
 }

@@ -26,7 +26,8 @@ use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
 use crate::event_id::EventId;
 use crate::failure::{
-    panic_message, report, FailurePolicy, Failures, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED,
+    drop_payload, panic_message, report, FailurePolicy, Failures, SubscriberErrors, SubscriberFailure,
+    SUBSCRIBER_FAILED,
 };
 use crate::fanout::Fanout;
 use crate::fanout_end::FanoutScope;
@@ -144,21 +145,6 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
     };
     drop_payload(payload);
     failure
-}
-
-/// Drops a caught panic's payload where a panic in its `Drop` is caught too: a payload whose drop
-/// panics (`panic_any(Bomb)`) must not unwind into the instrumented code. A drop that keeps
-/// panicking with new such payloads is given up after a few rounds and the last payload leaked.
-#[cold]
-pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
-    let mut payload = payload;
-    for _ in 0..8 {
-        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            Ok(()) => return,
-            Err(next) => payload = next,
-        }
-    }
-    mem::forget(payload);
 }
 
 /// `silenced(name)` of one listener; a panic counts as "silenced" and is pushed onto `failures`.

@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::context::Context;
 use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
@@ -210,7 +209,7 @@ pub struct Event {
 impl Event {
     /// Builds an event from known times, for [`Notifier::publish_event`](crate::Notifier::publish_event)
     /// and tests. It gets a fresh event id, this thread's transaction id, and the current
-    /// [`Context`]'s event as parent and trace id (a new random trace id when there is none).
+    /// [`Context`](crate::Context)'s event as parent and trace id (a new random trace id when there is none).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -352,7 +351,7 @@ impl Event {
 
     /// The trace id: the parent's, or a random one for a root (W3C trace-context compatible, see
     /// [`TraceId`]). The events of one request share it, whichever threads and tasks ran them, as
-    /// long as the [`Context`] was carried along.
+    /// long as the [`Context`](crate::Context) was carried along.
     ///
     /// ```
     /// # let now = std::time::Instant::now();
@@ -362,18 +361,6 @@ impl Event {
     /// ```
     pub fn trace_id(&self) -> TraceId {
         self.trace_id
-    }
-
-    /// The context of this event (its trace id and id), to start children of it elsewhere, e.g.
-    /// after it finished ([`Handle::set_parent`](crate::Handle::set_parent), [`Context::attach`]).
-    ///
-    /// ```
-    /// # let now = std::time::Instant::now();
-    /// # let e = notify_core::Event::new("a", now, now, Default::default());
-    /// assert_eq!(e.context().event_id(), Some(e.id()));
-    /// ```
-    pub fn context(&self) -> Context {
-        Context::local(self.trace_id, self.id, self.sampled)
     }
 
     /// True when the event's trace is sampled ([`EventContext::is_sampled`](crate::EventContext::is_sampled)):

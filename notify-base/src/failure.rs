@@ -270,7 +270,7 @@ impl Drop for FailureSink {
         let hook: Hook = Arc::new(|_: &SubscriberFailure| {});
         let hook = std::mem::replace(&mut *self.hook.write(), hook);
         if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(hook))) {
-            crate::dispatch::drop_payload(payload);
+            drop_payload(payload);
         }
     }
 }
@@ -308,12 +308,12 @@ impl FailureSink {
         let called = catch_unwind(AssertUnwindSafe(move || {
             for failure in failures {
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
-                    crate::dispatch::drop_payload(payload);
+                    drop_payload(payload);
                 }
             }
         }));
         if let Err(payload) = called {
-            crate::dispatch::drop_payload(payload);
+            drop_payload(payload);
         }
     }
 }
@@ -354,4 +354,19 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     } else {
         "<non-string panic payload>".to_owned()
     }
+}
+
+/// Drops a caught panic's payload where a panic in its `Drop` is caught too: a payload whose drop
+/// panics (`panic_any(Bomb)`) must not unwind into the instrumented code. A drop that keeps
+/// panicking with new such payloads is given up after a few rounds and the last payload leaked.
+#[cold]
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..8 {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    std::mem::forget(payload);
 }

@@ -87,7 +87,7 @@ impl Drop for Entry {
                 message: panic_message(&*payload),
                 in_drop: true,
             }]);
-            crate::dispatch::drop_payload(payload);
+            crate::failure::drop_payload(payload);
         }
         drop(extra);
     }

@@ -671,6 +671,48 @@ pub fn inject_with_state(context: &Context, state: &TraceState, headers: &mut ht
     }
 }
 
+/// W3C `traceparent` for [`Context`]: continuing a caller's trace, and the header for a call.
+impl Context {
+    /// The context a W3C `traceparent` describes: its trace id, its parent id as a *remote*
+    /// parent, its sampled flag as the trace's sampling decision ([`Context::remote`]).
+    ///
+    /// ```
+    /// use notify_core::{trace_context::TraceParent, Context};
+    /// let header: TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".parse()?;
+    /// let context = Context::from_traceparent(&header);
+    /// assert_eq!(context.trace_id().unwrap().to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+    /// assert_eq!(context.event_id().unwrap().get(), 0x00f0_67aa_0ba9_02b7);
+    /// assert!(context.is_remote());
+    /// assert_eq!(context.is_sampled(), Some(true));
+    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+    /// ```
+    pub fn from_traceparent(traceparent: &TraceParent) -> Context {
+        Context::remote(
+            traceparent.trace_id(),
+            traceparent.parent_id(),
+            traceparent.flags().is_sampled(),
+        )
+    }
+
+    /// The W3C `traceparent` to send with a call made under this context: its trace id, its event
+    /// as the parent id, the sampled flag of its trace (set when the decision is not made yet:
+    /// the default sampler keeps everything). `None` without a trace id or an event.
+    ///
+    /// ```
+    /// use notify_core::{Context, Notifier, Payload};
+    /// let notifier = Notifier::new();
+    /// notifier.subscribe("call.http", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
+    /// let header = notifier.instrument("call.http", Payload::new, |_| Context::current().traceparent());
+    /// let text = header.unwrap().to_string();
+    /// assert!(text.starts_with("00-") && text.ends_with("-01"), "{text}");
+    /// assert_eq!(Context::none().traceparent(), None);
+    /// ```
+    pub fn traceparent(&self) -> Option<TraceParent> {
+        let flags = TraceFlags::NONE.with_sampled(self.is_sampled() != Some(false));
+        TraceParent::new(self.trace_id()?, self.event_id()?, flags)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
