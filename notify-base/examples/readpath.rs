@@ -37,9 +37,8 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Instant;
 
-use notify_core::{Callsite, Event, EventContext, EventedSubscriber, Notifier, Payload, Pattern, Subscriber};
+use notify_core::{Callsite, Event, EventContext, EventedSubscriber, Notifier, Pattern, Payload, Subscriber};
 
 struct NoopEvented;
 
@@ -142,7 +141,9 @@ type Run<'a> = Box<dyn FnMut(u64) + 'a>;
 fn main() {
     let mut args = std::env::args().skip(1);
     let case = args.next().unwrap_or_else(|| "timed".into());
-    let iterations: u64 = args.next().map_or(1_000_000, |n| n.parse().expect("iterations: a number"));
+    let iterations: u64 = args
+        .next()
+        .map_or(1_000_000, |n| n.parse().expect("iterations: a number"));
     let time = args.next().as_deref() == Some("time");
 
     let fixture = fixture();
@@ -155,13 +156,19 @@ fn main() {
                 (0..100_000).map(|i| (Pattern::exact(format!("{i}.many")), Subscriber::evented(NoopEvented))),
             );
         }
-        "clone_map_100000" => map = (0..100_000).map(|i| (format!("{i}.many").into(), Arc::new(i))).collect(),
+        "clone_map_100000" => {
+            map = (0..100_000)
+                .map(|i| (format!("{i}.many").into(), Arc::new(i)))
+                .collect()
+        }
         "callsite_listened" => {
             let _ = notify_core::subscribe(LISTENED.name(), Subscriber::evented(NoopEvented));
         }
         _ => {}
     }
-    let callees: Vec<Box<dyn Callee>> = (0..SUBSCRIBERS).map(|_| Box::new(NoopCallee) as Box<dyn Callee>).collect();
+    let callees: Vec<Box<dyn Callee>> = (0..SUBSCRIBERS)
+        .map(|_| Box::new(NoopCallee) as Box<dyn Callee>)
+        .collect();
     let (colliding, apart) = (colliding_names(), apart_names());
     let dynamic = format!("unsubscribed_dynamic.{}", std::process::id());
     let name = format!("{case}.bench");
@@ -219,7 +226,10 @@ fn on_cpu_ns() -> u64 {
             fn clock_gettime(clock: i32, time: *mut Timespec) -> i32;
         }
         const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-        let mut time = Timespec { seconds: 0, nanoseconds: 0 };
+        let mut time = Timespec {
+            seconds: 0,
+            nanoseconds: 0,
+        };
         // SAFETY: the C library's `clock_gettime`, declared with its 64-bit Linux signature
         // (`clockid_t` is `int`, `struct timespec` two 64-bit fields); `time` is valid and
         // writable for the call, which keeps no pointer to it.
@@ -229,7 +239,7 @@ fn on_cpu_ns() -> u64 {
     }
     #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
     {
-        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
     }
 }

@@ -231,7 +231,6 @@ impl std::ops::Deref for SnapshotPin<'_> {
 /// for another thread when this one exits.
 #[cfg(not(loom))]
 mod thread_pin {
-    use std::cell::Cell;
     use std::sync::Arc;
 
     use crate::hazard::{Mirror, Pin, Registry, Slot};
@@ -243,24 +242,18 @@ mod thread_pin {
 
     impl Mine {
         fn take() -> Mine {
-            let slot = SLOTS.add();
-            let _ = TAKEN.try_with(|taken| taken.set(Some(slot)));
-            Mine(slot)
+            Mine(SLOTS.add())
         }
     }
 
     impl Drop for Mine {
         fn drop(&mut self) {
-            let _ = TAKEN.try_with(|taken| taken.set(None));
             SLOTS.remove(self.0);
         }
     }
 
     thread_local! {
         static MINE: Mine = Mine::take();
-        /// This thread's slot while it has one, for writes to tell it from other threads' (a
-        /// read that never takes a slot, unlike `MINE`'s first use).
-        static TAKEN: Cell<Option<&'static Slot<Snapshot>>> = const { Cell::new(None) };
     }
 
     /// Pins `mirror`'s snapshot in this thread's slot; `None` when the slot is busy (an event
@@ -280,9 +273,8 @@ mod thread_pin {
         fn drop(&mut self) {
             if let Some(old) = self.0.take() {
                 // SAFETY: `Fanout::write` made it so: `old` is the snapshot the mirror named
-                // before `Mirror::replace`, which no longer names it; `TAKEN` is this thread's
-                // slot (set by `Mine::take` on this thread, cleared when it is removed).
-                unsafe { SLOTS.retire(old, TAKEN.try_with(Cell::get).ok().flatten()) }
+                // before `Mirror::replace`, which no longer names it.
+                unsafe { SLOTS.retire(old) }
             }
         }
     }
