@@ -24,7 +24,8 @@
 //!   `unsubscribed` (a name nobody listens to) and `unsubscribed_dynamic` (a runtime `String`).
 //! * `unsubscribed_callsite`: a `static Callsite` nobody listens to; `callsite_listened`: a `static
 //!   Callsite` with one do-nothing evented subscriber on the global notifier (what
-//!   `peers/notify_fn_listened` measures through `#[instrument_event]`).
+//!   `peers/notify_fn_listened` measures through `#[instrument_event]`); `guard_listened`: the
+//!   same callsite through the guard `#[instrument_event]` expands to (`__private::Guard`).
 //! * `two_names` / `two_colliding_names`: one event on each of two names listened only through 21
 //!   glob subscriptions (`registry/two_names`, `registry/two_colliding_names`).
 //! * `subscribe_unsubscribe`: one exact pair on the populated notifier;
@@ -127,6 +128,15 @@ fn instrument_named(notifier: &Notifier, name: &str, iterations: u64) {
     }
 }
 
+/// A function as `#[instrument_event]` expands it (no fields): the guard, started on the callsite,
+/// finished when it drops.
+#[inline(never)]
+fn guarded(x: u64) -> u64 {
+    let mut guard = notify_core::__private::Guard::new();
+    notify_core::__private::Guard::start(&mut guard, &LISTENED, |_| {});
+    black_box(x).wrapping_mul(3)
+}
+
 #[inline(never)]
 fn instrument_two(notifier: &Notifier, (a, b): &(String, String), iterations: u64) {
     for _ in 0..iterations {
@@ -161,7 +171,7 @@ fn main() {
                 .map(|i| (format!("{i}.many").into(), Arc::new(i)))
                 .collect()
         }
-        "callsite_listened" => {
+        "callsite_listened" | "guard_listened" => {
             let _ = notify_core::subscribe(LISTENED.name(), Subscriber::evented(NoopEvented));
         }
         _ => {}
@@ -177,6 +187,11 @@ fn main() {
         "unsubscribed_dynamic" => Box::new(|n| instrument_named(&fixture, &dynamic, n)),
         "unsubscribed_callsite" => Box::new(|n| (0..n).for_each(|_| UNLISTENED.instrument(Payload::new, |_| {}))),
         "callsite_listened" => Box::new(|n| (0..n).for_each(|_| LISTENED.instrument(Payload::new, |_| {}))),
+        "guard_listened" => Box::new(|n| {
+            (0..n).for_each(|_| {
+                black_box(guarded(black_box(7)));
+            })
+        }),
         "two_names" => Box::new(|n| instrument_two(&globs, &apart, n)),
         "two_colliding_names" => Box::new(|n| instrument_two(&globs, &colliding, n)),
         "subscribe_unsubscribe" => Box::new(|n| (0..n).for_each(|_| subscribe_unsubscribe(&fixture))),
