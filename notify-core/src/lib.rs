@@ -24,24 +24,42 @@
 //! ## Vocabulary
 //!
 //! * An **event name** is a string such as `"query.sql"`; a **payload** ([`Payload`]) is a small
-//!   ordered map of facts about the event.
-//! * A **subscriber** ([`Subscriber`]) is one of the kinds below; subscribing it with a
-//!   **pattern** ([`Pattern`]) makes a **subscription** ([`Subscription`]).
+//!   ordered map of facts about the event ([`Value`]s under keys).
+//! * A **subscriber** ([`Subscriber`]) is a subscriber of one of the kinds below; subscribing it
+//!   with a **pattern** ([`Pattern`]) makes a **subscription** ([`Subscription`]).
 //! * The **notifier** ([`Notifier`], AS::N's fanout) holds the subscriptions, grouped per event
 //!   name into **listener groups**, one per kind, so dispatch never branches per subscriber.
 //! * A **handle** ([`Handle`]) is an event started and finished in different places; a **callsite**
-//!   ([`Callsite`]) is a `static` that caches whether anybody listens to its name.
+//!   ([`event::Callsite`]) is a `static` that caches whether anybody listens to its name.
+//! * A **context** ([`Context`]) is where work is in a trace: its [`TraceId`] and current event.
+//!
+//! ## What is where
+//!
+//! The root holds the everyday API; the rest is in one module per concept, each of which opens
+//! with a page that teaches it.
+//!
+//! | you want to | root | module |
+//! |---|---|---|
+//! | make events | [`instrument`], [`macro@instrument_event`], [`Handle`], [`Instrument`] (futures), [`record`], [`publish`], [`instrumenter`] | [`event`]: callsites, instrumenters, event ids, outcomes, allocation counts |
+//! | build payloads | [`Payload`], [`Value`] | [`payload`]: keys, text, [`payload::ToValue`] |
+//! | subscribe | [`subscribe`], [`subscribed`], [`unsubscribe_name`], [`listening`], [`Subscriber`], [`Subscription`], the kind traits | [`subscriber`]: options, kinds, subscriber types with a method per event |
+//! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors; [`trace_context`]: W3C `traceparent` |
+//! | handle panicking subscribers | | [`failure`] |
+//! | hand events off (queues, exporters) | | [`export`]: overflow policy, head sampling; [`suppression`]: telemetry suppression |
+//! | match errors | [`NotifyError`], [`PatternError`] | |
+//! | hide secrets, test | | `redaction`, `testing` (features of the same name) |
+//! | write safe log lines | | [`escape`] |
 //!
 //! ## Free functions, instrumenters, transaction ids and trace ids
 //!
 //! The free functions ([`instrument`], [`subscribe`], [`subscribed`], [`unsubscribe_name`],
 //! [`listening`], [`publish`]) are the [`Notifier`] methods on [`Notifier::global`], as AS::N's
 //! module functions are. [`instrumenter`] (or [`Notifier::instrumenter`] for another notifier)
-//! returns the calling thread's [`Instrumenter`], AS::N's per-thread instrumenter: `instrument`,
-//! `start`/`finish` by name, `build_handle`, and its `id`, which is the thread's
-//! [`transaction_id`] (what timed subscribers receive). A transaction id names a thread, not a
-//! request; the events of one request, across threads and tasks, share a [`TraceId`] carried by
-//! the [`Context`].
+//! returns the calling thread's [`event::Instrumenter`], AS::N's per-thread instrumenter:
+//! `instrument`, `start`/`finish` by name, `build_handle`, and its `id`, which is the thread's
+//! [`context::transaction_id`] (what timed subscribers receive). A transaction id names a thread,
+//! not a request; the events of one request, across threads and tasks, share a [`TraceId`]
+//! carried by the [`Context`].
 //!
 //! ```
 //! use notify_core::{Event, Notifier, Payload, Subscriber};
@@ -50,52 +68,50 @@
 //! let instrumenter = notifier.instrumenter();
 //! let request = instrumenter.start("request.app", Payload::new()).expect("listened");
 //! instrumenter.instrument("sql.app", Payload::new, |_| {
-//!     assert_eq!(notify_core::current_event_id().map(|id| id != request.id()), Some(true));
+//!     assert_eq!(notify_core::context::current_event_id().map(|id| id != request.id()), Some(true));
 //! });
 //! instrumenter.finish("request.app", Payload::new().with("status", 200_u64))?;
-//! assert_eq!(instrumenter.id(), notify_core::transaction_id());
+//! assert_eq!(instrumenter.id(), notify_core::context::transaction_id());
 //! # Ok::<(), notify_core::NotifyError>(())
 //! ```
 //!
 //! ## Subscriber kinds
 //!
-//! | kind | receives | constructor |
-//! |---|---|---|
-//! | timed | name, wall-clock start/finish, transaction id, payload | [`Subscriber::timed`] |
-//! | monotonic | the same with [`std::time::Instant`] | [`Subscriber::monotonic`] |
-//! | event object | `&Event` | [`Subscriber::event`], [`Subscriber::event_with`] |
-//! | evented | `start` before the block, `finish` after | [`Subscriber::evented`] |
-//! | silenceable | evented, asked `silenced(name)` on every event | [`Subscriber::silenceable`] |
-//! | owned | `&Arc<Event>`, for queues and exporters | [`Subscriber::owned`] |
-//! | async | `&Event` later, on a shared worker pool | `notify_pool::WorkerPool::subscribe` (crate `notify-pool`) |
+//! One name per concept: [`Subscriber`] is a subscriber of any kind, the value
+//! [`subscribe`] takes; each `<Kind>Subscriber` trait is the contract of one kind, and a type or
+//! closure that implements it becomes a `Subscriber` through the constructor of its kind.
 //!
-//! ## Subscriber types with a method per event
+//! | kind | receives | trait | constructor |
+//! |---|---|---|---|
+//! | timed | name, wall-clock start/finish, transaction id, payload | [`TimedSubscriber`] | [`Subscriber::timed`] |
+//! | monotonic | the same with [`std::time::Instant`] | [`MonotonicSubscriber`] | [`Subscriber::monotonic`] |
+//! | event object | `&Event` | [`EventSubscriber`] | [`Subscriber::event`], [`Subscriber::event_with`] |
+//! | evented | `start` before the block, `finish` after | [`EventedSubscriber`] | [`Subscriber::evented`] |
+//! | silenceable | evented, asked `silenced(name)` on every event | [`SilenceableSubscriber`] | [`Subscriber::silenceable`] |
+//! | owned | `&Arc<Event>`, for queues and exporters | [`OwnedEventSubscriber`] | [`Subscriber::owned`] |
+//! | async | `&Event` later, on a shared worker pool | `notify_pool::AsyncSubscriber` | `notify_pool::WorkerPool::subscribe` (crate `notify-pool`) |
 //!
-//! A [`NamespaceSubscriber`] (AS::N's `ActiveSupport::Subscriber`) lists its namespace and its
-//! methods ([`Methods`]); method `sql` of namespace `active_record` handles `"sql.active_record"`,
-//! each method as the subscriber kind it declares. `attach_to(&notifier)` subscribes them all and
-//! returns one [`Attachment`] that detaches them all; [`subscriber_methods!`] derives the event
-//! names from the method names. Log subscribers (crate `notify-log`) are built on it.
-//!
-//! ## Failures
-//!
-//! A subscriber that panics never unwinds into instrumented code and never keeps the others from
-//! running; see [`FailurePolicy`].
+//! Removing is one verb family, the mirror of subscribing: [`Subscription::unsubscribe`] (one),
+//! [`Notifier::unsubscribe_all`] (those of [`Notifier::subscribe_all`], in one registry change),
+//! [`Notifier::unsubscribe_name`] (by event name, AS::N's `unsubscribe("name")`). Subscriber types
+//! with a method per event ([`subscriber::NamespaceSubscriber`], AS::N's
+//! `ActiveSupport::Subscriber`) attach and detach, as AS::N's `attach_to` and `detach_from`.
 //!
 //! ## Lines notify writes
 //!
-//! Every line the library writes itself (the default failure report, [`SubscriberFailure`]'s
-//! `Display`, [`PatternError`]'s `Display`) escapes control characters of the names and messages it
-//! quotes, and quotes long inputs truncated; see [`escape`], which log subscribers and the worker
-//! pool use too ([`Value::escaped`] for payload values).
-
+//! Every line the library writes itself (the default failure report,
+//! [`failure::SubscriberFailure`]'s `Display`, [`PatternError`]'s `Display`) escapes control
+//! characters of the names and messages it quotes, and quotes long inputs truncated; see
+//! [`escape`], which log subscribers and the worker pool use too ([`Value::escaped`] for payload
+//! values).
 //!
 //! ## This crate and notify-base
 //!
 //! notify-core is a facade: every item above is defined in [notify-base](https://docs.rs/notify-base)
-//! and re-exported here at the same path, with `#[instrument_event]` from notify-macros (feature
-//! `macros`). The split lets notify-base compile beside syn, which the macro needs, instead of
-//! after it (as serde re-exports serde_core and serde_derive);
+//! and re-exported here, the root and the modules above sorting notify-base's flat root, with
+//! `#[instrument_event]` from notify-macros (feature `macros`). The split lets notify-base compile
+//! beside syn, which the macro needs, instead of after it (as serde re-exports serde_core and
+//! serde_derive);
 //! [docs/build-time.md](https://github.com/notify-instrumentation/notify/blob/main/docs/build-time.md)
 //! has the measurements. Depend on notify-core; its features are forwarded to notify-base.
 
@@ -103,8 +119,22 @@
 // docs.rs (nightly) marks each item that needs a feature with that feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The root: the everyday API (README's tour uses nothing else). Everything else is in the
+// modules below, one per concept; notify-base's root is flat, this list is what users see.
 #[doc(inline)]
-pub use notify_base::*;
+pub use notify_base::{escape, trace_context};
+#[doc(inline)]
+pub use notify_base::{
+    instrument, instrumenter, listening, publish, record, subscribe, subscribed, unsubscribe_name, Context, Event,
+    EventSubscriber, EventedSubscriber, Handle, Instrument, MonotonicSubscriber, Notifier, NotifyError,
+    OwnedEventSubscriber, Pattern, PatternError, Payload, SilenceableSubscriber, Subscriber, Subscription,
+    TimedSubscriber, TraceId, Value,
+};
+
+/// For code generated by `#[instrument_event]` and for notify's own crates (notify-pool's batching
+/// at the end of a fan-out); not a stable API.
+#[doc(hidden)]
+pub use notify_base::__private;
 
 pub mod subscriber {
     //! Subscribing: the options of each subscriber kind, subscription ids, and subscriber types
@@ -258,6 +288,8 @@ pub mod failure {
     //! (report, detach and publish [`SUBSCRIBER_FAILED`], or re-raise for tests as
     //! [`SubscriberErrors`]). Each failure is a [`SubscriberFailure`], which a failure hook
     //! ([`Notifier::set_failure_hook`](crate::Notifier::set_failure_hook)) receives.
+    //! [`panic_message`] renders a caught panic as `std`'s hook would, for crates that catch
+    //! their subscribers' panics themselves (the worker pool, the log subscribers).
     //!
     //! ```
     //! use notify_core::failure::FailurePolicy;
@@ -271,7 +303,7 @@ pub mod failure {
     //! assert!(!notifier.listening("x"), "the failing subscription was removed");
     //! ```
     #[doc(inline)]
-    pub use notify_base::{FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+    pub use notify_base::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
 }
 
 pub mod suppression {
@@ -281,16 +313,16 @@ pub mod suppression {
     //! (notify-tracing's) read the mark; notify's own `instrument` does not.
     //!
     //! ```
-    //! use notify_core::suppression::{enter_telemetry_suppressed_scope, is_telemetry_suppressed};
+    //! use notify_core::suppression::{is_telemetry_suppressed, suppress_telemetry};
     //! {
-    //!     let _scope = enter_telemetry_suppressed_scope();
+    //!     let _guard = suppress_telemetry();
     //!     assert!(is_telemetry_suppressed());
     //! }
     //! assert!(!is_telemetry_suppressed());
     //! ```
     #[doc(inline)]
     pub use notify_base::{
-        enter_telemetry_suppressed_scope, is_telemetry_suppressed, suppress_telemetry_on_this_thread, SuppressedScope,
+        is_telemetry_suppressed, suppress_telemetry, suppress_telemetry_on_this_thread, SuppressionGuard,
     };
 }
 
@@ -335,6 +367,12 @@ pub mod redaction {
     #[doc(inline)]
     pub use notify_base::{Redaction, RedactionBuilder, RedactionError, FILTERED};
 }
+
+// Under this crate's feature: code that uses it without the feature gets rustc's note "gated
+// behind the `testing` feature" for notify-core.
+#[cfg(feature = "testing")]
+#[doc(inline)]
+pub use notify_base::testing;
 
 #[cfg(feature = "macros")]
 // Its examples capture events with `testing`: without that feature they are not collected as
