@@ -39,7 +39,9 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use notify_core::{Callsite, Event, EventContext, EventedSubscriber, Notifier, Pattern, Payload, Subscriber};
+use notify_core::context::EventContext;
+use notify_core::event::Callsite;
+use notify_core::{Event, EventedSubscriber, Notifier, Pattern, Payload, Subscriber};
 
 struct NoopEvented;
 
