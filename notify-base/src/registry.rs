@@ -166,6 +166,11 @@ pub(crate) struct Listeners {
     pub(crate) options: EventOptions,
     /// True when an evented or silenceable subscriber asked for `EventedOptions::duration`.
     pub(crate) evented_duration: bool,
+    /// True when only the evented and silenceable groups have listeners and none asked for a
+    /// duration: an event then reads no clock and builds no event object, and its start and
+    /// finish skip those checks with this one (`dispatch.rs`). False (the general path, always
+    /// correct) for a `Listeners::default()`.
+    pub(crate) phases_only: bool,
 }
 
 impl Listeners {
@@ -196,6 +201,7 @@ impl Listeners {
         for entry in entries {
             listeners.push(entry);
         }
+        listeners.phases_only = timed == 0 && monotonic == 0 && event == 0 && owned == 0 && !listeners.evented_duration;
         listeners
     }
 
