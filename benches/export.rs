@@ -42,7 +42,7 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
-use notify_core::{Callsite, Notifier, Pattern, Payload};
+use notify_core::{Callsite, Notifier, Pattern, Payload, Value};
 use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;
@@ -52,6 +52,11 @@ use opentelemetry_sdk::Resource;
 use tracing_subscriber::prelude::*;
 
 const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
+
+/// The statement as a payload value borrowed for `'static` (`Value::from_static`: no copy per
+/// event), as fastrace's `Cow::Borrowed` below. A plain `&str` would be copied into the payload
+/// (59 bytes: an allocation on the calling thread and a free on the exporter's).
+const SQL_VALUE: Value = Value::from_static(SQL);
 
 /// A SpanExporter that does nothing but count the spans it was given.
 #[derive(Clone, Debug, Default)]
@@ -74,7 +79,7 @@ impl Nothing {
 fn notify_event(notifier: &Notifier, i: u64) {
     notifier.instrument(
         "request.export",
-        || Payload::new().with("sql", SQL).with("rows", i),
+        || Payload::new().with("sql", SQL_VALUE).with("rows", i),
         |_| black_box(()),
     );
 }
@@ -85,7 +90,10 @@ static SITE: Callsite = Callsite::new("request.export_site");
 
 #[inline(always)]
 fn notify_site_event(i: u64) {
-    SITE.instrument(|| Payload::new().with("sql", SQL).with("rows", i), |_| black_box(()));
+    SITE.instrument(
+        || Payload::new().with("sql", SQL_VALUE).with("rows", i),
+        |_| black_box(()),
+    );
 }
 
 #[inline(always)]

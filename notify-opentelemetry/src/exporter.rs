@@ -681,7 +681,7 @@ impl<E: SpanExporter> Worker<E> {
     }
 
     /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.
-    fn export_kept(&mut self, kept: Vec<Arc<Event>>) {
+    fn export_kept(&mut self, mut kept: Vec<Arc<Event>>) {
         for chunk in kept.chunks(self.shared.batch) {
             let spans: Vec<SpanData> = chunk.iter().map(|event| span_data(event, &self.scope)).collect();
             let n = spans.len() as u64;
@@ -703,7 +703,9 @@ impl<E: SpanExporter> Worker<E> {
                 }
             }
         }
-        drop(kept);
+        // Converted: their allocations go back for the next events (emptied here, on this
+        // thread: the instrumenting threads neither allocate nor free an owned event).
+        notify_core::export::recycle_all(&mut kept);
         if let Some(tail) = &self.tail {
             let stats = tail.stats();
             self.shared.counters.tail.store(stats.dropped(), Ordering::Release);
