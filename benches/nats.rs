@@ -30,14 +30,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber, Value};
 use notify_nats::{decode_batch, encode_batch, Encoding, Exporter, Importer, NatsOptions, Overflow};
 use support::NatsServer;
 
 const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
 
 fn payload(seq: u64) -> Payload {
-    Payload::new().with("sql", SQL).with("rows", seq % 50)
+    // `Value::from_static`: the statement is borrowed, not copied into each payload.
+    Payload::new().with("sql", Value::from_static(SQL)).with("rows", seq % 50)
 }
 
 struct Row {
