@@ -38,7 +38,9 @@ const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
 
 fn payload(seq: u64) -> Payload {
     // `Value::from_static`: the statement is borrowed, not copied into each payload.
-    Payload::new().with("sql", Value::from_static(SQL)).with("rows", seq % 50)
+    Payload::new()
+        .with("sql", Value::from_static(SQL))
+        .with("rows", seq % 50)
 }
 
 struct Row {
