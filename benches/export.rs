@@ -14,6 +14,10 @@
 //!   batch processor with its defaults).
 //! * `export/fastrace_opentelemetry`: a fastrace root span (fastrace-opentelemetry reporter, default
 //!   collector config).
+//! * `export/notify_nats_enqueue`: the same event with notify-nats' exporter subscribed, to a
+//!   `nats-server` the bench starts on a free loopback port (`Overflow::Block`: nothing dropped,
+//!   the producer is paced by the exporter's thread); skipped, with a note, when `nats-server` is
+//!   not installed. benches/nats.rs measures NATS end to end.
 //! * `export/notify_owned_noop`: the floor of any owned-event exporter, the same event to a
 //!   do-nothing owned subscriber (notify-core builds the shared `Arc<Event>`, nothing queues it).
 //! * `export/nobody_notify`, `export/nobody_tracing`, `export/nobody_fastrace`: the same calls with
@@ -29,8 +33,11 @@
 //! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
 //! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
 //! ```
-//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `nats`, `tracing`, `fastrace` or `nobody_notify` runs only that
 //! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
+
+#[path = "../notify-nats/tests/support/mod.rs"]
+mod support;
 
 use std::borrow::Cow;
 use std::hint::black_box;
@@ -179,6 +186,32 @@ fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelem
     (subscription, exporter)
 }
 
+/// notify-nats' exporter to `server`, subscribed to everything on a new notifier
+/// (`Overflow::Block`).
+fn nats_pipeline(server: &support::NatsServer) -> (Notifier, notify_nats::Exporter) {
+    let exporter = notify_nats::Exporter::builder(notify_nats::NatsOptions::new(server.url()))
+        .prefix("export_bench")
+        .overflow(notify_core::Overflow::Block)
+        .start()
+        .expect("the NATS exporter connects to the bench's nats-server");
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(Pattern::all(), exporter.subscriber());
+    (notifier, exporter)
+}
+
+/// A `nats-server` for the NATS case, when the binary is installed.
+fn nats_server() -> Option<support::NatsServer> {
+    let installed = std::process::Command::new("nats-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !installed {
+        eprintln!("export: nats-server is not installed: export/notify_nats_enqueue skipped");
+        return None;
+    }
+    Some(support::NatsServer::start())
+}
+
 /// tracing-opentelemetry into `sink` through the SDK's batch processor (defaults).
 fn tracing_pipeline(sink: &Nothing) -> (SdkTracerProvider, tracing::Dispatch) {
     let provider = SdkTracerProvider::builder().with_batch_exporter(sink.clone()).build();
@@ -263,6 +296,17 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
         })
     });
     let _ = exporter.shutdown(Duration::from_secs(30));
+
+    if let Some(server) = nats_server() {
+        let (notifier, exporter) = nats_pipeline(&server);
+        group.bench_function("notify_nats_enqueue", |b| {
+            b.iter(|| {
+                i += 1;
+                notify_event(&notifier, i)
+            })
+        });
+        let _ = exporter.shutdown(Duration::from_secs(30));
+    }
 
     let sink = Nothing::default();
     let (provider, dispatch) = tracing_pipeline(&sink);
@@ -411,13 +455,20 @@ fn callgrind(case: &str) {
             tracing::dispatcher::with_default(&dispatch, || calling_thread_tracing(N));
             let _ = provider.shutdown();
         }
+        "nats" => {
+            let server = nats_server().expect("nats-server");
+            let (notifier, exporter) = nats_pipeline(&server);
+            calling_thread_notify(&notifier, N);
+            let report = exporter.shutdown(Duration::from_secs(600));
+            println!("nats: {:?}", report.stats);
+        }
         "fastrace" => {
             fastrace_pipeline(&sink);
             calling_thread_fastrace(N);
             fastrace::flush();
         }
         other => panic!(
-            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, tracing, fastrace)"
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, nats, tracing, fastrace)"
         ),
     }
     println!("{case}: {N} events; delivered {}", sink.count());
