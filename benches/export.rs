@@ -49,7 +49,7 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
-use notify_core::{Callsite, Notifier, Pattern, Payload, Value};
+use notify_core::{event::Callsite, Notifier, Pattern, Payload, Value};
 use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;
@@ -191,7 +191,7 @@ fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelem
 fn nats_pipeline(server: &support::NatsServer) -> (Notifier, notify_nats::Exporter) {
     let exporter = notify_nats::Exporter::builder(notify_nats::NatsOptions::new(server.url()))
         .prefix("export_bench")
-        .overflow(notify_core::Overflow::Block)
+        .overflow(notify_core::export::Overflow::Block)
         .start()
         .expect("the NATS exporter connects to the bench's nats-server");
     let notifier = Notifier::new();

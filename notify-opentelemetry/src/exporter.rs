@@ -7,8 +7,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use notify_core::export::Handoff;
-use notify_core::{Event, Notifier, Overflow, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
+use notify_core::export::{Handoff, Overflow};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
@@ -122,7 +122,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
     }
 
     /// Starts the exporter thread (named `notify-otel`), telemetry-suppressed
-    /// ([`notify_core::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
+    /// ([`notify_core::suppression::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
     /// traces there is not bridged back into notify.
     ///
     /// # Panics
@@ -476,7 +476,7 @@ impl OpenTelemetryExporter {
 impl OwnedEventSubscriber for OpenTelemetryExporter {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        // Head sampling: only sampled traces are exported (notify_core::export::Sampler).
         if event.is_sampled() {
             self.inner.shared.enqueue(event);
         }
@@ -517,7 +517,7 @@ impl<E: SpanExporter> Worker<E> {
     fn run(mut self) {
         // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
         // back through notify's bridges as events to export, forever.
-        notify_core::suppress_telemetry_on_this_thread();
+        notify_core::suppression::suppress_telemetry_on_this_thread();
         let mut events = Vec::with_capacity(self.shared.batch);
         let mut last_export = Instant::now();
         loop {
@@ -634,7 +634,7 @@ impl<E: SpanExporter> Worker<E> {
                 }
                 Err(panic) => {
                     counters.exporter_error.fetch_add(n, Ordering::AcqRel);
-                    self.last_error = Some(format!("panicked: {}", notify_core::panic_message(&*panic)));
+                    self.last_error = Some(format!("panicked: {}", notify_core::failure::panic_message(&*panic)));
                 }
             }
         }

@@ -51,7 +51,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use notify_core::{Event, Outcome, TraceId, EXCEPTION_KEY};
+use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Event, TraceId};
 
 /// What a [`TailSampler`] keeps and how much it may hold.
 #[derive(Clone, Debug, PartialEq)]

@@ -38,8 +38,8 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// [`OwnedEventSubscriber`]: crate::OwnedEventSubscriber
 ///
 /// ```
-/// use notify_core::export::Handoff;
-/// use notify_core::{Event, Overflow, Payload};
+/// use notify_core::export::{Handoff, Overflow};
+/// use notify_core::{Event, Payload};
 /// use std::{sync::Arc, time::Instant};
 ///
 /// let handoff = Handoff::new(1024, Overflow::DropNewest);
