@@ -25,7 +25,8 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// Nothing is stranded in a thread's queue: the consumer sees every queue, also of threads that
 /// are idle or have exited (a queue is dropped once its thread exited and it was drained).
 ///
-/// **Bounded**: at most `per_thread` events per publishing thread. When a thread's queue is full,
+/// **Bounded**: at most `per_thread` events per publishing thread (each thread's ring is allocated
+/// whole on its first push: `per_thread` pointers, 64 KB for 8,192). When a thread's queue is full,
 /// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
 /// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
 /// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
