@@ -33,6 +33,18 @@ pub enum OverflowPolicy {
     Wait(Duration),
 }
 
+impl From<Overflow> for OverflowPolicy {
+    /// notify-core's policy: `DropNewest` and `DropOldest` as such, `Block` as
+    /// `Wait(Duration::MAX)`; a policy notify-core adds later acts as `DropNewest` here.
+    fn from(overflow: Overflow) -> OverflowPolicy {
+        match overflow {
+            Overflow::DropOldest => OverflowPolicy::DropOldest,
+            Overflow::Block => OverflowPolicy::Wait(Duration::MAX),
+            _ => OverflowPolicy::DropNewest,
+        }
+    }
+}
+
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
 
@@ -76,9 +88,20 @@ impl<E: SpanExporter + 'static> Builder<E> {
         self
     }
 
-    /// What to do when the queue is full (default [`OverflowPolicy::DropNewest`]).
-    pub fn overflow_policy(mut self, policy: OverflowPolicy) -> Builder<E> {
-        self.policy = policy;
+    /// What to do when the publishing thread's queue is full (default
+    /// [`OverflowPolicy::DropNewest`]). notify-core's [`Overflow`] (the policy of notify's other
+    /// queues) converts: `Block` is [`OverflowPolicy::Wait`] without a limit.
+    ///
+    /// ```
+    /// use notify_core::export::Overflow;
+    /// use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
+    /// # let spans = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+    /// let builder = OpenTelemetryExporter::builder(spans).overflow_policy(Overflow::Block);
+    /// assert!(format!("{builder:?}").contains("Wait(18446744073709551615."));
+    /// assert_eq!(OverflowPolicy::from(Overflow::DropOldest), OverflowPolicy::DropOldest);
+    /// ```
+    pub fn overflow_policy(mut self, policy: impl Into<OverflowPolicy>) -> Builder<E> {
+        self.policy = policy.into();
         self
     }
 
