@@ -334,7 +334,9 @@ pub mod suppression {
 pub mod export {
     //! For crates that hand events off to queues, workers and other systems: the one [`Overflow`]
     //! policy of a bounded queue (notify-pool's mailboxes, notify-nats' exporter queue) and head
-    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event).
+    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event);
+    //! for exporters, [`Handoff`] (a queue per publishing thread to the exporter's thread) and
+    //! [`recycle_all`] (the events an exporter is done with become the next events' allocations).
     //!
     //! ```
     //! use notify_core::export::{Overflow, Sampler};
@@ -346,6 +348,10 @@ pub mod export {
     //! ```
     #[doc(inline)]
     pub use notify_base::{Overflow, Sampler};
+    // The exporters' hand-off (issue 38): a queue per publishing thread, and the recycling of
+    // the owned events exporters are done with.
+    #[doc(inline)]
+    pub use notify_base::export::{recycle, recycle_all, Handoff, HandoffStats, MAX_SPARE_EVENTS, TAKE_AT_ONCE};
 }
 
 #[cfg(feature = "redaction")]
