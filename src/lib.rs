@@ -36,4 +36,7 @@ pub mod docs {
     /// docs/nats.md
     #[doc = include_str!("../docs/nats.md")]
     pub struct Nats;
+    /// docs/trace-context.md
+    #[doc = include_str!("../docs/trace-context.md")]
+    pub struct TraceContext;
 }
