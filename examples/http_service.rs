@@ -83,11 +83,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _traces = Notifier::global().subscribe(
         "request.http",
         Subscriber::event(|e: &Event| {
+            // W3C forms: 32 and 16 hex digits (an EventId's `Display` is its decimal number).
+            let parent = e
+                .parent_id()
+                .map_or_else(|| "none".to_owned(), |id| format!("{:016x}", id.get()));
             println!(
-                "trace {:032x}: {} (parent {:?})",
-                e.trace_id().get(),
+                "trace {}: {} {:016x} (parent {parent})",
+                e.trace_id(),
                 e.name(),
-                e.parent_id()
+                e.id().get()
             )
         }),
     );

@@ -36,4 +36,10 @@ pub mod docs {
     /// docs/nats.md
     #[doc = include_str!("../docs/nats.md")]
     pub struct Nats;
+    /// docs/context.md
+    #[doc = include_str!("../docs/context.md")]
+    pub struct Context;
+    /// docs/trace-context.md
+    #[doc = include_str!("../docs/trace-context.md")]
+    pub struct TraceContext;
 }

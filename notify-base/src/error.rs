@@ -119,7 +119,9 @@ pub enum NotifyError {
     AlreadyStarted,
     /// `finish` was called on a handle that was already finished.
     AlreadyFinished,
-    /// `finish` was called on a handle that was never started.
+    /// `finish` was called on a handle that was never started, or
+    /// [`Instrumenter::finish`](crate::Instrumenter::finish) found no event of that name open on
+    /// this thread.
     NotStarted,
     /// The subscription was already removed (by an earlier `unsubscribe`, by name, or by the
     /// detach failure policy), or its notifier is gone.
@@ -131,7 +133,10 @@ impl fmt::Display for NotifyError {
         f.write_str(match self {
             NotifyError::AlreadyStarted => "the handle was already started",
             NotifyError::AlreadyFinished => "the handle was already finished",
-            NotifyError::NotStarted => "the handle was never started",
+            NotifyError::NotStarted => {
+                "the event was never started (a handle finished before `start`, or \
+                 `Instrumenter::finish` with no event of that name open on this thread)"
+            }
             NotifyError::NotFound => "subscription not found: it was already removed",
         })
     }

@@ -69,8 +69,14 @@ fn i2_start_and_finish_nest_finish_by_name_and_merge_the_payload() {
     assert_eq!(inner.parent_id(), Some(outer.id()));
     assert_eq!(i.open(), 2);
 
-    // Unknown name: an error, nothing changes.
+    // Unknown name: an error, nothing changes; its message names the instrumenter's case too
+    // (it used to speak only of a handle, which the caller never made).
     assert_eq!(i.finish("render.app", Payload::new()), Err(NotifyError::NotStarted));
+    assert_eq!(
+        NotifyError::NotStarted.to_string(),
+        "the event was never started (a handle finished before `start`, or `Instrumenter::finish` with no \
+         event of that name open on this thread)"
+    );
     assert_eq!(i.open(), 2);
 
     // Finishing the outer event first finishes it, not the innermost one.
