@@ -19,7 +19,10 @@ id_type! {
     /// [`Context::new`](crate::Context::new)) are whatever the other process gave them, not checked
     /// here.
     ///
-    /// Displays as the decimal number (`17`). Serializes (feature `serde`) as 16 lowercase hex
+    /// Displays (and [`Debug`]s, and parses) as 16 lowercase hex digits (`0000000000000011`), the
+    /// form of a W3C `parent-id`, as log lines, the JSON and `traceparent` headers write it; a
+    /// text that is not exactly 16 hex digits, or is all zeros, is an
+    /// [`EventIdError`](crate::EventIdError). Serializes (feature `serde`) as 16 lowercase hex
     /// digits in a string in human-readable formats (JSON: `"id": "00f067aa0ba902b7"`, the form of
     /// a W3C `parent-id`, exact for readers that hold numbers as doubles) and reads that form or
     /// the bare number of earlier versions; binary formats (postcard) carry the `u64`.
@@ -36,9 +39,11 @@ id_type! {
     /// let ids = ids.lock().unwrap();
     /// assert_ne!(ids[0], ids[1]);
     /// assert_ne!(ids[0].get(), 0);
-    /// assert_eq!(EventId::new(17).to_string(), "17");
+    /// assert_eq!(EventId::new(17).to_string(), "0000000000000011");
+    /// assert_eq!(format!("{:?}", EventId::new(17)), "EventId(0000000000000011)");
+    /// assert_eq!("00f067aa0ba902b7".parse(), Ok(EventId::new(0x00f0_67aa_0ba9_02b7)));
     /// ```
-    pub struct EventId: decimal, serde hex;
+    pub struct EventId: hex;
     new: "The event id with this number, e.g. one read from another process (an importer, a bridge).";
     get: "The number (never 0 for an event of this process).";
 }

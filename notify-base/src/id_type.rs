@@ -2,23 +2,33 @@
 //! [`TransactionId`](crate::TransactionId), [`SubscriptionId`](crate::SubscriptionId)).
 //!
 //! Each is a `#[repr(transparent)]` `u64` that is `Copy`, ordered and hashed by its number,
-//! converts into `u64`, and serializes as the bare number (feature `serde`), or, with
-//! `serde hex`, as 16 hex digits in a string in human-readable formats. Two display forms:
+//! converts into `u64`, and serializes as the bare number (feature `serde`), or, the `hex` form,
+//! as 16 hex digits in a string in human-readable formats. Three display forms:
 //!
 //! * `decimal`: displays as the number (`17`), parses it back ([`FromStr`](std::str::FromStr)),
 //!   and is made from any `u64` (`new`, `From<u64>`): ids that other processes send (importers,
 //!   bridges, `publish`).
 //! * `hash`: displays as `#17`, as failure reports write it, and is made only by this crate.
+//! * `hex`: displays as 16 lowercase hex digits (`0000000000000011`), the form of a W3C span id,
+//!   parses that form back, and is made from any `u64` as `decimal` ids are: the event id, so
+//!   that what a program prints matches its log lines, its JSON and `traceparent` headers.
 
 /// Defines an id newtype. The caller gives the docs and derives-free struct line; the macro adds
 /// everything else. See the module docs for the two forms.
 macro_rules! id_type {
     // The shared part: the struct, `get`, `From<Id> for u64`, serde.
-    (@common $(#[$meta:meta])* $name:ident, $get_doc:literal) => {
+    (@common $(#[$meta:meta])* $name:ident, $get_doc:literal, $number:literal) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(transparent)]
         pub struct $name(pub(crate) u64);
+
+        // `Name(number)`, the number as the form displays it (`hex` ids: 16 hex digits).
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!(stringify!($name), "(", $number, ")"), self.0)
+            }
+        }
 
         impl $name {
             #[doc = $get_doc]
@@ -81,12 +91,12 @@ macro_rules! id_type {
 
     (
         $(#[$meta:meta])*
-        pub struct $name:ident: decimal $(, serde $form:ident)?;
+        pub struct $name:ident: decimal;
         new: $new_doc:literal;
         get: $get_doc:literal;
     ) => {
-        id_type!(@common $(#[$meta])* $name, $get_doc);
-        id_type!(@serde $($form)? number $name);
+        id_type!(@common $(#[$meta])* $name, $get_doc, "{}");
+        id_type!(@serde number $name);
 
         impl $name {
             #[doc = $new_doc]
@@ -130,7 +140,7 @@ macro_rules! id_type {
         pub struct $name:ident: hash;
         get: $get_doc:literal;
     ) => {
-        id_type!(@common $(#[$meta])* $name, $get_doc);
+        id_type!(@common $(#[$meta])* $name, $get_doc, "{}");
         id_type!(@serde number $name);
 
         impl std::fmt::Display for $name {
@@ -139,9 +149,86 @@ macro_rules! id_type {
             }
         }
     };
+
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident: hex;
+        new: $new_doc:literal;
+        get: $get_doc:literal;
+    ) => {
+        id_type!(@common $(#[$meta])* $name, $get_doc, "{:016x}");
+        id_type!(@serde hex number $name);
+
+        impl $name {
+            #[doc = $new_doc]
+            pub const fn new(id: u64) -> $name {
+                $name(id)
+            }
+        }
+
+        /// 16 lowercase hex digits (`00f067aa0ba902b7`), as a W3C `traceparent` writes a span id.
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{:016x}", self.0)
+            }
+        }
+
+        /// Parses the [`Display`](std::fmt::Display) form: exactly 16 hex digits (either case),
+        /// not all zero, e.g. from a URL, a log line or a `traceparent`'s parent-id.
+        impl std::str::FromStr for $name {
+            type Err = $crate::id_type::EventIdError;
+
+            fn from_str(text: &str) -> Result<$name, $crate::id_type::EventIdError> {
+                match text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    true => match u64::from_str_radix(text, 16) {
+                        Ok(0) | Err(_) => Err($crate::id_type::EventIdError::new(text)),
+                        Ok(id) => Ok($name(id)),
+                    },
+                    false => Err($crate::id_type::EventIdError::new(text)),
+                }
+            }
+        }
+
+        impl From<u64> for $name {
+            fn from(id: u64) -> $name {
+                $name(id)
+            }
+        }
+    };
 }
 
 pub(crate) use id_type;
+
+/// Why a text is not an [`EventId`](crate::EventId): it must be exactly 16 hex digits, not all
+/// zero (a W3C trace-context span id).
+///
+/// ```
+/// use notify_core::event::EventId;
+/// let err = "17".parse::<EventId>().unwrap_err();
+/// assert_eq!(err.to_string(), "an event id is 16 hex digits, not all zero: \"17\"");
+/// assert_eq!("00000000000000ff".parse::<EventId>(), Ok(EventId::new(255)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventIdError {
+    text: String,
+}
+
+impl EventIdError {
+    pub(crate) fn new(text: &str) -> EventIdError {
+        // Bounded: the text may come from a URL or a header.
+        EventIdError {
+            text: text.chars().take(64).collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for EventIdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an event id is 16 hex digits, not all zero: {:?}", self.text)
+    }
+}
+
+impl std::error::Error for EventIdError {}
 
 /// Reads an id from 16 hex digits in a string (either case) or a bare non-negative number.
 #[cfg(feature = "serde")]
@@ -196,10 +283,34 @@ mod tests {
 
     #[test]
     fn decimal_ids_display_parse_and_order_by_the_number() {
-        decimal_id_behaves(EventId::new);
         decimal_id_behaves(TransactionId::new);
-        assert_eq!(format!("{:?}", EventId::new(17)), "EventId(17)");
         assert_eq!(format!("{:?}", TransactionId::new(3)), "TransactionId(3)");
+    }
+
+    #[test]
+    fn event_ids_display_debug_and_parse_as_16_hex_digits() {
+        for n in [1, 17, 0x00f0_67aa_0ba9_02b7, u64::MAX] {
+            let text = EventId::new(n).to_string();
+            assert_eq!(text.len(), 16, "{text}");
+            assert_eq!(text.parse::<EventId>(), Ok(EventId::new(n)));
+            assert_eq!(format!("{:?}", EventId::new(n)), format!("EventId({text})"));
+        }
+        assert_eq!("00F067AA0BA902B7".parse(), Ok(EventId::new(0x00f0_67aa_0ba9_02b7)));
+        for bad in [
+            "",
+            "17",
+            "0000000000000000",
+            "+000000000000011",
+            "00000000000000111",
+            "000000000000001g",
+        ] {
+            let err = bad.parse::<EventId>().unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("an event id is 16 hex digits, not all zero: {bad:?}")
+            );
+        }
+        assert!(EventId::new(9) < EventId::new(10));
     }
 
     #[test]

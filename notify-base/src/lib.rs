@@ -94,6 +94,7 @@ pub use crate::failure::*;
 pub use crate::fanout_end::defer_to_fanout_end;
 pub use crate::future::*;
 pub use crate::handle::*;
+pub use crate::id_type::EventIdError;
 pub use crate::ids::*;
 pub use crate::instrumenter::*;
 pub use crate::kinds::*;

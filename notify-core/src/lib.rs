@@ -210,8 +210,8 @@ pub mod event {
     //! ```
     #[doc(inline)]
     pub use notify_base::{
-        records_dropped, thread_allocations, Callsite, CountingAllocator, Entered, EventId, Instrumenter, Interest,
-        Location, Outcome,
+        records_dropped, thread_allocations, Callsite, CountingAllocator, Entered, EventId, EventIdError, Instrumenter,
+        Interest, Location, Outcome,
     };
 }
 
