@@ -29,6 +29,7 @@ mod error;
 pub mod escape;
 mod event;
 mod event_id;
+pub mod export;
 mod failure;
 mod fanout_end;
 // Under loom only its model uses it: the fanout pins through arc-swap there.
