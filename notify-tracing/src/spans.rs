@@ -273,7 +273,15 @@ impl EventedSubscriber for TracingSubscriber {
             {
                 None
             }
-            Some(parent) => self.inner.open.span(parent).and_then(|span| span.id()),
+            // A task spawned with the notify context (`in_current_context`) and tracing's
+            // (`in_current_span`): when tracing's current span is the parent's span or inside it,
+            // it is the innermost; only a registry can tell (its span ancestry).
+            Some(parent) => self
+                .inner
+                .open
+                .span(parent)
+                .filter(|span| !current_span_is_within(span))
+                .and_then(|span| span.id()),
             None => None,
         };
         let span = with_values(site, name, event.id(), None, payload, |meta, values| match parent {
@@ -364,6 +372,28 @@ impl TracingSubscriber {
     fn owner(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }
+}
+
+/// Whether the current span of `span`'s subscriber on this thread is `span` or a descendant of
+/// it, as a tracing-subscriber [`Registry`](tracing_subscriber::Registry) records the ancestry
+/// (false with another subscriber: it cannot tell).
+fn current_span_is_within(span: &Span) -> bool {
+    use tracing_subscriber::registry::LookupSpan;
+    span.with_subscriber(|(ancestor, dispatch)| {
+        let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>() else {
+            return false;
+        };
+        let current = dispatch.current_span();
+        let mut next = current.id().and_then(|id| registry.span(id));
+        while let Some(span) = next {
+            if span.id() == *ancestor {
+                return true;
+            }
+            next = span.parent();
+        }
+        false
+    })
+    .unwrap_or(false)
 }
 
 /// The async events whose spans are entered on this thread now (during a poll of their future),

@@ -15,6 +15,9 @@ use notify_tracing::{NotifyLayer, TracingSubscriber};
 use support::Capture;
 use tracing_subscriber::prelude::*;
 
+/// A boxed task.
+type Task = Pin<Box<dyn Future<Output = ()> + Send>>;
+
 const ORDERS: [&str; 8] = ["TTT", "TTN", "TNT", "TNN", "NTT", "NTN", "NNT", "NNN"];
 
 fn collect(notifier: &Notifier) -> Arc<Mutex<Vec<Event>>> {
@@ -39,7 +42,7 @@ fn tracing_span(depth: usize) -> tracing::Span {
 /// The future of `order[depth..]`: each level a tracing or a notify future around the next,
 /// yielding before and after it; the innermost level ends with a tracing span and a notify event
 /// made synchronously ("leaf").
-fn level(notifier: Notifier, order: &'static [u8], depth: usize) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+fn level(notifier: Notifier, order: &'static [u8], depth: usize) -> Task {
     Box::pin(async move {
         let Some(kind) = order.get(depth) else {
             tokio::task::yield_now().await;
@@ -186,4 +189,65 @@ fn notify_to_tracing_every_sync_nesting_order_gives_the_innermost_as_parent() {
         assert_eq!(capture.spans().len(), 3, "{order}: {:?}", capture.spans());
         assert_tracing_chain(&capture, &names(order), order);
     }
+}
+
+// ---- across spawn: notify's `in_current_context`, tracing's `in_current_span` ----
+
+/// A notify future `outer.n` spawns a task with `spawn` (which wraps it to carry the context);
+/// the task runs a tracing span `middle` around a notify event `inner.n`.
+fn spawned(notifier: Notifier, carry: fn(Task) -> Task) -> impl Future<Output = ()> {
+    let outer = notifier.build_handle("outer.n", Payload::new());
+    let body = async move {
+        let task_notifier = notifier.clone();
+        let task: Task = Box::pin(async move {
+            tokio::task::yield_now().await;
+            let inner = async {
+                tokio::task::yield_now().await;
+                let handle = task_notifier.build_handle("inner.n", Payload::new());
+                notify_core::Instrument::instrument(tokio::task::yield_now(), handle).await;
+            };
+            tracing::Instrument::instrument(inner, tracing::info_span!(target: "t", "middle")).await;
+        });
+        tokio::spawn(carry(task)).await.unwrap();
+    };
+    notify_core::Instrument::instrument(body, outer)
+}
+
+fn in_current_context(task: Task) -> Task {
+    // The task also carries this thread's tracing dispatcher (the test's, not a global one).
+    let task = tracing::instrument::WithSubscriber::with_current_subscriber(tracing::Instrument::in_current_span(task));
+    Box::pin(notify_core::Instrument::in_current_context(task))
+}
+
+#[test]
+fn tracing_to_notify_a_task_spawned_in_current_context_stays_under_the_notify_event() {
+    let runtime = runtime();
+    let notifier = Notifier::new();
+    let seen = collect(&notifier);
+    let dispatch =
+        tracing::Dispatch::new(tracing_subscriber::registry().with(NotifyLayer::with_notifier(notifier.clone())));
+    let future =
+        tracing::instrument::WithSubscriber::with_subscriber(spawned(notifier.clone(), in_current_context), dispatch);
+    runtime.block_on(async move { tokio::spawn(future).await.unwrap() });
+    let seen = seen.lock().unwrap();
+    assert_notify_chain(
+        &seen,
+        &["outer.n".into(), "middle.t".into(), "inner.n".into()],
+        "spawned",
+    );
+}
+
+#[test]
+fn notify_to_tracing_a_task_spawned_in_current_context_stays_under_the_notify_events_span() {
+    let runtime = runtime();
+    let capture = Capture::default();
+    let notifier = Notifier::new();
+    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
+    let future =
+        tracing::instrument::WithSubscriber::with_subscriber(spawned(notifier.clone(), in_current_context), dispatch);
+    runtime.block_on(async move { tokio::spawn(future).await.unwrap() });
+    let names = ["outer.n".to_owned(), "middle.t".to_owned(), "inner.n".to_owned()];
+    assert_eq!(capture.spans().len(), 3, "{:?}", capture.spans());
+    assert_tracing_chain(&capture, &names, "spawned");
 }
