@@ -1,51 +1,5 @@
-//! Tail sampling in-process: hold each trace's events until its local root ends, then keep the
-//! trace whole or drop it whole.
-//!
-//! A [`TailSampler`] is a plain data structure that an exporter's own thread feeds with finished
-//! events ([`TailSampler::offer`]) and ticks ([`TailSampler::expire`], when
-//! [`TailSampler::next_expiry`] is due); the events it keeps come out in the `kept` vector, ready
-//! for the sink. It takes `Arc<Event>` (what an owned-event subscriber receives) and knows nothing
-//! of any sink.
-//!
-//! **The decision**, made once per trace when its *local root* (an event without a parent in this
-//! process: no parent, or a remote one) arrives: keep the whole trace when any of its events is an
-//! error ([`is_error`]: an [`EXCEPTION_KEY`] entry in the payload, or an outcome other than
-//! `completed`), else when the root took at least [`TailSampling::slower_than`], else when the
-//! trace id falls in [`TailSampling::ratio`] (OpenTelemetry's `TraceIdRatioBased` arithmetic on
-//! the trace id's low 64 bits, so every process decides a trace alike); otherwise drop it whole.
-//!
-//! **Bounds**, each drop counted by cause in [`TailStats`]:
-//! * at most `max_traces` traces held: a new trace beyond that evicts the one held longest
-//!   (its events, and later ones of that trace, are `dropped_evicted`);
-//! * at most `max_events_per_trace` events held per trace (the root always gets in to decide):
-//!   further ones are `dropped_over_limit`;
-//! * a trace whose root has not arrived `max_wait` after its first event is decided without it
-//!   (kept on an error or by the ratio, else `dropped_expired`);
-//! * decisions are remembered for the last `4 * max_traces` traces, so events that finish after
-//!   their root (a detached task) follow the decision: kept (`kept_late`) or `dropped_late`; an
-//!   event of a forgotten trace starts a new one.
-//!
-//! Memory is bounded by `max_traces * (max_events_per_trace + 1)` shared events plus
-//! `4 * max_traces` remembered decisions (24 bytes each).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use std::time::{Duration, Instant};
-//! use notify_core::export::{TailSampler, TailSampling};
-//! use notify_core::{Event, Payload};
-//!
-//! let mut sampler = TailSampler::new(TailSampling::new().slower_than(Duration::from_millis(100)).ratio(0.0));
-//! let now = Instant::now();
-//! let mut kept = Vec::new();
-//! // A fast root with no error: dropped whole.
-//! sampler.offer(Arc::new(Event::new("request.http", now, now, Payload::new())), now, &mut kept);
-//! // A slow one: kept.
-//! let slow = Event::new("request.http", now, now + Duration::from_millis(150), Payload::new());
-//! sampler.offer(Arc::new(slow), now, &mut kept);
-//! assert_eq!(kept.len(), 1);
-//! assert_eq!(sampler.stats().traces_kept_slow, 1);
-//! assert_eq!(sampler.stats().dropped_not_sampled, 1);
-//! ```
+//! Tail sampling in-process ([`TailSampler`]): hold each trace's events until its local root
+//! ends, then keep the trace whole or drop it whole.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -201,7 +155,54 @@ struct Held {
     error: bool,
 }
 
-/// The tail-sampling stage: see the [module docs](self).
+/// The tail-sampling stage: holds each trace's events until its local root ends, then keeps the
+/// trace whole or drops it whole.
+///
+/// A `TailSampler` is a plain data structure that an exporter's own thread feeds with finished
+/// events ([`TailSampler::offer`]) and ticks ([`TailSampler::expire`], when
+/// [`TailSampler::next_expiry`] is due); the events it keeps come out in the `kept` vector, ready
+/// for the sink. It takes `Arc<Event>` (what an owned-event subscriber receives) and knows nothing
+/// of any sink.
+///
+/// **The decision**, made once per trace when its *local root* (an event without a parent in this
+/// process: no parent, or a remote one) arrives: keep the whole trace when any of its events is an
+/// error ([`is_error`]: an [`EXCEPTION_KEY`] entry in the payload, or an outcome other than
+/// `completed`), else when the root took at least [`TailSampling::slower_than`], else when the
+/// trace id falls in [`TailSampling::ratio`] (OpenTelemetry's `TraceIdRatioBased` arithmetic on
+/// the trace id's low 64 bits, so every process decides a trace alike); otherwise drop it whole.
+///
+/// **Bounds**, each drop counted by cause in [`TailStats`]:
+/// * at most `max_traces` traces held: a new trace beyond that evicts the one held longest
+///   (its events, and later ones of that trace, are `dropped_evicted`);
+/// * at most `max_events_per_trace` events held per trace (the root always gets in to decide):
+///   further ones are `dropped_over_limit`;
+/// * a trace whose root has not arrived `max_wait` after its first event is decided without it
+///   (kept on an error or by the ratio, else `dropped_expired`);
+/// * decisions are remembered for the last `4 * max_traces` traces, so events that finish after
+///   their root (a detached task) follow the decision: kept (`kept_late`) or `dropped_late`; an
+///   event of a forgotten trace starts a new one.
+///
+/// Memory is bounded by `max_traces * (max_events_per_trace + 1)` shared events plus
+/// `4 * max_traces` remembered decisions (24 bytes each).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::{Duration, Instant};
+/// use notify_core::export::{TailSampler, TailSampling};
+/// use notify_core::{Event, Payload};
+///
+/// let mut sampler = TailSampler::new(TailSampling::new().slower_than(Duration::from_millis(100)).ratio(0.0));
+/// let now = Instant::now();
+/// let mut kept = Vec::new();
+/// // A fast root with no error: dropped whole.
+/// sampler.offer(Arc::new(Event::new("request.http", now, now, Payload::new())), now, &mut kept);
+/// // A slow one: kept.
+/// let slow = Event::new("request.http", now, now + Duration::from_millis(150), Payload::new());
+/// sampler.offer(Arc::new(slow), now, &mut kept);
+/// assert_eq!(kept.len(), 1);
+/// assert_eq!(sampler.stats().traces_kept_slow, 1);
+/// assert_eq!(sampler.stats().dropped_not_sampled, 1);
+/// ```
 pub struct TailSampler {
     config: TailSampling,
     held: HashMap<TraceId, Held>,
