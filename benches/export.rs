@@ -42,7 +42,7 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
-use notify_core::{Callsite, Notifier, Pattern, Payload};
+use notify_core::{event::Callsite, Notifier, Pattern, Payload};
 use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;

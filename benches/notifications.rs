@@ -19,7 +19,7 @@
 //!   `tracing::subscriber::with_default` inside that bench only. `tracing_event_disabled` is
 //!   `info!` with no subscriber; it runs before the listened cases. The bridges of crate
 //!   notify-tracing: `bridge_notify_to_tracing` is `notify_fn` listened by
-//!   `notify_tracing::TracingSubscriber` (each call a tracing span on the same Registry + do-nothing
+//!   `notify_tracing::TracingForwarder` (each call a tracing span on the same Registry + do-nothing
 //!   layer; compare with `tracing_fn_listened`, target ≤ 1.5×), `layer_tracing_to_notify_unlistened`
 //!   is `tracing_fn` on a Registry with `notify_tracing::NotifyLayer` while nobody listens in
 //!   notify (compare with `tracing_fn_registry`, the Registry alone; target ≤ +5 ns).
@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use notify_core::{Callsite, Notifier, Payload, Subscriber};
+use notify_core::{event::Callsite, Notifier, Payload, Subscriber};
 
 #[path = "support/fixture.rs"]
 mod fixture;
@@ -125,7 +125,7 @@ fn peers(c: &mut Criterion) {
     // The bridges (crate notify-tracing), against `tracing_fn_listened` and `tracing_fn_registry`.
     group.bench_function("bridge_notify_to_tracing", |b| {
         use tracing_subscriber::layer::SubscriberExt;
-        let bridge = notify_tracing::TracingSubscriber::new().subscribe(Notifier::global(), "peer_fn.bench");
+        let bridge = notify_tracing::TracingForwarder::new().subscribe(Notifier::global(), "peer_fn.bench");
         let subscriber = tracing_subscriber::registry().with(NoopLayer);
         tracing::subscriber::with_default(subscriber, || b.iter(|| notify_fn(black_box(7))));
         bridge.unsubscribe().expect("subscribed above");

@@ -21,7 +21,7 @@
 //! 100,000 names were excluded from a glob subscription: the bench's
 //! `registry/unsubscribe_name_100000_exclusions`). The bridge: bridge_notify_to_tracing (the bench's
 //! `peers/bridge_notify_to_tracing`: an `#[instrument_event]` fn listened by
-//! `notify_tracing::TracingSubscriber`, each call a span on tracing's `Registry` with a do-nothing
+//! `notify_tracing::TracingForwarder`, each call a span on tracing's `Registry` with a do-nothing
 //! layer) and tracing_fn_listened (the same span made by tracing's `#[instrument]`, its peer).
 
 use std::hint::black_box;
@@ -85,7 +85,7 @@ fn instrument_named(notifier: &notify_core::Notifier, name: &str, iterations: u6
 /// `tracing_fn`, on a `Registry` with a do-nothing layer.
 fn bridge(case: &str, iterations: u64) {
     use tracing_subscriber::layer::SubscriberExt;
-    let bridge = notify_tracing::TracingSubscriber::new().subscribe(notify_core::Notifier::global(), "peer_fn.bench");
+    let bridge = notify_tracing::TracingForwarder::new().subscribe(notify_core::Notifier::global(), "peer_fn.bench");
     let subscriber = tracing_subscriber::registry().with(fixture::NoopLayer);
     tracing::subscriber::with_default(subscriber, || {
         for _ in 0..iterations {

@@ -5,7 +5,9 @@
 
 use std::hint::black_box;
 
-use notify_core::{Event, EventedSubscriber, Notifier, Payload, Redaction, Subscriber, TransactionId};
+use notify_core::{
+    context::TransactionId, redaction::Redaction, Event, EventedSubscriber, Notifier, Payload, Subscriber,
+};
 use notify_log::{Attached, Level, LogConfig, LogEvent, LogSubscriber};
 
 /// Subscribers per event name in the `as_notifications` cases, as in the AS::N benchmark.
@@ -14,8 +16,8 @@ pub const SUBSCRIBERS: usize = 10;
 pub struct NoopEvented;
 
 impl EventedSubscriber for NoopEvented {
-    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
-    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
 }
 
 /// A log subscriber at `debug`: silenced while the `log` facade drops `debug` (here: always, as

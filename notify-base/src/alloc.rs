@@ -15,15 +15,15 @@ thread_local! {
 /// allocator in your binary (not in a library):
 ///
 /// ```
-/// use notify_core::CountingAllocator;
+/// use notify_core::event::CountingAllocator;
 ///
 /// #[global_allocator]
 /// static GLOBAL: CountingAllocator<std::alloc::System> = CountingAllocator::new(std::alloc::System);
 ///
-/// let before = notify_core::thread_allocations();
+/// let before = notify_core::event::thread_allocations();
 /// let v = vec![1_u8; 10];
 /// # drop(v);
-/// assert!(notify_core::thread_allocations() > before);
+/// assert!(notify_core::event::thread_allocations() > before);
 /// ```
 ///
 /// Then event-object subscribers that ask for
@@ -38,7 +38,7 @@ impl<A> CountingAllocator<A> {
     /// Wraps `inner`.
     ///
     /// ```
-    /// let _ = notify_core::CountingAllocator::new(std::alloc::System);
+    /// let _ = notify_core::event::CountingAllocator::new(std::alloc::System);
     /// ```
     pub const fn new(inner: A) -> CountingAllocator<A> {
         CountingAllocator { inner }
@@ -87,7 +87,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAllocator<A> {
 /// ```
 /// // In a binary without CountingAllocator:
 /// # if false {
-/// assert_eq!(notify_core::thread_allocations(), None);
+/// assert_eq!(notify_core::event::thread_allocations(), None);
 /// # }
 /// ```
 pub fn thread_allocations() -> Option<u64> {

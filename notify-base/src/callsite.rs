@@ -25,7 +25,7 @@ use crate::registry::Lookup;
 /// What a callsite knows about its listeners.
 ///
 /// ```
-/// use notify_core::{Callsite, Interest};
+/// use notify_core::event::{Callsite, Interest};
 /// static SITE: Callsite = Callsite::new("interest.doc");
 /// assert_eq!(SITE.interest(), Interest::Unknown);
 /// SITE.instrument(notify_core::Payload::new, |_| ());
@@ -46,7 +46,7 @@ pub enum Interest {
 /// generates). It always instruments against [`Notifier::global`](crate::Notifier::global).
 ///
 /// ```
-/// use notify_core::{Callsite, Payload};
+/// use notify_core::{event::Callsite, Payload};
 /// static QUERY: Callsite = Callsite::new("query.db");
 ///
 /// fn query(sql: &str) -> usize {
@@ -66,7 +66,7 @@ impl Callsite {
     /// A callsite for events named `name`.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("a.b");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("a.b");
     /// assert_eq!(SITE.name(), "a.b");
     /// ```
     #[cfg(not(loom))]
@@ -90,7 +90,7 @@ impl Callsite {
     /// generates): its events carry the location ([`Event::location`](crate::Event::location)).
     ///
     /// ```
-    /// use notify_core::{Callsite, Location};
+    /// use notify_core::event::{Callsite, Location};
     /// static SITE: Callsite = Callsite::at("a.b", Location::new(file!(), line!(), module_path!()));
     /// assert_eq!(SITE.location().map(Location::line), Some(line!() - 1));
     /// ```
@@ -117,7 +117,7 @@ impl Callsite {
     /// The event name.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("a.b");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("a.b");
     /// assert_eq!(SITE.name(), "a.b");
     /// ```
     pub fn name(&self) -> &'static str {
@@ -127,8 +127,8 @@ impl Callsite {
     /// The cached interest (does not register).
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("cached.doc");
-    /// assert_eq!(SITE.interest(), notify_core::Interest::Unknown);
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("cached.doc");
+    /// assert_eq!(SITE.interest(), notify_core::event::Interest::Unknown);
     /// ```
     pub fn interest(&self) -> Interest {
         match self.cache.interest() {
@@ -142,7 +142,7 @@ impl Callsite {
     /// nobody listens. `true` may still end in every listener being silenced.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("enabled.doc");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("enabled.doc");
     /// assert!(!SITE.is_enabled());
     /// ```
     #[inline(always)]
@@ -154,7 +154,7 @@ impl Callsite {
     /// it is one atomic load and a branch before `body` runs.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("instrument.doc");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("instrument.doc");
     /// assert_eq!(SITE.instrument(notify_core::Payload::new, |_| 5), 5);
     /// ```
     #[inline(always)]
@@ -182,7 +182,7 @@ impl Callsite {
     /// `payload` is not called). What `#[instrument_event]` uses for async fns and early returns.
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("handle.doc");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("handle.doc");
     /// assert!(SITE.handle(notify_core::Payload::new).is_none());
     /// ```
     #[inline(always)]
@@ -221,7 +221,7 @@ impl Callsite {
     /// True when an event of this callsite would reach a subscriber now (asks silenceable ones).
     ///
     /// ```
-    /// static SITE: notify_core::Callsite = notify_core::Callsite::new("listening.doc");
+    /// static SITE: notify_core::event::Callsite = notify_core::event::Callsite::new("listening.doc");
     /// assert!(!SITE.listening());
     /// ```
     pub fn listening(&'static self) -> bool {

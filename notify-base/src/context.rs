@@ -104,7 +104,7 @@ impl Context {
     /// use [`Context::from_traceparent`] or [`Context::remote`], which mark it remote.
     ///
     /// ```
-    /// use notify_core::{Context, EventId, TraceId};
+    /// use notify_core::{event::EventId, Context, TraceId};
     /// let trace = TraceId::new(42).unwrap();
     /// let context = Context::new(trace, Some(EventId::new(7)));
     /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(EventId::new(7))));
@@ -124,7 +124,7 @@ impl Context {
     /// [`Context::from_traceparent`].
     ///
     /// ```
-    /// use notify_core::{Context, EventId, TraceId};
+    /// use notify_core::{event::EventId, Context, TraceId};
     /// let context = Context::remote(TraceId::new(42).unwrap(), EventId::new(7), false);
     /// assert!(context.is_remote());
     /// assert_eq!(context.is_sampled(), Some(false));
@@ -192,14 +192,14 @@ impl Context {
     /// any order; each removes exactly what it attached.
     ///
     /// ```
-    /// use notify_core::{Context, EventId, TraceId};
+    /// use notify_core::{event::EventId, Context, TraceId};
     /// let context = Context::new(TraceId::new(1).unwrap(), Some(EventId::new(99)));
     /// {
     ///     let _guard = context.attach();
-    ///     assert_eq!(notify_core::current_event_id(), Some(EventId::new(99)));
+    ///     assert_eq!(notify_core::context::current_event_id(), Some(EventId::new(99)));
     ///     assert_eq!(Context::current(), context);
     /// }
-    /// assert_eq!(notify_core::current_event_id(), None);
+    /// assert_eq!(notify_core::context::current_event_id(), None);
     /// ```
     pub fn attach(self) -> ContextGuard {
         ContextGuard {
@@ -211,8 +211,8 @@ impl Context {
     /// Runs `f` with this context attached.
     ///
     /// ```
-    /// let context = notify_core::Context::new(notify_core::TraceId::new(1).unwrap(), Some(notify_core::EventId::new(5)));
-    /// assert_eq!(context.in_scope(notify_core::current_event_id), Some(notify_core::EventId::new(5)));
+    /// let context = notify_core::Context::new(notify_core::TraceId::new(1).unwrap(), Some(notify_core::event::EventId::new(5)));
+    /// assert_eq!(context.in_scope(notify_core::context::current_event_id), Some(notify_core::event::EventId::new(5)));
     /// ```
     pub fn in_scope<T>(self, f: impl FnOnce() -> T) -> T {
         let _guard = self.attach();
@@ -243,7 +243,7 @@ impl Drop for ContextGuard {
 /// maps the event id to a span id and the parent id to the parent span.
 ///
 /// ```
-/// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+/// use notify_core::{context::EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
 /// use std::sync::Mutex;
 ///
 /// #[derive(Default)]
@@ -285,7 +285,7 @@ impl EventContext {
     /// subscribers itself (bridges, tests).
     ///
     /// ```
-    /// use notify_core::{EventContext, EventId, TraceId};
+    /// use notify_core::{context::EventContext, event::EventId, TraceId};
     /// let trace = TraceId::new(3).unwrap();
     /// let event = EventContext::new(EventId::new(2), Some(EventId::new(1)), trace);
     /// assert_eq!((event.id().get(), event.parent_id().map(EventId::get), event.trace_id()), (2, Some(1), trace));
@@ -310,7 +310,7 @@ impl EventContext {
     ///
     /// ```
     /// let trace = notify_core::TraceId::new(3).unwrap();
-    /// let event = notify_core::EventContext::new(notify_core::EventId::new(2), None, trace);
+    /// let event = notify_core::context::EventContext::new(notify_core::event::EventId::new(2), None, trace);
     /// assert!(event.is_sampled());
     /// assert!(!event.with_sampled(false).is_sampled());
     /// ```
@@ -323,7 +323,7 @@ impl EventContext {
     /// The same identity with its parent marked as living in another process (or not).
     ///
     /// ```
-    /// use notify_core::{EventContext, EventId, TraceId};
+    /// use notify_core::{context::EventContext, event::EventId, TraceId};
     /// let event = EventContext::new(EventId::new(2), Some(EventId::new(1)), TraceId::new(3).unwrap());
     /// assert!(!event.parent_is_remote());
     /// assert!(event.with_parent_remote(true).parent_is_remote());
@@ -354,7 +354,7 @@ impl EventContext {
     /// for a future dropped before it completed.
     ///
     /// ```
-    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Outcome, Payload, Subscriber};
+    /// use notify_core::{context::EventContext, event::Outcome, EventedSubscriber, Notifier, Payload, Subscriber};
     /// use std::sync::{Arc, Mutex};
     /// #[derive(Default)]
     /// struct Outcomes(Mutex<Vec<Outcome>>);
@@ -412,7 +412,7 @@ impl EventContext {
     /// `end - start`, at `finish`, when both are set.
     ///
     /// ```
-    /// let event = notify_core::EventContext::new(notify_core::EventId::new(1), None, notify_core::TraceId::new(1).unwrap());
+    /// let event = notify_core::context::EventContext::new(notify_core::event::EventId::new(1), None, notify_core::TraceId::new(1).unwrap());
     /// assert_eq!(event.duration(), None);
     /// ```
     pub fn duration(&self) -> Option<Duration> {
@@ -429,7 +429,7 @@ impl EventContext {
     /// its start (only inside [`Handle::enter`](crate::Handle::enter), a `!Send` guard).
     ///
     /// ```
-    /// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+    /// use notify_core::{context::EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
     /// use std::sync::{Arc, Mutex};
     /// #[derive(Default)]
     /// struct Moved(Mutex<Vec<bool>>);
@@ -457,8 +457,8 @@ impl EventContext {
     ///
     /// ```
     /// let trace = notify_core::TraceId::new(3).unwrap();
-    /// let context = notify_core::EventContext::new(notify_core::EventId::new(2), None, trace).context();
-    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(notify_core::EventId::new(2))));
+    /// let context = notify_core::context::EventContext::new(notify_core::event::EventId::new(2), None, trace).context();
+    /// assert_eq!((context.trace_id(), context.event_id()), (Some(trace), Some(notify_core::event::EventId::new(2))));
     /// ```
     pub fn context(&self) -> Context {
         Context::local(self.trace_id, self.id, self.sampled)

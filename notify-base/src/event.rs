@@ -15,7 +15,7 @@ use crate::transaction_id::TransactionId;
 /// How the instrumented block ended.
 ///
 /// ```
-/// assert_eq!(notify_core::Outcome::default(), notify_core::Outcome::Completed);
+/// assert_eq!(notify_core::event::Outcome::default(), notify_core::event::Outcome::Completed);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -35,7 +35,7 @@ impl Outcome {
     /// so code that labels events by this needs no wildcard arm.
     ///
     /// ```
-    /// assert_eq!(notify_core::Outcome::Panicked.as_str(), "panicked");
+    /// assert_eq!(notify_core::event::Outcome::Panicked.as_str(), "panicked");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -319,7 +319,7 @@ impl Event {
     /// ```
     /// # let now = std::time::Instant::now();
     /// # let e = notify_core::Event::new("a", now, now, Default::default());
-    /// assert_eq!(e.transaction_id(), notify_core::transaction_id());
+    /// assert_eq!(e.transaction_id(), notify_core::context::transaction_id());
     /// ```
     pub fn transaction_id(&self) -> TransactionId {
         self.transaction_id
@@ -457,7 +457,7 @@ impl Event {
     /// ```
     /// # let now = std::time::Instant::now();
     /// # let e = notify_core::Event::new("a", now, now, Default::default());
-    /// assert_eq!(e.outcome(), notify_core::Outcome::Completed);
+    /// assert_eq!(e.outcome(), notify_core::event::Outcome::Completed);
     /// ```
     pub fn outcome(&self) -> Outcome {
         self.outcome

@@ -25,7 +25,7 @@ id_type! {
     /// the bare number of earlier versions; binary formats (postcard) carry the `u64`.
     ///
     /// ```
-    /// use notify_core::{Event, EventId, Notifier, Payload, Subscriber};
+    /// use notify_core::{event::EventId, Event, Notifier, Payload, Subscriber};
     /// use std::sync::{Arc, Mutex};
     /// let notifier = Notifier::new();
     /// let ids = Arc::new(Mutex::new(Vec::new()));

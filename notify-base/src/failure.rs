@@ -19,7 +19,7 @@ use crate::sync::RwLock;
 /// What a notifier does when a subscriber panics.
 ///
 /// ```
-/// use notify_core::{FailurePolicy, Notifier};
+/// use notify_core::{failure::FailurePolicy, Notifier};
 /// let notifier = Notifier::new();
 /// assert_eq!(notifier.failure_policy(), FailurePolicy::Report);
 /// notifier.set_failure_policy(FailurePolicy::Strict);
@@ -46,7 +46,7 @@ pub const SUBSCRIBER_FAILED: &str = "subscriber_failed.notify";
 /// One panic of one subscriber while it received one event: what the failure hook receives.
 ///
 /// ```
-/// use notify_core::{Notifier, Payload, Subscriber, SubscriberFailure, SubscriberKind};
+/// use notify_core::{failure::SubscriberFailure, subscriber::SubscriberKind, Notifier, Payload, Subscriber};
 /// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
 /// let failures = Arc::new(Mutex::new(Vec::new()));
@@ -110,7 +110,7 @@ impl SubscriberFailure {
     /// only the registry's reference is guarded.
     ///
     /// ```
-    /// use notify_core::{FailurePolicy, Notifier, Payload, Subscriber, SubscriberFailure};
+    /// use notify_core::{failure::{FailurePolicy, SubscriberFailure}, Notifier, Payload, Subscriber};
     /// use std::sync::{Arc, Mutex};
     ///
     /// struct PanicsOnDrop;
@@ -165,7 +165,7 @@ impl SubscriberFailure {
 /// order given; a cause with a count of 0 is left out.
 ///
 /// ```
-/// use notify_core::ExportDrops;
+/// use notify_core::failure::ExportDrops;
 /// let drops = ExportDrops::new("opentelemetry")
 ///     .with("queue full", 10_713)
 ///     .with("exporter error", 0)
@@ -270,7 +270,7 @@ impl fmt::Display for ExportDrops {
 /// let notifier = Notifier::new();
 /// let lines = Arc::new(Mutex::new(Vec::new()));
 /// let sink = lines.clone();
-/// notifier.set_failure_hook(move |f: &notify_core::SubscriberFailure| sink.lock().unwrap().push(f.to_string()));
+/// notifier.set_failure_hook(move |f: &notify_core::failure::SubscriberFailure| sink.lock().unwrap().push(f.to_string()));
 /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("no\n[INFO  auth] admin logged in")));
 /// notifier.instrument("x", Payload::new, |_| ());
 /// assert_eq!(lines.lock().unwrap()[0], r"subscriber `event` (event, subscription #1) panicked on `x`: no\n[INFO  auth] admin logged in");
@@ -312,9 +312,9 @@ impl fmt::Display for SubscriberFailure {
 /// Every failure of one event, in run order: the panic payload of [`FailurePolicy::Strict`].
 ///
 /// ```
-/// use notify_core::{FailurePolicy, Notifier, Payload, Subscriber, SubscriberErrors};
+/// use notify_core::{failure::{FailurePolicy, SubscriberErrors}, Notifier, Payload, Subscriber};
 /// let notifier = Notifier::new();
-/// notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
+/// notifier.set_failure_hook(|_: &notify_core::failure::SubscriberFailure| {});
 /// notifier.set_failure_policy(FailurePolicy::Strict);
 /// notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
 /// let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| notifier.instrument("query.sql", Payload::new, |_| ()))).unwrap_err();
@@ -469,7 +469,7 @@ pub(crate) fn report(line: &str) {
 ///
 /// ```
 /// let payload = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
-/// assert_eq!(notify_core::panic_message(&*payload), "boom 7");
+/// assert_eq!(notify_core::failure::panic_message(&*payload), "boom 7");
 /// ```
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {

@@ -48,7 +48,7 @@ thread_local! {
 /// returns `false`.
 ///
 /// ```
-/// use notify_core::{defer_to_fanout_end, Event, Notifier, OwnedEventSubscriber, Payload, Subscriber};
+/// use notify_core::{Event, Notifier, OwnedEventSubscriber, Payload, Subscriber, __private::defer_to_fanout_end};
 /// use std::cell::RefCell;
 /// use std::sync::{mpsc, Arc, Mutex};
 ///

@@ -43,7 +43,7 @@ enum State {
 /// panicked is reported to the failure hook all the same.
 ///
 /// ```
-/// use notify_core::{Event, EventId, Notifier, NotifyError, Payload, Subscriber};
+/// use notify_core::{event::EventId, Event, Notifier, NotifyError, Payload, Subscriber};
 /// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
 /// let seen = Arc::new(Mutex::new(Vec::new()));
@@ -159,7 +159,7 @@ impl Handle {
     /// [`NotifyError::AlreadyStarted`] after `start` (the ids are taken then).
     ///
     /// ```
-    /// use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, TraceId};
+    /// use notify_core::{event::EventId, Context, Event, Notifier, Payload, Subscriber, TraceId};
     /// let notifier = Notifier::new();
     /// notifier.subscribe("job", Subscriber::event(|e: &Event| {
     ///     assert_eq!(e.parent_id(), Some(EventId::new(41)));
@@ -211,7 +211,7 @@ impl Handle {
     /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
     /// let mut h = notifier.build_handle("x", Payload::new());
     /// assert!(h.start().is_ok());
-    /// assert_eq!(notify_core::current_event_id(), None, "started, not current");
+    /// assert_eq!(notify_core::context::current_event_id(), None, "started, not current");
     /// assert_eq!(h.start(), Err(NotifyError::AlreadyStarted));
     /// ```
     pub fn start(&mut self) -> Result<(), NotifyError> {
@@ -255,9 +255,9 @@ impl Handle {
     /// h.start()?;
     /// {
     ///     let _entered = h.enter();
-    ///     assert_eq!(notify_core::current_event_id(), h.id());
+    ///     assert_eq!(notify_core::context::current_event_id(), h.id());
     /// }
-    /// assert_eq!(notify_core::current_event_id(), None);
+    /// assert_eq!(notify_core::context::current_event_id(), None);
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn enter(&self) -> Entered<'_> {
@@ -280,8 +280,8 @@ impl Handle {
     /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
     /// let mut h = notifier.build_handle("x", Payload::new());
     /// h.start()?;
-    /// assert_eq!(h.in_scope(notify_core::current_event_id), h.id());
-    /// assert_eq!(notify_core::current_event_id(), None);
+    /// assert_eq!(h.in_scope(notify_core::context::current_event_id), h.id());
+    /// assert_eq!(notify_core::context::current_event_id(), None);
     /// # Ok::<(), notify_core::NotifyError>(())
     /// ```
     pub fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
@@ -377,7 +377,7 @@ impl Handle {
     ///
     /// ```
     /// let mut h = notify_core::Notifier::new().build_handle("x", notify_core::Payload::new());
-    /// h.set_outcome(notify_core::Outcome::Cancelled);
+    /// h.set_outcome(notify_core::event::Outcome::Cancelled);
     /// ```
     pub fn set_outcome(&mut self, outcome: Outcome) {
         self.outcome = outcome;

@@ -104,9 +104,10 @@ macro_rules! id_type {
         #[doc = "Parses the [`Display`](std::fmt::Display) form, a decimal number (`\"17\"`), e.g. from a URL or a log line."]
         #[doc = ""]
         #[doc = "```"]
-        #[doc = concat!("let id: notify_core::", stringify!($name), " = \"17\".parse()?;")]
-        #[doc = concat!("assert_eq!(id, notify_core::", stringify!($name), "::new(17));")]
-        #[doc = concat!("assert!(\"#17\".parse::<notify_core::", stringify!($name), ">().is_err());")]
+        #[doc = "# use notify_core::{context::*, event::*, subscriber::*};"]
+        #[doc = concat!("let id: ", stringify!($name), " = \"17\".parse()?;")]
+        #[doc = concat!("assert_eq!(id, ", stringify!($name), "::new(17));")]
+        #[doc = concat!("assert!(\"#17\".parse::<", stringify!($name), ">().is_err());")]
         #[doc = "# Ok::<(), std::num::ParseIntError>(())"]
         #[doc = "```"]
         impl std::str::FromStr for $name {

@@ -461,9 +461,9 @@ pub(crate) fn random_trace_id() -> TraceId {
 /// ([`Instrument::in_current_context`](crate::Instrument::in_current_context)).
 ///
 /// ```
-/// let here = notify_core::transaction_id();
-/// assert_eq!(here, notify_core::transaction_id());
-/// let there = std::thread::spawn(notify_core::transaction_id).join().unwrap();
+/// let here = notify_core::context::transaction_id();
+/// assert_eq!(here, notify_core::context::transaction_id());
+/// let there = std::thread::spawn(notify_core::context::transaction_id).join().unwrap();
 /// assert_ne!(here, there);
 /// ```
 #[inline]
@@ -475,7 +475,7 @@ pub fn transaction_id() -> TransactionId {
 /// event of an attached [`Context`](crate::Context)), if any: what a new event's parent id will be.
 ///
 /// ```
-/// assert_eq!(notify_core::current_event_id(), None);
+/// assert_eq!(notify_core::context::current_event_id(), None);
 /// ```
 pub fn current_event_id() -> Option<EventId> {
     let event = current().event;

@@ -49,7 +49,7 @@ thread_local! {
 /// one request across threads is told by the [`TraceId`](crate::TraceId), not by this id.
 ///
 /// ```
-/// use notify_core::{Event, Notifier, Payload, Subscriber, TransactionId};
+/// use notify_core::{context::TransactionId, Event, Notifier, Payload, Subscriber};
 /// use std::sync::{Arc, Mutex};
 /// let notifier = Notifier::new();
 /// let seen = Arc::new(Mutex::new(Vec::new()));
@@ -59,7 +59,7 @@ thread_local! {
 /// }));
 ///
 /// let instrumenter = notifier.instrumenter();
-/// assert_eq!(instrumenter.id(), notify_core::transaction_id());
+/// assert_eq!(instrumenter.id(), notify_core::context::transaction_id());
 /// instrumenter.instrument("render.view", Payload::new, |_| ());
 /// instrumenter.start("request.app", Payload::new().with("path", "/"));
 /// instrumenter.finish("request.app", Payload::new().with("status", 200_u64))?;
@@ -78,7 +78,7 @@ impl Notifier {
     ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
-    /// assert_eq!(notifier.instrumenter().id(), notify_core::transaction_id());
+    /// assert_eq!(notifier.instrumenter().id(), notify_core::context::transaction_id());
     /// ```
     pub fn instrumenter(&self) -> Instrumenter {
         Instrumenter {
@@ -163,7 +163,7 @@ impl Instrumenter {
     /// notifier.subscribe("job.app", Subscriber::event(|_: &notify_core::Event| {}));
     /// let instrumenter = notifier.instrumenter();
     /// let ids = instrumenter.start("job.app", Payload::new()).expect("listened");
-    /// assert_eq!(notify_core::current_event_id(), Some(ids.id()));
+    /// assert_eq!(notify_core::context::current_event_id(), Some(ids.id()));
     /// assert_eq!(instrumenter.open(), 1);
     /// instrumenter.finish("job.app", Payload::new())?;
     /// assert_eq!(instrumenter.open(), 0);

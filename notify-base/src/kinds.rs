@@ -15,7 +15,7 @@ use crate::transaction_id::TransactionId;
 /// `subscribe { |name, start, finish, id, payload| }`. Implemented by every matching closure.
 ///
 /// ```
-/// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
+/// use notify_core::{context::TransactionId, Notifier, Payload, Subscriber};
 /// let notifier = Notifier::new();
 /// notifier.subscribe("x", Subscriber::timed(|name: &str, start, finish, _txn: TransactionId, _p: &Payload| {
 ///     assert!(finish >= start);
@@ -47,7 +47,7 @@ where
 /// A monotonic subscriber: like [`TimedSubscriber`] with [`Instant`]s — AS::N's `monotonic_subscribe`.
 ///
 /// ```
-/// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
+/// use notify_core::{context::TransactionId, Notifier, Payload, Subscriber};
 /// let notifier = Notifier::new();
 /// notifier.subscribe("x", Subscriber::monotonic(|_: &str, start: std::time::Instant, finish, _: TransactionId, _: &Payload| {
 ///     assert!(finish >= start);
@@ -104,7 +104,7 @@ where
 /// gets no `enter`/`exit` calls.
 ///
 /// ```
-/// use notify_core::{EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+/// use notify_core::{context::EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 ///
 /// struct Depth(AtomicUsize);
@@ -142,7 +142,7 @@ pub trait EventedSubscriber: Send + Sync + 'static {
     /// when they respond to it. A silenceable subscriber is asked `silenced(name)` first.
     ///
     /// ```
-    /// use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Payload, Subscriber};
+    /// use notify_core::{context::EventContext, Event, EventedSubscriber, Notifier, Payload, Subscriber};
     /// use std::sync::{Arc, Mutex};
     /// use std::time::Instant;
     /// #[derive(Default)]
@@ -168,7 +168,7 @@ pub trait EventedSubscriber: Send + Sync + 'static {
 /// What an evented (or silenceable) subscriber asks to be measured; off by default.
 ///
 /// ```
-/// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Notifier, Payload, Subscriber};
+/// use notify_core::{context::EventContext, subscriber::EventedOptions, EventedSubscriber, Notifier, Payload, Subscriber};
 /// struct Timer;
 /// impl EventedSubscriber for Timer {
 ///     fn start(&self, _: &str, event: &EventContext, _: &Payload) { assert_eq!(event.duration(), None); }
@@ -196,8 +196,8 @@ pub struct EventedOptions {
 /// use notify_core::{EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber};
 /// struct Quiet;
 /// impl EventedSubscriber for Quiet {
-///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) { unreachable!() }
-///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) { unreachable!() }
+///     fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) { unreachable!() }
+///     fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) { unreachable!() }
 /// }
 /// impl SilenceableSubscriber for Quiet {
 ///     fn silenced(&self, _name: &str) -> bool { true }
@@ -224,7 +224,7 @@ pub trait SilenceableSubscriber: EventedSubscriber {
     /// `silenced`, the others are asked one by one for that event.
     ///
     /// ```
-    /// use notify_core::{EventContext, EventedSubscriber, Payload, SilenceKey, SilenceableSubscriber};
+    /// use notify_core::{context::EventContext, subscriber::SilenceKey, EventedSubscriber, Payload, SilenceableSubscriber};
     /// use std::sync::atomic::{AtomicBool, Ordering};
     /// static QUIET: AtomicBool = AtomicBool::new(true);
     /// struct Audit;
@@ -247,7 +247,7 @@ pub trait SilenceableSubscriber: EventedSubscriber {
 /// event, as one group. Compared when listener sets are built, never on the hot path.
 ///
 /// ```
-/// use notify_core::SilenceKey;
+/// use notify_core::subscriber::SilenceKey;
 /// assert_eq!(SilenceKey::new("notify-log debug app::db"), SilenceKey::new(String::from("notify-log debug app::db")));
 /// assert_eq!(SilenceKey::new("a").as_str(), "a");
 /// ```
@@ -326,7 +326,7 @@ impl<T: OwnedEventSubscriber + ?Sized> OwnedEventSubscriber for Arc<T> {
 /// off by default: thread CPU time is a system call per edge (~0.5-1 µs on a VM).
 ///
 /// ```
-/// use notify_core::{Event, EventOptions, Notifier, Payload, Subscriber};
+/// use notify_core::{subscriber::EventOptions, Event, Notifier, Payload, Subscriber};
 /// let notifier = Notifier::new();
 /// let options = EventOptions { cpu_time: true, ..EventOptions::default() };
 /// notifier.subscribe("x", Subscriber::event_with(options, |e: &Event| assert!(e.cpu_time().is_some())));
@@ -345,7 +345,7 @@ pub struct EventOptions {
 /// serializes as that name too.
 ///
 /// ```
-/// use notify_core::{Subscriber, SubscriberKind};
+/// use notify_core::{subscriber::SubscriberKind, Subscriber};
 /// let s = Subscriber::event(|_: &notify_core::Event| {});
 /// assert_eq!(s.kind(), SubscriberKind::Event);
 /// assert_eq!(s.kind().to_string(), "event");

@@ -2,9 +2,12 @@
 //!
 //! The library behind [notify-core](https://docs.rs/notify-core): the registry, the engine
 //! (AS::N's fanout), dispatch, the notifier, callsites, handles, events, payloads and the
-//! context. **Depend on `notify-core`**, which re-exports every public item of this crate at the
-//! same path (`notify_core::Notifier` is [`Notifier`]) together with `#[instrument_event]`;
-//! the documentation, its examples and the guarantees are written for `notify_core::...`.
+//! context. **Depend on `notify-core`**, which re-exports this crate's items sorted: the everyday
+//! API at its root (`notify_core::Notifier` is [`Notifier`]) and the rest in one public module per
+//! concept (`notify_core::event::Callsite` is [`Callsite`]), together with `#[instrument_event]`.
+//! This crate's root is flat (every public item of its private modules, `pub use module::*`);
+//! notify-core's lib.rs is the one list of where each item is shown. The documentation, its
+//! examples and the guarantees are written for `notify_core::...` paths.
 //!
 //! Why two crates: `#[instrument_event]` lives in a proc-macro crate built on syn, and a crate
 //! that re-exports a proc-macro is compiled only after it. Kept apart from the macro, this crate
@@ -128,7 +131,7 @@ pub fn instrument<T>(name: &str, payload: impl FnOnce() -> Payload, body: impl F
 ///
 /// ```
 /// let instrumenter = notify_core::instrumenter();
-/// assert_eq!(instrumenter.id(), notify_core::transaction_id());
+/// assert_eq!(instrumenter.id(), notify_core::context::transaction_id());
 /// instrumenter.start("free_instrumenter.doc", notify_core::Payload::new());
 /// instrumenter.finish("free_instrumenter.doc", notify_core::Payload::new())?;
 /// # Ok::<(), notify_core::NotifyError>(())
@@ -181,7 +184,7 @@ pub fn listening(name: &str) -> bool {
 ///
 /// ```
 /// let now = std::time::SystemTime::now();
-/// notify_core::publish("free_publish.doc", now, now, notify_core::transaction_id(), notify_core::Payload::new());
+/// notify_core::publish("free_publish.doc", now, now, notify_core::context::transaction_id(), notify_core::Payload::new());
 /// ```
 pub fn publish(
     name: &str,
@@ -203,6 +206,11 @@ pub mod __private {
 
     // What `#[instrument_event]` expands to calls these.
     pub use crate::macro_support::*;
+
+    // For notify's own crates, hidden from notify-core's pages: notify-pool batches its hand-off
+    // at the end of a fan-out (the fan-out is the engine's private business).
+    pub use crate::fanout_end::defer_to_fanout_end;
+    pub use crate::future::{Nothing, RecordOutput, RecordWith};
 
     /// The hash that places `name` in a notifier's cache of names resolved through patterns (its
     /// low bits pick the set): the benchmarks pick colliding names with it.

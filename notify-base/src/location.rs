@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 /// hands it to the `log` record, so a log line points at the instrumented code.
 ///
 /// ```
-/// let here = notify_core::Location::new(file!(), line!(), module_path!());
+/// let here = notify_core::event::Location::new(file!(), line!(), module_path!());
 /// assert!(here.file().ends_with(".rs"));
 /// assert!(here.line() > 0);
 /// ```

@@ -43,7 +43,7 @@ type Build<T> = Arc<dyn Fn(&Arc<T>) -> Subscriber + Send + Sync>;
 /// and [`detach`](Attachment::detach) removes it with the rest.
 ///
 /// ```
-/// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier, Payload};
+/// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier, Payload};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// #[derive(Default)]
@@ -67,7 +67,7 @@ type Build<T> = Arc<dyn Fn(&Arc<T>) -> Subscriber + Send + Sync>;
 /// assert_eq!(attached.subscriber().queries.load(Ordering::Relaxed), 1);
 /// assert_eq!(attached.subscriber().rows.load(Ordering::Relaxed), 3);
 /// assert_eq!(attached.detach(), 1);
-/// # Ok::<(), notify_core::MethodsError>(())
+/// # Ok::<(), notify_core::subscriber::MethodsError>(())
 /// ```
 pub trait NamespaceSubscriber: Send + Sync + Sized + 'static {
     /// The namespace and the methods of this type. Called once per attach.
@@ -81,7 +81,7 @@ pub trait NamespaceSubscriber: Send + Sync + Sized + 'static {
     /// [`MethodsError`] when the namespace or a method name is invalid; nothing is subscribed then.
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Audit;
     /// impl NamespaceSubscriber for Audit {
     ///     fn methods() -> Methods<Audit> {
@@ -92,7 +92,7 @@ pub trait NamespaceSubscriber: Send + Sync + Sized + 'static {
     /// let attached = Audit.attach_to(&notifier)?;
     /// assert_eq!(attached.event_names().collect::<Vec<_>>(), ["login.auth", "logout.auth"]);
     /// assert_eq!(notifier.subscriber_count(), 2);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     fn attach_to(self, notifier: &Notifier) -> Result<Attachment<Self>, MethodsError> {
         Self::methods().attach(Arc::new(self), notifier)
@@ -103,7 +103,7 @@ pub trait NamespaceSubscriber: Send + Sync + Sized + 'static {
 /// subscriber kind it is, built for the shared subscriber value when attached.
 ///
 /// ```
-/// use notify_core::{Event, Method};
+/// use notify_core::{subscriber::Method, Event};
 /// struct Cache;
 /// let method = Method::event("read", |_: &Cache, _: &Event| {});
 /// assert_eq!(method.name(), "read");
@@ -127,7 +127,7 @@ impl<T: Send + Sync + 'static> Method<T> {
     ///
     /// ```
     /// struct S;
-    /// let m = notify_core::Method::event("sql", |_: &S, e: &notify_core::Event| assert!(e.name().ends_with(".db")));
+    /// let m = notify_core::subscriber::Method::event("sql", |_: &S, e: &notify_core::Event| assert!(e.name().ends_with(".db")));
     /// assert_eq!(m.name(), "sql");
     /// ```
     pub fn event(name: impl Into<String>, f: impl Fn(&T, &Event) + Send + Sync + 'static) -> Method<T> {
@@ -137,7 +137,7 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// An event-object method that asks for the measurements in `options` (CPU time, allocations).
     ///
     /// ```
-    /// use notify_core::{Event, EventOptions, Method};
+    /// use notify_core::{subscriber::{EventOptions, Method}, Event};
     /// struct S;
     /// let m = Method::event_with("sql", EventOptions { cpu_time: true, ..Default::default() }, |_: &S, _: &Event| {});
     /// assert_eq!(m.name(), "sql");
@@ -158,9 +158,9 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// times (AS::N's `subscribe { |name, start, finish, id, payload| }`).
     ///
     /// ```
-    /// use notify_core::{Method, Payload};
+    /// use notify_core::{subscriber::Method, Payload};
     /// struct S;
-    /// let m = Method::timed("sql", |_: &S, _: &str, _start, _finish, _txn: notify_core::TransactionId, _: &Payload| {});
+    /// let m = Method::timed("sql", |_: &S, _: &str, _start, _finish, _txn: notify_core::context::TransactionId, _: &Payload| {});
     /// assert_eq!(m.name(), "sql");
     /// ```
     pub fn timed(
@@ -181,9 +181,9 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// A monotonic method: like [`Method::timed`] with [`Instant`]s.
     ///
     /// ```
-    /// use notify_core::{Method, Payload};
+    /// use notify_core::{subscriber::Method, Payload};
     /// struct S;
-    /// let m = Method::monotonic("sql", |_: &S, _: &str, start: std::time::Instant, finish, _: notify_core::TransactionId, _: &Payload| {
+    /// let m = Method::monotonic("sql", |_: &S, _: &str, start: std::time::Instant, finish, _: notify_core::context::TransactionId, _: &Payload| {
     ///     assert!(finish >= start);
     /// });
     /// assert_eq!(m.name(), "sql");
@@ -208,7 +208,7 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// carries the event id that pairs them, the parent id and the trace id.
     ///
     /// ```
-    /// use notify_core::{EventContext, Method, Payload};
+    /// use notify_core::{context::EventContext, subscriber::Method, Payload};
     /// struct S;
     /// let m = Method::evented("transaction", |_: &S, _: &str, _: &EventContext, _: &Payload| {}, |_: &S, _: &str, _: &EventContext, _: &Payload| {});
     /// assert_eq!(m.name(), "transaction");
@@ -250,7 +250,7 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// event.
     ///
     /// ```
-    /// use notify_core::{Event, Method};
+    /// use notify_core::{subscriber::Method, Event};
     /// use std::sync::Arc;
     /// struct S;
     /// let m = Method::owned("sql", |_: &S, _: &Arc<Event>| {});
@@ -280,7 +280,7 @@ impl<T: Send + Sync + 'static> Method<T> {
     /// subscriber without a label is labelled `"<type>#<method>"` (failure reports show it).
     ///
     /// ```
-    /// use notify_core::{Event, Method, Subscriber};
+    /// use notify_core::{subscriber::Method, Event, Subscriber};
     /// use std::sync::Arc;
     /// struct S;
     /// let m = Method::subscriber("sql", |this: &Arc<S>| {
@@ -305,7 +305,7 @@ impl<T> Method<T> {
     ///
     /// ```
     /// struct S;
-    /// assert_eq!(notify_core::Method::event("sql", |_: &S, _: &notify_core::Event| {}).name(), "sql");
+    /// assert_eq!(notify_core::subscriber::Method::event("sql", |_: &S, _: &notify_core::Event| {}).name(), "sql");
     /// ```
     pub fn name(&self) -> &str {
         &self.name
@@ -333,11 +333,11 @@ impl<T> fmt::Debug for Method<T> {
 /// name twice keeps the last declaration (as redefining a Ruby method does).
 ///
 /// ```
-/// use notify_core::{Event, Methods, Payload};
+/// use notify_core::{subscriber::Methods, Event, Payload};
 /// struct Metrics;
 /// let methods = Methods::<Metrics>::new("active_record")
 ///     .event("sql", |_: &Metrics, _: &Event| {})
-///     .timed("instantiation", |_: &Metrics, _: &str, _, _, _: notify_core::TransactionId, _: &Payload| {})
+///     .timed("instantiation", |_: &Metrics, _: &str, _, _, _: notify_core::context::TransactionId, _: &Payload| {})
 ///     .event("sql", |_: &Metrics, _: &Event| {});
 /// assert_eq!(methods.event_names().collect::<Vec<_>>(), ["instantiation.active_record", "sql.active_record"]);
 /// ```
@@ -350,7 +350,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// No methods yet, for the events `"*.<namespace>"`. The namespace is checked when attached.
     ///
     /// ```
-    /// assert_eq!(notify_core::Methods::<()>::new("db").namespace(), "db");
+    /// assert_eq!(notify_core::subscriber::Methods::<()>::new("db").namespace(), "db");
     /// ```
     pub fn new(namespace: impl Into<String>) -> Methods<T> {
         Methods {
@@ -362,7 +362,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds `method` (replacing a method of the same name).
     ///
     /// ```
-    /// use notify_core::{Event, Method, Methods};
+    /// use notify_core::{subscriber::{Method, Methods}, Event};
     /// struct S;
     /// let methods = Methods::<S>::new("db").method(Method::event("query", |_: &S, _: &Event| {}));
     /// assert_eq!(methods.len(), 1);
@@ -379,7 +379,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     ///
     /// ```
     /// struct S;
-    /// let m = notify_core::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
+    /// let m = notify_core::subscriber::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
@@ -390,7 +390,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::event_with`].
     ///
     /// ```
-    /// use notify_core::{Event, EventOptions, Methods};
+    /// use notify_core::{subscriber::{EventOptions, Methods}, Event};
     /// struct S;
     /// let m = Methods::<S>::new("db").event_with("query", EventOptions::default(), |_: &S, _: &Event| {});
     /// assert_eq!(m.len(), 1);
@@ -408,9 +408,9 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::timed`].
     ///
     /// ```
-    /// use notify_core::{Methods, Payload};
+    /// use notify_core::{subscriber::Methods, Payload};
     /// struct S;
-    /// let m = Methods::<S>::new("db").timed("query", |_: &S, _: &str, _, _, _: notify_core::TransactionId, _: &Payload| {});
+    /// let m = Methods::<S>::new("db").timed("query", |_: &S, _: &str, _, _, _: notify_core::context::TransactionId, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
@@ -425,9 +425,9 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::monotonic`].
     ///
     /// ```
-    /// use notify_core::{Methods, Payload};
+    /// use notify_core::{subscriber::Methods, Payload};
     /// struct S;
-    /// let m = Methods::<S>::new("db").monotonic("query", |_: &S, _: &str, _: std::time::Instant, _, _: notify_core::TransactionId, _: &Payload| {});
+    /// let m = Methods::<S>::new("db").monotonic("query", |_: &S, _: &str, _: std::time::Instant, _, _: notify_core::context::TransactionId, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
     /// ```
     #[must_use]
@@ -442,7 +442,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::evented`].
     ///
     /// ```
-    /// use notify_core::{EventContext, Methods, Payload};
+    /// use notify_core::{context::EventContext, subscriber::Methods, Payload};
     /// struct S;
     /// let m = Methods::<S>::new("db").evented("transaction", |_: &S, _: &str, _: &EventContext, _: &Payload| {}, |_: &S, _: &str, _: &EventContext, _: &Payload| {});
     /// assert_eq!(m.len(), 1);
@@ -460,7 +460,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::owned`].
     ///
     /// ```
-    /// use notify_core::{Event, Methods};
+    /// use notify_core::{subscriber::Methods, Event};
     /// struct S;
     /// let m = Methods::<S>::new("db").owned("query", |_: &S, _: &std::sync::Arc<Event>| {});
     /// assert_eq!(m.len(), 1);
@@ -473,7 +473,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// Adds [`Method::subscriber`].
     ///
     /// ```
-    /// use notify_core::{Event, Methods, Subscriber};
+    /// use notify_core::{subscriber::Methods, Event, Subscriber};
     /// struct S;
     /// let m = Methods::<S>::new("db").subscriber("query", |_| Subscriber::event(|_: &Event| {}));
     /// assert_eq!(m.len(), 1);
@@ -495,7 +495,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// The first problem found, as a [`MethodsError`].
     ///
     /// ```
-    /// use notify_core::{Event, Methods, MethodsError};
+    /// use notify_core::{subscriber::{Methods, MethodsError}, Event};
     /// let bad = Methods::<()>::new("db").event("query.slow", |_: &(), _: &Event| {});
     /// assert_eq!(bad.validate(), Err(MethodsError::InvalidMethod { namespace: "db".into(), method: "query.slow".into() }));
     /// ```
@@ -518,7 +518,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// [`MethodsError`] when [`Methods::validate`] fails; nothing is subscribed then.
     ///
     /// ```
-    /// use notify_core::{Event, Methods, Notifier};
+    /// use notify_core::{subscriber::Methods, Event, Notifier};
     /// use std::sync::Arc;
     /// struct Audit;
     /// let methods = Methods::<Audit>::new("auth").event("login", |_: &Audit, _: &Event| {});
@@ -528,7 +528,7 @@ impl<T: Send + Sync + 'static> Methods<T> {
     /// let on_b = methods.attach(audit, &b)?;
     /// assert!(a.listening("login.auth") && b.listening("login.auth"));
     /// assert_eq!(on_a.detach() + on_b.detach(), 2);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn attach(&self, subscriber: Arc<T>, notifier: &Notifier) -> Result<Attachment<T>, MethodsError> {
         self.validate()?;
@@ -560,7 +560,7 @@ impl<T> Methods<T> {
     /// The namespace.
     ///
     /// ```
-    /// assert_eq!(notify_core::Methods::<()>::new("db.replica").namespace(), "db.replica");
+    /// assert_eq!(notify_core::subscriber::Methods::<()>::new("db.replica").namespace(), "db.replica");
     /// ```
     pub fn namespace(&self) -> &str {
         &self.namespace
@@ -570,7 +570,7 @@ impl<T> Methods<T> {
     ///
     /// ```
     /// struct S;
-    /// let m = notify_core::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
+    /// let m = notify_core::subscriber::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
     /// assert_eq!(m.event_names().collect::<Vec<_>>(), ["query.db"]);
     /// ```
     pub fn event_names(&self) -> impl Iterator<Item = &str> + '_ {
@@ -581,7 +581,7 @@ impl<T> Methods<T> {
     ///
     /// ```
     /// struct S;
-    /// let m = notify_core::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
+    /// let m = notify_core::subscriber::Methods::<S>::new("db").event("query", |_: &S, _: &notify_core::Event| {});
     /// assert_eq!(m.methods().next().map(|m| m.name()), Some("query"));
     /// ```
     pub fn methods(&self) -> impl Iterator<Item = &Method<T>> + '_ {
@@ -591,7 +591,7 @@ impl<T> Methods<T> {
     /// The number of methods.
     ///
     /// ```
-    /// assert_eq!(notify_core::Methods::<()>::new("db").len(), 0);
+    /// assert_eq!(notify_core::subscriber::Methods::<()>::new("db").len(), 0);
     /// ```
     pub fn len(&self) -> usize {
         self.methods.len()
@@ -600,7 +600,7 @@ impl<T> Methods<T> {
     /// True when no method is declared.
     ///
     /// ```
-    /// assert!(notify_core::Methods::<()>::new("db").is_empty());
+    /// assert!(notify_core::subscriber::Methods::<()>::new("db").is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.methods.is_empty()
@@ -629,7 +629,7 @@ struct Attached {
 /// removes them all (AS::N's `detach_from`).
 ///
 /// ```
-/// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+/// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
 /// struct Cache;
 /// impl NamespaceSubscriber for Cache {
 ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
@@ -640,7 +640,7 @@ struct Attached {
 /// assert_eq!(attached.subscriptions().len(), 1);
 /// assert_eq!(attached.detach(), 1);
 /// assert_eq!(attached.detach(), 0, "already detached");
-/// # Ok::<(), notify_core::MethodsError>(())
+/// # Ok::<(), notify_core::subscriber::MethodsError>(())
 /// ```
 pub struct Attachment<T> {
     namespace: String,
@@ -662,7 +662,7 @@ impl<T: Send + Sync + 'static> Attachment<T> {
     /// [`MethodsError::NotifierGone`] when the notifier was dropped; nothing changes then.
     ///
     /// ```
-    /// use notify_core::{Event, Method, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Method, Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
@@ -672,7 +672,7 @@ impl<T: Send + Sync + 'static> Attachment<T> {
     /// attached.add_method(Method::event("write", |_: &Cache, _: &Event| {}))?;
     /// assert!(notifier.listening("write.cache"));
     /// assert_eq!(attached.detach(), 2);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn add_method(&mut self, method: Method<T>) -> Result<&Subscription, MethodsError> {
         if !valid_method(&method.name) {
@@ -704,7 +704,7 @@ impl<T> Attachment<T> {
     /// Unsubscribes the method `name`; true when it was attached and is now removed.
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
@@ -714,7 +714,7 @@ impl<T> Attachment<T> {
     /// assert!(attached.remove_method("read"));
     /// assert!(!attached.remove_method("read"));
     /// assert!(!notifier.listening("read.cache"));
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn remove_method(&mut self, name: &str) -> bool {
         match self.attached.iter().position(|a| a.method == name) {
@@ -727,7 +727,7 @@ impl<T> Attachment<T> {
     /// subscriptions were removed (0 when called again, or when the notifier is gone).
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
@@ -735,7 +735,7 @@ impl<T> Attachment<T> {
     /// let notifier = Notifier::new();
     /// assert_eq!(Cache.attach_to(&notifier)?.detach(), 1);
     /// assert_eq!(notifier.subscriber_count(), 0);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn detach(&self) -> usize {
         match self.notifier() {
@@ -747,13 +747,13 @@ impl<T> Attachment<T> {
     /// The subscriber value the methods are called on.
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache { name: &'static str }
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
     /// }
     /// assert_eq!(Cache { name: "l1" }.attach_to(&Notifier::new())?.subscriber().name, "l1");
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn subscriber(&self) -> &Arc<T> {
         &self.subscriber
@@ -762,13 +762,13 @@ impl<T> Attachment<T> {
     /// The namespace.
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
     /// }
     /// assert_eq!(Cache.attach_to(&Notifier::new())?.namespace(), "cache");
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn namespace(&self) -> &str {
         &self.namespace
@@ -777,13 +777,13 @@ impl<T> Attachment<T> {
     /// The attached event names, in declaration order (methods added later last).
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
     /// }
     /// assert_eq!(Cache.attach_to(&Notifier::new())?.event_names().collect::<Vec<_>>(), ["read.cache"]);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn event_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.attached.iter().map(|a| a.event.as_str())
@@ -792,13 +792,13 @@ impl<T> Attachment<T> {
     /// The subscriptions, one per attached method, in the order of [`Attachment::event_names`].
     ///
     /// ```
-    /// use notify_core::{Event, Methods, NamespaceSubscriber, Notifier};
+    /// use notify_core::{subscriber::{Methods, NamespaceSubscriber}, Event, Notifier};
     /// struct Cache;
     /// impl NamespaceSubscriber for Cache {
     ///     fn methods() -> Methods<Cache> { Methods::new("cache").event("read", |_: &Cache, _: &Event| {}) }
     /// }
     /// assert_eq!(Cache.attach_to(&Notifier::new())?.subscriptions()[0].id().get(), 1);
-    /// # Ok::<(), notify_core::MethodsError>(())
+    /// # Ok::<(), notify_core::subscriber::MethodsError>(())
     /// ```
     pub fn subscriptions(&self) -> Vec<Subscription> {
         self.attached.iter().map(|a| a.subscription.clone()).collect()
@@ -822,7 +822,7 @@ impl<T> fmt::Debug for Attachment<T> {
 /// subscribed.
 ///
 /// ```
-/// use notify_core::{Methods, MethodsError, Notifier};
+/// use notify_core::{subscriber::{Methods, MethodsError}, Notifier};
 /// let err = Methods::<()>::new("a..b").attach(std::sync::Arc::new(()), &Notifier::new()).unwrap_err();
 /// assert_eq!(err, MethodsError::InvalidNamespace("a..b".into()));
 /// assert_eq!(err.to_string(), "invalid namespace `a..b`: a namespace is non-empty dot-separated words without control characters");
@@ -895,13 +895,13 @@ fn valid_method(name: &str) -> bool {
 /// more than one function (`evented`, `event_with`, `subscriber`) are chained after it.
 ///
 /// ```
-/// use notify_core::{subscriber_methods, Event, EventContext, Methods, NamespaceSubscriber, Notifier, Payload};
+/// use notify_core::{context::EventContext, subscriber::{subscriber_methods, Methods, NamespaceSubscriber}, Event, Notifier, Payload};
 /// use std::time::SystemTime;
 ///
 /// struct Metrics;
 /// impl Metrics {
 ///     fn sql(&self, _: &Event) {}
-///     fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: notify_core::TransactionId, _: &Payload) {}
+///     fn instantiation(&self, _: &str, _: SystemTime, _: SystemTime, _: notify_core::context::TransactionId, _: &Payload) {}
 ///     fn begin(&self, _: &str, _: &EventContext, _: &Payload) {}
 ///     fn commit(&self, _: &str, _: &EventContext, _: &Payload) {}
 /// }
@@ -916,7 +916,7 @@ fn valid_method(name: &str) -> bool {
 ///     attached.event_names().collect::<Vec<_>>(),
 ///     ["sql.active_record", "instantiation.active_record", "transaction.active_record"]
 /// );
-/// # Ok::<(), notify_core::MethodsError>(())
+/// # Ok::<(), notify_core::subscriber::MethodsError>(())
 /// ```
 #[macro_export]
 macro_rules! subscriber_methods {

@@ -271,7 +271,7 @@ impl Notifier {
     /// children. `Context::none()` makes it the root of a new trace.
     ///
     /// ```
-    /// use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, TraceId};
+    /// use notify_core::{event::EventId, Context, Event, Notifier, Payload, Subscriber, TraceId};
     /// let notifier = Notifier::new();
     /// let _ = notifier.subscribe("reply", Subscriber::event(|e: &Event| assert_eq!(e.parent_id(), Some(EventId::new(12)))));
     /// let request = Context::new(TraceId::new(77).unwrap(), Some(EventId::new(12)));
@@ -362,7 +362,7 @@ impl Notifier {
     /// (never `start`/`finish`: there was no start here). The notifier reads no clock.
     ///
     /// ```
-    /// use notify_core::{Notifier, Payload, Subscriber, TransactionId};
+    /// use notify_core::{context::TransactionId, Notifier, Payload, Subscriber};
     /// use std::time::{Duration, SystemTime};
     /// let notifier = Notifier::new();
     /// notifier.subscribe("hit.cache", Subscriber::timed(|_: &str, s: SystemTime, f: SystemTime, id: TransactionId, _: &Payload| {
@@ -421,14 +421,14 @@ impl Notifier {
     /// Events already started keep the policy they started with. Replaces an earlier policy.
     ///
     /// ```
-    /// use notify_core::{Event, Notifier, Payload, Redaction, Subscriber, Value};
+    /// use notify_core::{redaction::Redaction, Event, Notifier, Payload, Subscriber, Value};
     /// let notifier = Notifier::new();
     /// notifier.set_redaction(Redaction::builder().key("password").build()?);
     /// notifier.subscribe("login.app", Subscriber::event(|e: &Event| {
     ///     assert_eq!(e.payload().get("password"), Some(&Value::from("[FILTERED]")));
     /// }));
     /// notifier.instrument("login.app", || Payload::new().with("password", "hunter2"), |_| ());
-    /// # Ok::<(), notify_core::RedactionError>(())
+    /// # Ok::<(), notify_core::redaction::RedactionError>(())
     /// ```
     #[cfg(feature = "redaction")]
     pub fn set_redaction(&self, policy: Redaction) {
@@ -453,7 +453,7 @@ impl Notifier {
     /// still receives unsampled events; exporters skip them.
     ///
     /// ```
-    /// use notify_core::{Context, Notifier, Payload, Sampler};
+    /// use notify_core::{export::Sampler, Context, Notifier, Payload};
     /// let notifier = Notifier::new();
     /// notifier.subscribe("a", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
     /// notifier.set_sampler(Sampler::ratio(0.0));
@@ -474,8 +474,8 @@ impl Notifier {
     ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
-    /// notifier.set_failure_policy(notify_core::FailurePolicy::Detach);
-    /// assert_eq!(notifier.failure_policy(), notify_core::FailurePolicy::Detach);
+    /// notifier.set_failure_policy(notify_core::failure::FailurePolicy::Detach);
+    /// assert_eq!(notifier.failure_policy(), notify_core::failure::FailurePolicy::Detach);
     /// ```
     pub fn set_failure_policy(&self, policy: FailurePolicy) {
         self.fanout.set_policy(policy);
@@ -484,7 +484,7 @@ impl Notifier {
     /// The current failure policy.
     ///
     /// ```
-    /// assert_eq!(notify_core::Notifier::new().failure_policy(), notify_core::FailurePolicy::Report);
+    /// assert_eq!(notify_core::Notifier::new().failure_policy(), notify_core::failure::FailurePolicy::Report);
     /// ```
     pub fn failure_policy(&self) -> FailurePolicy {
         self.fanout.policy()
@@ -497,7 +497,7 @@ impl Notifier {
     ///
     /// ```
     /// let notifier = notify_core::Notifier::new();
-    /// notifier.set_failure_hook(|failure: &notify_core::SubscriberFailure| eprintln!("{failure}"));
+    /// notifier.set_failure_hook(|failure: &notify_core::failure::SubscriberFailure| eprintln!("{failure}"));
     /// ```
     pub fn set_failure_hook(&self, hook: impl Fn(&SubscriberFailure) + Send + Sync + 'static) {
         self.fanout.set_hook(Arc::new(hook));
@@ -512,7 +512,7 @@ impl Notifier {
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber};
     /// let notifier = Notifier::new();
-    /// notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
+    /// notifier.set_failure_hook(|_: &notify_core::failure::SubscriberFailure| {});
     /// notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| panic!("boom")));
     /// notifier.instrument("x", Payload::new, |_| ());
     /// assert_eq!(notifier.failures(), 1);
@@ -581,7 +581,7 @@ impl Notifier {
     /// object and async ones, each kind in subscription order.
     ///
     /// ```
-    /// use notify_core::{Notifier, Subscriber, SubscriberKind};
+    /// use notify_core::{subscriber::SubscriberKind, Notifier, Subscriber};
     /// let notifier = Notifier::new();
     /// let s = notifier.subscribe("query.sql", Subscriber::event(|_: &notify_core::Event| {}));
     /// assert_eq!(notifier.listeners_for("query.sql"), vec![(s.id(), SubscriberKind::Event)]);
@@ -659,7 +659,8 @@ impl Subscription {
     /// counts no event. Call it once per burst of drops, from the exporter's own thread.
     ///
     /// ```
-    /// use notify_core::{ExportDrops, Notifier, Subscriber, SubscriberFailure};
+    /// use notify_core::failure::{ExportDrops, SubscriberFailure};
+    /// use notify_core::{Notifier, Subscriber};
     /// use std::sync::{Arc, Mutex};
     ///
     /// let notifier = Notifier::new();

@@ -8,7 +8,7 @@
 /// statistics); none is dropped silently.
 ///
 /// ```
-/// assert_eq!(notify_core::Overflow::default(), notify_core::Overflow::DropNewest);
+/// assert_eq!(notify_core::export::Overflow::default(), notify_core::export::Overflow::DropNewest);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -109,9 +109,9 @@ pub fn record(key: &'static str, value: impl Into<Value>) {
 /// let notifier = Notifier::new();
 /// notifier.subscribe("wide.app", Subscriber::event(|_: &notify_core::Event| {}));
 /// let keys: Vec<&'static str> = (0..257).map(|i| &*format!("k{i}").leak()).collect();
-/// let before = notify_core::records_dropped();
+/// let before = notify_core::event::records_dropped();
 /// notifier.instrument("wide.app", Payload::new, |_| keys.iter().for_each(|k| notify_core::record(k, 1_u64)));
-/// assert_eq!(notify_core::records_dropped() - before, 1);
+/// assert_eq!(notify_core::event::records_dropped() - before, 1);
 /// ```
 pub fn records_dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
@@ -148,7 +148,7 @@ fn count_dropped() {
     if !DROPPED_REPORTED.swap(true, Ordering::Relaxed) {
         crate::failure::report(&format!(
             "record: a fact was dropped: {CAPACITY} facts already waited on this thread for their \
-             events to finish. Such drops are counted (notify_core::records_dropped) and not \
+             events to finish. Such drops are counted (notify_core::event::records_dropped) and not \
              reported again."
         ));
     }

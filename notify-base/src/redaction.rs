@@ -32,7 +32,7 @@ pub const FILTERED: &str = "[FILTERED]";
 /// A redaction policy, built (and validated) by [`Redaction::builder`].
 ///
 /// ```
-/// use notify_core::{Payload, Redaction, Value};
+/// use notify_core::{redaction::Redaction, Payload, Value};
 /// let policy = Redaction::builder()
 ///     .key("password")
 ///     .key_glob("*_token")
@@ -48,7 +48,7 @@ pub const FILTERED: &str = "[FILTERED]";
 /// assert_eq!(payload.get("password"), Some(&Value::from("[FILTERED]")));
 /// assert_eq!(payload.get("api_token"), Some(&Value::from("[FILTERED]")));
 /// assert_eq!(payload.get("header"), Some(&Value::from("[FILTERED]")));
-/// # Ok::<(), notify_core::RedactionError>(())
+/// # Ok::<(), notify_core::redaction::RedactionError>(())
 /// ```
 pub struct Redaction {
     /// Exact key names (compared ASCII-case-insensitively when `case_insensitive`).
@@ -92,7 +92,7 @@ impl fmt::Debug for Redaction {
 /// (`…[N bytes]`), the byte offset of a syntax error, and the reason without the pattern.
 ///
 /// ```
-/// let err = notify_core::Redaction::builder().key_regex("(token").build().unwrap_err();
+/// let err = notify_core::redaction::Redaction::builder().key_regex("(token").build().unwrap_err();
 /// assert_eq!((err.pattern.as_str(), err.position, err.reason.as_str()), ("(token", Some(0), "unclosed group"));
 /// assert_eq!(err.to_string(), "invalid redaction pattern `(token` at byte 0: unclosed group");
 /// ```
@@ -318,7 +318,7 @@ impl Redaction {
     /// public for payloads that travel outside events.
     ///
     /// ```
-    /// use notify_core::{Payload, Redaction, Value};
+    /// use notify_core::{redaction::Redaction, Payload, Value};
     /// let policy = Redaction::builder().key("password").value_regex(r"^tok-").build()?;
     /// let mut payload = Payload::new()
     ///     .with("user", Payload::new().with("name", "ann").with("password", "hunter2"))
@@ -327,7 +327,7 @@ impl Redaction {
     /// assert_eq!(payload.get("user").and_then(|u| u.as_map()).and_then(|u| u.get("password")),
     ///     Some(&Value::from("[FILTERED]")));
     /// assert_eq!(payload.get("tokens"), Some(&Value::from(vec!["[FILTERED]", "public"])));
-    /// # Ok::<(), notify_core::RedactionError>(())
+    /// # Ok::<(), notify_core::redaction::RedactionError>(())
     /// ```
     pub fn redact(&self, payload: &mut Payload) -> usize {
         self.redact_map(payload, None)

@@ -40,7 +40,7 @@ impl Event {
     /// process that recorded it). Ids set this way are not checked for uniqueness in this process.
     ///
     /// ```
-    /// use notify_core::{Event, EventId, TransactionId};
+    /// use notify_core::{context::TransactionId, event::EventId, Event};
     /// # let now = std::time::Instant::now();
     /// let event = Event::new("a.b", now, now, Default::default())
     ///     .with_ids(EventId::new(7), Some(EventId::new(3)), TransactionId::new(42));
@@ -131,7 +131,7 @@ impl Event {
     ///
     /// ```
     /// # let now = std::time::Instant::now();
-    /// use notify_core::Outcome;
+    /// use notify_core::event::Outcome;
     /// let event = notify_core::Event::new("a.b", now, now, Default::default()).with_outcome(Outcome::Panicked);
     /// assert_eq!(event.outcome(), Outcome::Panicked);
     /// ```

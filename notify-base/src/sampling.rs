@@ -18,7 +18,7 @@ use crate::trace_id::TraceId;
 /// exporters (notify-opentelemetry, notify-nats, notify-web) skip them.
 ///
 /// ```
-/// use notify_core::{Context, Notifier, Payload, Sampler};
+/// use notify_core::{export::Sampler, Context, Notifier, Payload};
 /// let notifier = Notifier::new();
 /// notifier.set_sampler(Sampler::ratio(0.25));
 /// notifier.subscribe("request.app", notify_core::Subscriber::event(|_: &notify_core::Event| {}));
@@ -51,7 +51,7 @@ impl Sampler {
     /// none.
     ///
     /// ```
-    /// use notify_core::{Sampler, TraceId};
+    /// use notify_core::{export::Sampler, TraceId};
     /// let trace = TraceId::new(0x4bf92f3577b34da6_a3ce929d0e0e4736).unwrap();
     /// assert!(Sampler::ratio(1.0).is_sampled(trace));
     /// assert!(!Sampler::ratio(0.0).is_sampled(trace));

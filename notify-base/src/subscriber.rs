@@ -32,7 +32,7 @@ pub(crate) enum Kind {
 /// use notify_core::Subscriber;
 /// let s = Subscriber::event(|_: &notify_core::Event| {}).named("audit");
 /// assert_eq!(s.label(), Some("audit"));
-/// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
+/// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Event);
 /// ```
 #[derive(Clone)]
 pub struct Subscriber {
@@ -71,8 +71,8 @@ impl Subscriber {
     /// A [`TimedSubscriber`].
     ///
     /// ```
-    /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: notify_core::TransactionId, _: &notify_core::Payload| {});
-    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Timed);
+    /// let s = notify_core::Subscriber::timed(|_: &str, _, _, _: notify_core::context::TransactionId, _: &notify_core::Payload| {});
+    /// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Timed);
     /// ```
     pub fn timed(subscriber: impl TimedSubscriber) -> Subscriber {
         Subscriber::of(Kind::Timed(Arc::new(subscriber)))
@@ -81,8 +81,8 @@ impl Subscriber {
     /// A [`MonotonicSubscriber`].
     ///
     /// ```
-    /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: notify_core::TransactionId, _: &notify_core::Payload| {});
-    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Monotonic);
+    /// let s = notify_core::Subscriber::monotonic(|_: &str, _, _, _: notify_core::context::TransactionId, _: &notify_core::Payload| {});
+    /// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Monotonic);
     /// ```
     pub fn monotonic(subscriber: impl MonotonicSubscriber) -> Subscriber {
         Subscriber::of(Kind::Monotonic(Arc::new(subscriber)))
@@ -92,7 +92,7 @@ impl Subscriber {
     ///
     /// ```
     /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
-    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
+    /// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Event);
     /// ```
     pub fn event(subscriber: impl EventSubscriber) -> Subscriber {
         Subscriber::event_with(EventOptions::default(), subscriber)
@@ -101,9 +101,9 @@ impl Subscriber {
     /// An [`EventSubscriber`] that asks for the measurements in `options`.
     ///
     /// ```
-    /// use notify_core::{EventOptions, Subscriber};
+    /// use notify_core::{subscriber::EventOptions, Subscriber};
     /// let s = Subscriber::event_with(EventOptions { allocations: true, ..Default::default() }, |_: &notify_core::Event| {});
-    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Event);
+    /// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Event);
     /// ```
     pub fn event_with(options: EventOptions, subscriber: impl EventSubscriber) -> Subscriber {
         Subscriber::of(Kind::Event(Arc::new(subscriber), options))
@@ -115,10 +115,10 @@ impl Subscriber {
     /// use notify_core::{EventedSubscriber, Payload, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
-    ///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
-    ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    ///     fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
     /// }
-    /// assert_eq!(Subscriber::evented(S).kind(), notify_core::SubscriberKind::Evented);
+    /// assert_eq!(Subscriber::evented(S).kind(), notify_core::subscriber::SubscriberKind::Evented);
     /// ```
     pub fn evented(subscriber: impl EventedSubscriber) -> Subscriber {
         Subscriber::evented_with(EventedOptions::default(), subscriber)
@@ -127,7 +127,7 @@ impl Subscriber {
     /// An [`EventedSubscriber`] that asks for the measurements in `options`.
     ///
     /// ```
-    /// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Payload, Subscriber};
+    /// use notify_core::{context::EventContext, subscriber::EventedOptions, EventedSubscriber, Payload, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
     ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
@@ -146,11 +146,11 @@ impl Subscriber {
     /// use notify_core::{EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
-    ///     fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
-    ///     fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    ///     fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
+    ///     fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
     /// }
     /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
-    /// assert_eq!(Subscriber::silenceable(S).kind(), notify_core::SubscriberKind::Silenceable);
+    /// assert_eq!(Subscriber::silenceable(S).kind(), notify_core::subscriber::SubscriberKind::Silenceable);
     /// ```
     pub fn silenceable(subscriber: impl SilenceableSubscriber) -> Subscriber {
         Subscriber::silenceable_with(EventedOptions::default(), subscriber)
@@ -160,7 +160,7 @@ impl Subscriber {
     /// for [`EventedOptions::duration`]).
     ///
     /// ```
-    /// use notify_core::{EventContext, EventedOptions, EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
+    /// use notify_core::{context::EventContext, subscriber::EventedOptions, EventedSubscriber, Payload, SilenceableSubscriber, Subscriber};
     /// struct S;
     /// impl EventedSubscriber for S {
     ///     fn start(&self, _: &str, _: &EventContext, _: &Payload) {}
@@ -168,7 +168,7 @@ impl Subscriber {
     /// }
     /// impl SilenceableSubscriber for S { fn silenced(&self, _: &str) -> bool { false } }
     /// let s = Subscriber::silenceable_with(EventedOptions { duration: true }, S);
-    /// assert_eq!(s.kind(), notify_core::SubscriberKind::Silenceable);
+    /// assert_eq!(s.kind(), notify_core::subscriber::SubscriberKind::Silenceable);
     /// ```
     pub fn silenceable_with(options: EventedOptions, subscriber: impl SilenceableSubscriber) -> Subscriber {
         let key = subscriber.silence_key();
@@ -185,7 +185,7 @@ impl Subscriber {
     /// use notify_core::{Event, OwnedEventSubscriber, Subscriber};
     /// struct S;
     /// impl OwnedEventSubscriber for S { fn deliver(&self, _: &std::sync::Arc<Event>) {} }
-    /// assert_eq!(Subscriber::owned(S).kind(), notify_core::SubscriberKind::Owned);
+    /// assert_eq!(Subscriber::owned(S).kind(), notify_core::subscriber::SubscriberKind::Owned);
     /// ```
     pub fn owned(subscriber: impl OwnedEventSubscriber) -> Subscriber {
         Subscriber::of(Kind::Owned(Arc::new(subscriber)))
@@ -251,7 +251,7 @@ impl Subscriber {
     ///
     /// ```
     /// let s = notify_core::Subscriber::event(|_: &notify_core::Event| {});
-    /// assert_eq!(s.event_options(), Some(notify_core::EventOptions::default()));
+    /// assert_eq!(s.event_options(), Some(notify_core::subscriber::EventOptions::default()));
     /// ```
     pub fn event_options(&self) -> Option<EventOptions> {
         match self.kind {

@@ -21,16 +21,16 @@ thread_local! {
 }
 
 /// True when telemetry is suppressed on the calling thread: inside a
-/// [`enter_telemetry_suppressed_scope`] scope, or on a thread marked by
+/// [`suppress_telemetry`] scope, or on a thread marked by
 /// [`suppress_telemetry_on_this_thread`]. Bridges from other telemetry APIs into notify check it
 /// and drop what is made while it holds. One thread-local read.
 ///
 /// ```
-/// assert!(!notify_core::is_telemetry_suppressed());
-/// let scope = notify_core::enter_telemetry_suppressed_scope();
-/// assert!(notify_core::is_telemetry_suppressed());
+/// assert!(!notify_core::suppression::is_telemetry_suppressed());
+/// let scope = notify_core::suppression::suppress_telemetry();
+/// assert!(notify_core::suppression::is_telemetry_suppressed());
 /// drop(scope);
-/// assert!(!notify_core::is_telemetry_suppressed());
+/// assert!(!notify_core::suppression::is_telemetry_suppressed());
 /// ```
 #[inline]
 pub fn is_telemetry_suppressed() -> bool {
@@ -43,19 +43,19 @@ pub fn is_telemetry_suppressed() -> bool {
 /// otherwise feed its own logs back into notify (an exporter's network calls).
 ///
 /// ```
-/// use notify_core::{enter_telemetry_suppressed_scope, is_telemetry_suppressed};
+/// use notify_core::suppression::{is_telemetry_suppressed, suppress_telemetry};
 /// {
-///     let _outer = enter_telemetry_suppressed_scope();
+///     let _outer = suppress_telemetry();
 ///     {
-///         let _inner = enter_telemetry_suppressed_scope();
+///         let _inner = suppress_telemetry();
 ///     }
 ///     assert!(is_telemetry_suppressed(), "the inner scope restores the outer one");
 /// }
 /// assert!(!is_telemetry_suppressed());
 /// ```
 #[must_use = "telemetry is suppressed only while the guard lives"]
-pub fn enter_telemetry_suppressed_scope() -> SuppressedScope {
-    SuppressedScope {
+pub fn suppress_telemetry() -> SuppressionGuard {
+    SuppressionGuard {
         previous: SUPPRESSED.with(|s| s.replace(true)),
         _not_send: PhantomData,
     }
@@ -63,30 +63,30 @@ pub fn enter_telemetry_suppressed_scope() -> SuppressedScope {
 
 /// Suppresses telemetry on the calling thread for the rest of its life. For threads that do
 /// nothing but deliver telemetry: an exporter's own thread, its async runtime's worker threads
-/// (`tokio::runtime::Builder::on_thread_start(notify_core::suppress_telemetry_on_this_thread)`).
+/// (`tokio::runtime::Builder::on_thread_start(notify_core::suppression::suppress_telemetry_on_this_thread)`).
 ///
 /// ```
 /// std::thread::spawn(|| {
-///     notify_core::suppress_telemetry_on_this_thread();
-///     assert!(notify_core::is_telemetry_suppressed());
+///     notify_core::suppression::suppress_telemetry_on_this_thread();
+///     assert!(notify_core::suppression::is_telemetry_suppressed());
 /// })
 /// .join()
 /// .unwrap();
-/// assert!(!notify_core::is_telemetry_suppressed(), "only the thread that asked");
+/// assert!(!notify_core::suppression::is_telemetry_suppressed(), "only the thread that asked");
 /// ```
 pub fn suppress_telemetry_on_this_thread() {
     SUPPRESSED.with(|s| s.set(true));
 }
 
-/// The guard of [`enter_telemetry_suppressed_scope`]: telemetry is suppressed on its thread until
+/// The guard of [`suppress_telemetry`]: telemetry is suppressed on its thread until
 /// it drops. Not `Send`: the mark belongs to the thread that made it.
 #[derive(Debug)]
-pub struct SuppressedScope {
+pub struct SuppressionGuard {
     previous: bool,
     _not_send: PhantomData<*const ()>,
 }
 
-impl Drop for SuppressedScope {
+impl Drop for SuppressionGuard {
     /// Restores the thread's mark as it was when the scope was entered.
     fn drop(&mut self) {
         SUPPRESSED.with(|s| s.set(self.previous));
@@ -100,11 +100,11 @@ mod tests {
     #[test]
     fn suppress_scopes_nest_and_restore_and_stay_on_their_thread() {
         assert!(!is_telemetry_suppressed());
-        let outer = enter_telemetry_suppressed_scope();
+        let outer = suppress_telemetry();
         assert!(is_telemetry_suppressed());
         // Another thread is not suppressed by this one's scope.
         assert!(!std::thread::spawn(is_telemetry_suppressed).join().unwrap());
-        let inner = enter_telemetry_suppressed_scope();
+        let inner = suppress_telemetry();
         drop(inner);
         assert!(
             is_telemetry_suppressed(),
@@ -118,7 +118,7 @@ mod tests {
     fn suppress_for_a_thread_lasts_and_a_scope_inside_it_restores_it() {
         let marked = std::thread::spawn(|| {
             suppress_telemetry_on_this_thread();
-            drop(enter_telemetry_suppressed_scope());
+            drop(suppress_telemetry());
             is_telemetry_suppressed()
         })
         .join()
@@ -130,7 +130,7 @@ mod tests {
     #[test]
     fn suppress_scope_is_restored_when_a_panic_unwinds_through_it() {
         let caught = std::panic::catch_unwind(|| {
-            let _scope = enter_telemetry_suppressed_scope();
+            let _scope = suppress_telemetry();
             panic!("inside the scope");
         });
         assert!(caught.is_err());

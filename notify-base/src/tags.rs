@@ -23,7 +23,7 @@
 //! mechanism: an incoming `baggage` header parsed into [`Tags`] and attached for the request.
 //!
 //! ```
-//! use notify_core::{tagged, Tags};
+//! use notify_core::context::{tagged, Tags};
 //! tagged(Tags::new().with("request_id", "r-7"), || {
 //!     tagged([("tenant", "acme")], || {
 //!         let tags = Tags::current();
@@ -53,7 +53,7 @@ thread_local! {
 /// array of pairs.
 ///
 /// ```
-/// use notify_core::Tags;
+/// use notify_core::context::Tags;
 /// let tags = Tags::new().with("request_id", "r-1").with("attempt", 2_u64).with("request_id", "r-2");
 /// assert_eq!(tags.len(), 2);
 /// assert_eq!(tags.get("request_id").and_then(|v| v.as_str()), Some("r-2"));
@@ -68,7 +68,7 @@ impl Tags {
     /// No tags.
     ///
     /// ```
-    /// assert!(notify_core::Tags::new().is_empty());
+    /// assert!(notify_core::context::Tags::new().is_empty());
     /// ```
     pub const fn new() -> Tags {
         Tags { entries: None }
@@ -78,7 +78,7 @@ impl Tags {
     /// appended otherwise). Copies the list: tags are built once per scope, read per event.
     ///
     /// ```
-    /// let tags = notify_core::Tags::new().with("a", 1_u64).with("b", true).with("a", 3_u64);
+    /// let tags = notify_core::context::Tags::new().with("a", 1_u64).with("b", true).with("a", 3_u64);
     /// assert_eq!(tags.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(), ["a=3", "b=true"]);
     /// ```
     #[must_use]
@@ -104,7 +104,7 @@ impl Tags {
     /// [`tagged`] attaches.
     ///
     /// ```
-    /// use notify_core::Tags;
+    /// use notify_core::context::Tags;
     /// let outer = Tags::new().with("a", 1_u64).with("b", 1_u64);
     /// let both = outer.extended(&Tags::new().with("b", 2_u64).with("c", 2_u64));
     /// assert_eq!(both.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(), ["a=1", "b=2", "c=2"]);
@@ -124,7 +124,7 @@ impl Tags {
     /// The tags of this thread's current scope (empty outside any): one reference-count increment.
     ///
     /// ```
-    /// use notify_core::Tags;
+    /// use notify_core::context::Tags;
     /// let _guard = Tags::new().with("job", "nightly").attach();
     /// assert_eq!(Tags::current().get("job").and_then(|v| v.as_str()), Some("nightly"));
     /// ```
@@ -136,7 +136,7 @@ impl Tags {
     /// read them while they handle an event.
     ///
     /// ```
-    /// use notify_core::{tagged, Tags};
+    /// use notify_core::context::{tagged, Tags};
     /// assert_eq!(tagged([("a", 1_u64)], || Tags::with_current(Tags::len)), 1);
     /// ```
     pub fn with_current<T>(f: impl FnOnce(&Tags) -> T) -> T {
@@ -148,7 +148,7 @@ impl Tags {
     /// reverse order of their `attach` (scopes nest), as they do when each lives in a block.
     ///
     /// ```
-    /// use notify_core::Tags;
+    /// use notify_core::context::Tags;
     /// {
     ///     let _guard = Tags::new().with("a", 1_u64).attach();
     ///     assert_eq!(Tags::current().len(), 1);
@@ -166,7 +166,7 @@ impl Tags {
     /// Runs `f` with these tags attached (replacing the current ones).
     ///
     /// ```
-    /// use notify_core::Tags;
+    /// use notify_core::context::Tags;
     /// let captured = Tags::new().with("request_id", "r-9");
     /// let seen = std::thread::spawn(move || captured.in_scope(|| Tags::current().len())).join().unwrap();
     /// assert_eq!(seen, 1);
@@ -179,7 +179,7 @@ impl Tags {
     /// `future` with these tags attached while it is polled (replacing those of the poller).
     ///
     /// ```
-    /// use notify_core::Tags;
+    /// use notify_core::context::Tags;
     /// use std::future::Future;
     /// let fut = Tags::new().with("job", "sync").scope(async { Tags::current().len() });
     /// let waker = std::task::Waker::noop();
@@ -251,7 +251,7 @@ impl<K: Into<Key>, V: ToValue> FromIterator<(K, V)> for Tags {
 /// wrapped inside with [`in_current_context`](crate::Instrument::in_current_context), carries them.
 ///
 /// ```
-/// use notify_core::{tagged, Tags};
+/// use notify_core::context::{tagged, Tags};
 /// let inner = tagged([("user", 1_u64)], || tagged([("user", 2_u64)], Tags::current));
 /// assert_eq!(inner.get("user").and_then(|v| v.as_u64()), Some(2));
 /// ```

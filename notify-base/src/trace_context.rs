@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use notify_core::trace_context::{self, TraceParent};
-//! use notify_core::{Context, Notifier, Payload, Subscriber, Event};
+//! use notify_core::{Context, Event, Notifier, Payload, Subscriber};
 //!
 //! let notifier = Notifier::new();
 //! notifier.subscribe("request.http", Subscriber::event(|e: &Event| {
@@ -630,7 +630,7 @@ pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
 /// callee then starts a trace of its own). Typical call: `inject(&Context::current(), headers)`.
 ///
 /// ```
-/// use notify_core::{Context, EventId, TraceId};
+/// use notify_core::{event::EventId, Context, TraceId};
 /// let mut headers = http::HeaderMap::new();
 /// let context = Context::new(TraceId::new(0x4bf9).unwrap(), Some(EventId::new(0xb7ad)));
 /// notify_core::trace_context::inject(&context, &mut headers);

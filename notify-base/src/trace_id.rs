@@ -22,7 +22,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// assert_eq!(id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
 /// assert_eq!(id.to_bytes()[0], 0x4b);
 /// assert!("00000000000000000000000000000000".parse::<TraceId>().is_err());
-/// # Ok::<(), notify_core::TraceIdError>(())
+/// # Ok::<(), notify_core::context::TraceIdError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TraceId(NonZeroU128);

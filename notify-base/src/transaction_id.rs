@@ -20,7 +20,7 @@ id_type! {
     /// JSON numbers exactly).
     ///
     /// ```
-    /// use notify_core::{transaction_id, TransactionId};
+    /// use notify_core::context::{transaction_id, TransactionId};
     /// let here = transaction_id();
     /// assert_eq!(here, transaction_id(), "stable on one thread");
     /// assert_ne!(here, std::thread::spawn(transaction_id).join().unwrap(), "one per thread");

@@ -4,7 +4,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use notify_core::{Callsite, CountingAllocator, Event, EventOptions, Notifier, Payload, Subscriber, Text, Value};
+use notify_core::{
+    event::Callsite, event::CountingAllocator, payload::Text, subscriber::EventOptions, Event, Notifier, Payload,
+    Subscriber, Value,
+};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator<std::alloc::System> = CountingAllocator::new(std::alloc::System);
@@ -25,7 +28,7 @@ fn r13_payload_is_lazy_and_nothing_allocates_when_nobody_listens() {
     notifier.instrument("r13.dynamic", payload, |_| ());
     payloads.store(0, Ordering::SeqCst);
 
-    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let before = notify_core::event::thread_allocations().expect("CountingAllocator is installed");
     let value = notifier.instrument("r13.dynamic", payload, |_| {
         bodies.fetch_add(1, Ordering::SeqCst);
         5
@@ -35,7 +38,7 @@ fn r13_payload_is_lazy_and_nothing_allocates_when_nobody_listens() {
         6
     });
     assert!(!notifier.listening("r13.dynamic"));
-    let after = notify_core::thread_allocations().unwrap();
+    let after = notify_core::event::thread_allocations().unwrap();
     assert_eq!((value, site_value), (5, 6));
     assert_eq!(payloads.load(Ordering::SeqCst), 0);
     assert_eq!(bodies.load(Ordering::SeqCst), 2);
@@ -76,13 +79,13 @@ fn listening_never_allocates_even_through_patterns() {
         Subscriber::event(|_: &Event| {}),
     );
     let _ = notifier.subscribe("exact.name", Subscriber::event(|_: &Event| {}));
-    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let before = notify_core::event::thread_allocations().expect("CountingAllocator is installed");
     let answers = [
         notifier.listening("exact.name"),
         notifier.listening("other.thing"),
         notifier.listening("nobody.listens"),
     ];
-    let after = notify_core::thread_allocations().unwrap();
+    let after = notify_core::event::thread_allocations().unwrap();
     assert_eq!(answers, [true, true, false]);
     assert_eq!(after - before, 0);
 }
@@ -94,7 +97,7 @@ fn listening_never_allocates_even_through_patterns() {
 /// one allocation each beyond.
 #[test]
 fn static_text_values_are_borrowed_and_allocate_nothing() {
-    let before = notify_core::thread_allocations().expect("CountingAllocator is installed");
+    let before = notify_core::event::thread_allocations().expect("CountingAllocator is installed");
     let borrowed = Payload::new()
         .with("sql", Value::from_static("SELECT * FROM books WHERE id = ?"))
         .with("rows", 3_u64)
@@ -102,7 +105,7 @@ fn static_text_values_are_borrowed_and_allocate_nothing() {
     let mut inserted = Payload::new();
     inserted.insert("db", Value::from_static("primary"));
     inserted.insert("db", Value::from("replica"));
-    let during = notify_core::thread_allocations().unwrap();
+    let during = notify_core::event::thread_allocations().unwrap();
     assert_eq!(
         borrowed.get("sql").and_then(Value::as_static_str),
         Some("SELECT * FROM books WHERE id = ?")
@@ -112,12 +115,12 @@ fn static_text_values_are_borrowed_and_allocate_nothing() {
     assert_eq!(during - before, 0);
 
     let local = String::from("books");
-    let before = notify_core::thread_allocations().unwrap();
+    let before = notify_core::event::thread_allocations().unwrap();
     let copied = Payload::new()
         .with("sql", "SELECT * FROM books WHERE id = ?")
         .with("table", &local[..])
         .with("char", 'é');
-    let after = notify_core::thread_allocations().unwrap();
+    let after = notify_core::event::thread_allocations().unwrap();
     assert_eq!(after - before, 0, "short text copied inline");
     assert_eq!(copied.get("sql").and_then(Value::as_static_str), None);
     assert_eq!(
@@ -130,9 +133,9 @@ fn static_text_values_are_borrowed_and_allocate_nothing() {
 
     let exact = "x".repeat(Text::INLINE_CAPACITY);
     let longer = "x".repeat(Text::INLINE_CAPACITY + 1);
-    let before = notify_core::thread_allocations().unwrap();
+    let before = notify_core::event::thread_allocations().unwrap();
     let copied = Payload::new().with("exact", &exact[..]).with("longer", &longer[..]);
-    let after = notify_core::thread_allocations().unwrap();
+    let after = notify_core::event::thread_allocations().unwrap();
     assert_eq!(after - before, 1, "only the 39-byte text is allocated");
     assert_eq!(copied.get("exact").and_then(Value::as_str), Some(&exact[..]));
     assert_eq!(copied.get("longer").and_then(Value::as_str), Some(&longer[..]));

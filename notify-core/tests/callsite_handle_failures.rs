@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use notify_core::{Callsite, Notifier, Payload, Subscriber};
+use notify_core::{event::Callsite, Notifier, Payload, Subscriber};
 
 #[path = "support/phases.rs"]
 mod phases;
@@ -17,14 +17,14 @@ fn a_callsite_handle_dropped_unstarted_or_whose_payload_panics_reports_the_silen
     let previous = std::panic::take_hook();
     // Quiet for the two panics this test causes; any other (a failed assertion) is printed.
     std::panic::set_hook(Box::new(|info| {
-        let message = notify_core::panic_message(info.payload());
+        let message = notify_core::failure::panic_message(info.payload());
         if !message.starts_with("boom in") {
             eprintln!("{info}");
         }
     }));
     let failures = Arc::new(Mutex::new(Vec::new()));
     let sink = failures.clone();
-    Notifier::global().set_failure_hook(move |f: &notify_core::SubscriberFailure| {
+    Notifier::global().set_failure_hook(move |f: &notify_core::failure::SubscriberFailure| {
         sink.lock()
             .unwrap()
             .push((f.kind().to_string(), f.message().to_owned()));
@@ -45,7 +45,10 @@ fn a_callsite_handle_dropped_unstarted_or_whose_payload_panics_reports_the_silen
 
     // The payload closure panics after `silenced` was asked.
     let caught = std::panic::catch_unwind(|| SITE.handle(|| panic!("boom in payload")));
-    assert_eq!(notify_core::panic_message(&*caught.unwrap_err()), "boom in payload");
+    assert_eq!(
+        notify_core::failure::panic_message(&*caught.unwrap_err()),
+        "boom in payload"
+    );
     assert_eq!(reported(), expected(2));
     assert!(calls.lock().unwrap().is_empty(), "{:?}", calls.lock().unwrap());
 

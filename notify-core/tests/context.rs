@@ -4,8 +4,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use notify_core::{
-    Context, Event, EventContext, EventId, EventedOptions, EventedSubscriber, Handle, Notifier, Pattern, Payload,
-    Subscriber, TraceId,
+    context::EventContext, event::EventId, subscriber::EventedOptions, Context, Event, EventedSubscriber, Handle,
+    Notifier, Pattern, Payload, Subscriber, TraceId,
 };
 
 #[path = "support/collecting.rs"]
@@ -58,7 +58,7 @@ fn a_context_attached_on_another_thread_parents_its_events_and_the_guard_restore
         assert!(context.event_id().is_some());
         let n = notifier.clone();
         std::thread::spawn(move || {
-            assert_eq!(notify_core::current_event_id(), None);
+            assert_eq!(notify_core::context::current_event_id(), None);
             {
                 let _attached = context.attach();
                 assert_eq!(Context::current(), context);
@@ -244,15 +244,15 @@ fn finish(notifier: &Notifier, i: usize) {
 fn seventeen_nested_events_finished_sixteenth_first_leave_no_current_event() {
     let (notifier, events) = collecting();
     let ids = nested(&notifier, 17);
-    assert_eq!(notify_core::current_event_id(), ids[16]);
+    assert_eq!(notify_core::context::current_event_id(), ids[16]);
     finish(&notifier, 15);
-    assert_eq!(notify_core::current_event_id(), ids[16]);
+    assert_eq!(notify_core::context::current_event_id(), ids[16]);
     finish(&notifier, 16);
-    assert_eq!(notify_core::current_event_id(), ids[14]);
+    assert_eq!(notify_core::context::current_event_id(), ids[14]);
     for i in (0..15).rev() {
         finish(&notifier, i);
     }
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
     notifier.instrument("after.app", Payload::new, |_| ());
     let events = events.lock().unwrap();
     assert_eq!(events.last().unwrap().parent_id(), None);
@@ -287,12 +287,12 @@ fn nested_events_at_any_depth_finished_in_many_orders_leave_no_current_event() {
                 open.retain(|&j| j != i);
                 let expected = open.last().and_then(|&j| ids[j]);
                 assert_eq!(
-                    notify_core::current_event_id(),
+                    notify_core::context::current_event_id(),
                     expected,
                     "depth {depth}, order {order:?}"
                 );
             }
-            assert_eq!(notify_core::current_event_id(), None);
+            assert_eq!(notify_core::context::current_event_id(), None);
         }
     }
 }
@@ -309,7 +309,7 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
             Some(parent) => parent.in_scope(|| handle.start().unwrap()),
             None => handle.start().unwrap(),
         }
-        assert_eq!(notify_core::current_event_id(), None);
+        assert_eq!(notify_core::context::current_event_id(), None);
         handles.push(handle);
     }
     let ids: Vec<Option<EventId>> = handles.iter().map(Handle::id).collect();
@@ -321,10 +321,10 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
     })
     .join()
     .unwrap();
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
     for handle in handles.iter_mut().rev() {
         handle.finish().unwrap();
-        assert_eq!(notify_core::current_event_id(), None);
+        assert_eq!(notify_core::context::current_event_id(), None);
     }
     let events = events.lock().unwrap();
     for (i, id) in ids.iter().enumerate().skip(1) {
@@ -333,8 +333,10 @@ fn nested_handles_finished_on_other_threads_leave_no_current_event() {
     }
 }
 
-static LOCATED: notify_core::Callsite =
-    notify_core::Callsite::at("located.app", notify_core::Location::new(file!(), 7, module_path!()));
+static LOCATED: notify_core::event::Callsite = notify_core::event::Callsite::at(
+    "located.app",
+    notify_core::event::Location::new(file!(), 7, module_path!()),
+);
 
 #[test]
 fn callsite_events_carry_their_location_to_events_evented_subscribers_and_the_serialised_event() {

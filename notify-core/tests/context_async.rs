@@ -6,11 +6,12 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Waker};
 
+use notify_core::{
+    context::EventContext, event::EventId, event::Outcome, Event, EventedSubscriber, Instrument, Notifier, Payload,
+    Subscriber,
+};
 #[cfg(feature = "macros")]
 use notify_core::{instrument_event, Context, Pattern};
-use notify_core::{
-    Event, EventContext, EventId, EventedSubscriber, Instrument, Notifier, Outcome, Payload, Subscriber,
-};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -148,7 +149,11 @@ fn an_instrumented_future_is_current_only_while_polled_so_interleaved_futures_ne
                 tokio::spawn(b),
                 tokio::spawn(async move {
                     yield_now().await;
-                    assert_eq!(notify_core::current_event_id(), None, "not current between polls");
+                    assert_eq!(
+                        notify_core::context::current_event_id(),
+                        None,
+                        "not current between polls"
+                    );
                     outside.instrument("outside.app", Payload::new, |_| ());
                 }),
             ];
@@ -195,7 +200,7 @@ fn a_dropped_future_is_cancelled_a_panicking_one_panicked_and_an_unpolled_one_pu
         outcomes,
         [("pending.app", Outcome::Cancelled), ("panics.app", Outcome::Panicked)]
     );
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
 }
 
 #[test]

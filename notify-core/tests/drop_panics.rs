@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use notify_core::{
-    Event, EventContext, EventedSubscriber, FailurePolicy, Notifier, Payload, Subscriber, SubscriberFailure,
+    context::EventContext, failure::FailurePolicy, failure::SubscriberFailure, Event, EventedSubscriber, Notifier,
+    Payload, Subscriber,
 };
 
 /// What the subscribers capture: counts its drops, then panics.
@@ -27,7 +28,7 @@ fn quiet_panics() {
     ONCE.get_or_init(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !notify_core::panic_message(info.payload()).starts_with("r33:") {
+            if !notify_core::failure::panic_message(info.payload()).starts_with("r33:") {
                 default(info);
             }
         }));
@@ -180,7 +181,7 @@ fn issue33_3_unsubscribe_of_a_subscriber_whose_drop_panics_returns_ok() {
             move |_: &str,
                   _: std::time::SystemTime,
                   _: std::time::SystemTime,
-                  _: notify_core::TransactionId,
+                  _: notify_core::context::TransactionId,
                   _: &Payload| {
                 let _ = &held;
             },

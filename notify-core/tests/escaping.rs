@@ -63,15 +63,15 @@ fn testing_assertions_quote_the_pattern_escaped() {
         notify_core::testing::assert_notifications_count(&notifier, pattern.as_str(), 1, || {})
     }))
     .unwrap_err();
-    let message = notify_core::panic_message(&*panic);
+    let message = notify_core::failure::panic_message(&*panic);
     assert_eq!(message, format!("expected 1 `x{ESCAPED}` event(s), found 0: []"));
 }
 
 #[test]
 fn strict_mode_report_escapes_every_failure() {
     let notifier = Notifier::new();
-    notifier.set_failure_hook(|_: &notify_core::SubscriberFailure| {});
-    notifier.set_failure_policy(notify_core::FailurePolicy::Strict);
+    notifier.set_failure_hook(|_: &notify_core::failure::SubscriberFailure| {});
+    notifier.set_failure_policy(notify_core::failure::FailurePolicy::Strict);
     let name = format!("x{HOSTILE}");
     let _ = notifier.subscribe(
         name.as_str(),
@@ -81,7 +81,7 @@ fn strict_mode_report_escapes_every_failure() {
         notifier.instrument(&name, Payload::new, |_| ())
     }))
     .unwrap_err();
-    let errors = panic.downcast::<notify_core::SubscriberErrors>().unwrap();
+    let errors = panic.downcast::<notify_core::failure::SubscriberErrors>().unwrap();
     assert_eq!(
         errors.to_string(),
         format!("1 subscriber(s) failed:\n  subscriber `event` (event, subscription #1) panicked on `x{ESCAPED}`: boom{ESCAPED}")
@@ -95,7 +95,7 @@ fn strict_mode_report_escapes_every_failure() {
 #[cfg(feature = "redaction")]
 fn redaction_errors_quote_the_pattern_escaped_and_truncated() {
     let hostile = format!("({HOSTILE}");
-    let err = notify_core::Redaction::builder()
+    let err = notify_core::redaction::Redaction::builder()
         .value_regex(&hostile)
         .build()
         .unwrap_err();
@@ -106,7 +106,7 @@ fn redaction_errors_quote_the_pattern_escaped_and_truncated() {
     );
 
     let big = format!("({}", "a".repeat(1 << 20));
-    let err = notify_core::Redaction::builder()
+    let err = notify_core::redaction::Redaction::builder()
         .key("password")
         .key_regex(&big)
         .build()
@@ -123,6 +123,9 @@ fn redaction_errors_quote_the_pattern_escaped_and_truncated() {
         )
     );
 
-    let err = notify_core::Redaction::builder().key_glob("").build().unwrap_err();
+    let err = notify_core::redaction::Redaction::builder()
+        .key_glob("")
+        .build()
+        .unwrap_err();
     assert_eq!(err.to_string(), "invalid redaction pattern ``: empty pattern");
 }

@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use notify_core::{
-    Event, ExportDrops, FailurePolicy, Notifier, Payload, Subscriber, SubscriberFailure, SubscriberKind,
-};
+use notify_core::failure::{ExportDrops, FailurePolicy, SubscriberFailure};
+use notify_core::subscriber::SubscriberKind;
+use notify_core::{Event, Notifier, Payload, Subscriber};
 
 struct Noop;
 

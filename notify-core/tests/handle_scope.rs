@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use notify_core::{Event, EventId, Handle, Instrument, Notifier, Pattern, Payload, Subscriber};
+use notify_core::{event::EventId, Event, Handle, Instrument, Notifier, Pattern, Payload, Subscriber};
 
 /// Every finished event: (name, id, parent id), in finish order.
 type Seen = Arc<Mutex<Vec<(String, EventId, Option<EventId>)>>>;
@@ -97,7 +97,7 @@ fn another_tasks_event_polled_while_a_handle_is_held_across_await_gets_the_right
     assert_eq!(find("c.child").2, Some(c.1));
     assert_eq!((a.2, c.2), (None, None));
     assert_eq!(seen.len(), 5);
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
 }
 
 /// The scope guard ends the scope on drop (also when the code inside panics), on the thread
@@ -110,12 +110,12 @@ fn in_scope_and_enter_end_the_scope_even_when_the_body_panics() {
     let id = handle.id();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         handle.in_scope(|| {
-            assert_eq!(notify_core::current_event_id(), id);
+            assert_eq!(notify_core::context::current_event_id(), id);
             panic!("inside the scope");
         })
     }));
     assert!(result.is_err());
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
     {
         let _entered = handle.enter();
         notifier.instrument("child.app", Payload::new, |_| ());

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use notify_core::{
-    Event, EventContext, EventedSubscriber, FailurePolicy, Notifier, Payload, SilenceableSubscriber, Subscriber,
-    SubscriberErrors, SubscriberFailure, TransactionId,
+    context::EventContext, context::TransactionId, failure::FailurePolicy, failure::SubscriberErrors,
+    failure::SubscriberFailure, Event, EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber,
 };
 
 #[path = "support/phases.rs"]
@@ -29,7 +29,7 @@ fn quiet_panics() {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let bomb = info.payload().downcast_ref::<Bomb>().is_some();
-            let message = notify_core::panic_message(info.payload());
+            let message = notify_core::failure::panic_message(info.payload());
             if !bomb && !message.contains("bomb") && !message.contains("boom") {
                 default(info);
             }
@@ -396,7 +396,7 @@ fn a_payload_closure_that_panics_delivers_nothing_and_reports_the_silenced_failu
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         notifier.instrument("payload.panics", || panic!("boom in payload"), |_| ())
     }));
-    let message = notify_core::panic_message(&*caught.unwrap_err());
+    let message = notify_core::failure::panic_message(&*caught.unwrap_err());
     assert_eq!(message, "boom in payload");
     assert!(calls.lock().unwrap().is_empty(), "{:?}", calls.lock().unwrap());
     let reported: Vec<(String, String)> = failures
@@ -406,7 +406,7 @@ fn a_payload_closure_that_panics_delivers_nothing_and_reports_the_silenced_failu
         .map(|f| (f.kind().to_string(), f.message().to_owned()))
         .collect();
     assert_eq!(reported, [("silenceable".to_owned(), "boom in silenced".to_owned())]);
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
     // The next event is delivered whole, as a root.
     notifier.instrument("payload.panics", Payload::new, |_| ());
     assert_eq!(

@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use notify_core::{
-    Event, EventContext, EventId, EventedSubscriber, Notifier, NotifyError, Pattern, Payload, Subscriber, TransactionId,
+    context::EventContext, context::TransactionId, event::EventId, Event, EventedSubscriber, Notifier, NotifyError,
+    Pattern, Payload, Subscriber,
 };
 
 /// Every event delivered to an event-object subscriber of all names: (name, id, parent id, payload keys).
@@ -35,7 +36,7 @@ fn i1_the_id_is_the_threads_transaction_id_and_what_timed_subscribers_get() {
         Subscriber::timed(move |_: &str, _, _, id: TransactionId, _: &Payload| sink.lock().unwrap().push(id)),
     );
     let here = notifier.instrumenter();
-    assert_eq!(here.id(), notify_core::transaction_id());
+    assert_eq!(here.id(), notify_core::context::transaction_id());
     assert_eq!(
         here.id(),
         notify_core::instrumenter().id(),

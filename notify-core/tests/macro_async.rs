@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use notify_core::testing::capture_notifications;
-use notify_core::{instrument_event, Event, EventId, Notifier, Outcome, Pattern, Value};
+use notify_core::{
+    event::{EventId, Outcome},
+    instrument_event, Event, Notifier, Pattern, Value,
+};
 
 fn capture<T>(pattern: &str, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
     capture_notifications(Notifier::global(), pattern, f)
@@ -109,7 +112,11 @@ fn an_async_event_covers_first_poll_to_completion() {
         let mut future = pin!(two_polls(2));
         let created = std::time::Instant::now();
         assert!(poll_once(future.as_mut()).is_pending());
-        assert_eq!(notify_core::current_event_id(), None, "not current between polls");
+        assert_eq!(
+            notify_core::context::current_event_id(),
+            None,
+            "not current between polls"
+        );
         let first_poll_done = std::time::Instant::now();
         let Poll::Ready(value) = poll_once(future.as_mut()) else {
             panic!("ready on the second poll")
@@ -219,10 +226,14 @@ async fn task(task: &'static str, mine: Arc<AtomicBool>, other: Arc<AtomicBool>)
     mine.store(true, Ordering::Release);
     // Both tasks are in flight from here on: their polls interleave.
     WaitFor(other).await;
-    let current = notify_core::current_event_id();
+    let current = notify_core::context::current_event_id();
     child();
     yield_now().await;
-    assert_eq!(notify_core::current_event_id(), current, "the same event in every poll");
+    assert_eq!(
+        notify_core::context::current_event_id(),
+        current,
+        "the same event in every poll"
+    );
     child();
     current
 }
@@ -271,7 +282,7 @@ async fn outer_async() -> Option<EventId> {
 #[instrument_event("nest_async.inner")]
 async fn inner_async() -> Option<EventId> {
     yield_now().await;
-    notify_core::current_event_id()
+    notify_core::context::current_event_id()
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use notify_core::testing::capture_notifications;
-use notify_core::{instrument_event, Event, Notifier, Outcome, Pattern, Value};
+use notify_core::{event::Outcome, instrument_event, Event, Notifier, Pattern, Value};
 
 fn capture_glob<T>(glob: &str, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
     capture_notifications(Notifier::global(), Pattern::glob(glob).unwrap(), f)
@@ -45,7 +45,11 @@ const BETWEEN_POLLS: Duration = Duration::from_millis(20);
 fn run_in_two_polls<T>(future: Pin<&mut (dyn Future<Output = T> + Send + '_)>) -> T {
     let mut future = future;
     assert!(poll_once(future.as_mut()).is_pending(), "pending on the first poll");
-    assert_eq!(notify_core::current_event_id(), None, "not current between polls");
+    assert_eq!(
+        notify_core::context::current_event_id(),
+        None,
+        "not current between polls"
+    );
     std::thread::sleep(BETWEEN_POLLS);
     match poll_once(future.as_mut()) {
         Poll::Ready(value) => value,

@@ -6,7 +6,10 @@ use std::fmt::Display;
 use std::panic;
 
 use notify_core::testing::capture_notifications;
-use notify_core::{instrument_event, Event, EventId, Notifier, Outcome, Pattern, Value};
+use notify_core::{
+    event::{EventId, Outcome},
+    instrument_event, Event, Notifier, Pattern, Value,
+};
 
 fn capture<T>(pattern: &str, f: impl FnOnce() -> T) -> (T, Vec<Event>) {
     capture_notifications(Notifier::global(), pattern, f)
@@ -119,7 +122,7 @@ fn a_panicking_field_expression_delivers_no_event_and_leaves_no_current_event() 
     let (caught, events) = capture("fields.exploding", || panic::catch_unwind(|| exploding_field(0)));
     assert!(caught.is_err());
     assert!(events.is_empty(), "{events:?}");
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
     let (value, events) = capture("fields.exploding", || exploding_field(2));
     assert_eq!(value, 2);
     assert_eq!(events.len(), 1);
@@ -611,7 +614,7 @@ fn m6_self_works_in_fields_of_methods_and_trait_impls() {
 
 #[instrument_event("nest.inner")]
 fn inner() -> Option<EventId> {
-    notify_core::current_event_id()
+    notify_core::context::current_event_id()
 }
 
 #[instrument_event("nest.outer")]

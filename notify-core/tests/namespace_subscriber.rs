@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use notify_core::{
-    Event, EventContext, Method, Methods, MethodsError, NamespaceSubscriber, Notifier, Payload, SubscriberFailure,
-    SubscriberKind, TransactionId,
+    context::EventContext, context::TransactionId, failure::SubscriberFailure, subscriber::Method, subscriber::Methods,
+    subscriber::MethodsError, subscriber::NamespaceSubscriber, subscriber::SubscriberKind, Event, Notifier, Payload,
 };
 
 /// A metrics-style subscriber: three methods of three kinds.
@@ -288,7 +288,7 @@ fn n6_subscriber_methods_derives_event_names_from_method_names() {
     struct Derived;
     impl NamespaceSubscriber for Derived {
         fn methods() -> Methods<Derived> {
-            notify_core::subscriber_methods!(Derived, "active_record", {
+            notify_core::subscriber::subscriber_methods!(Derived, "active_record", {
                 event sql,
                 timed instantiation,
             })

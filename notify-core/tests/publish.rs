@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
-    Event, EventContext, EventedSubscriber, Notifier, Payload, SilenceableSubscriber, Subscriber, SubscriberFailure,
-    TransactionId,
+    context::EventContext, context::TransactionId, failure::SubscriberFailure, Event, EventedSubscriber, Notifier,
+    Payload, SilenceableSubscriber, Subscriber,
 };
 
 /// Every call, as text.

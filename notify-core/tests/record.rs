@@ -68,7 +68,7 @@ fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counte
     let (notifier, seen) = collecting();
     let keys: Vec<&'static str> = (0..300).map(|i| &*format!("k{i}").leak()).collect();
     // No other test of this binary records more than 256 facts on a thread: the count is exact.
-    let before = notify_core::records_dropped();
+    let before = notify_core::event::records_dropped();
     notifier.instrument("many.record", Payload::new, |_| {
         for (i, key) in keys.iter().enumerate() {
             notify_core::record(key, i as u64);
@@ -76,7 +76,7 @@ fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counte
         // A key already waiting is replaced in place: no drop.
         notify_core::record(keys[299], 0_u64);
     });
-    assert_eq!(notify_core::records_dropped() - before, 44);
+    assert_eq!(notify_core::event::records_dropped() - before, 44);
     {
         let seen = seen.lock().unwrap();
         let payload = &seen[0].1;
@@ -88,7 +88,7 @@ fn past_256_distinct_facts_waiting_on_a_thread_the_oldest_are_dropped_and_counte
     notifier.instrument("many.record", Payload::new, |_| {
         keys.iter().for_each(|key| notify_core::record(key, 1_u64))
     });
-    assert_eq!(notify_core::records_dropped() - before, 88);
+    assert_eq!(notify_core::event::records_dropped() - before, 88);
     #[cfg(feature = "log")]
     {
         let reports = REPORTS.0.lock().unwrap();

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 #[cfg(feature = "macros")]
 use notify_core::instrument_event;
 use notify_core::{
-    record, Event, EventContext, EventId, EventedSubscriber, Notifier, OwnedEventSubscriber, Payload, Redaction,
-    RedactionBuilder, RedactionError, SilenceableSubscriber, Subscriber, TransactionId, Value,
+    context::EventContext, context::TransactionId, event::EventId, record, redaction::Redaction,
+    redaction::RedactionBuilder, redaction::RedactionError, Event, EventedSubscriber, Notifier, OwnedEventSubscriber,
+    Payload, SilenceableSubscriber, Subscriber, Value,
 };
 
 const SECRET: &str = "hunter2-s3cr3t";

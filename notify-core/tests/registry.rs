@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
-    Callsite, Event, EventOptions, EventedSubscriber, FailurePolicy, Interest, Notifier, NotifyError, Outcome, Pattern,
-    Payload, SilenceableSubscriber, Subscriber, SubscriberErrors, SubscriberFailure, SubscriberKind, TransactionId,
+    context::TransactionId, event::Callsite, event::Interest, event::Outcome, failure::FailurePolicy,
+    failure::SubscriberErrors, failure::SubscriberFailure, subscriber::EventOptions, subscriber::SubscriberKind, Event,
+    EventedSubscriber, Notifier, NotifyError, Pattern, Payload, SilenceableSubscriber, Subscriber,
 };
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -29,10 +30,10 @@ fn recorder(log: &Log, tag: &'static str) -> Subscriber {
 struct Evented(Log, &'static str);
 
 impl EventedSubscriber for Evented {
-    fn start(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
+    fn start(&self, name: &str, _: &notify_core::context::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
     }
-    fn finish(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
+    fn finish(&self, name: &str, _: &notify_core::context::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
     }
 }
@@ -41,10 +42,10 @@ impl EventedSubscriber for Evented {
 struct Switch(Log, &'static str, Arc<AtomicBool>);
 
 impl EventedSubscriber for Switch {
-    fn start(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
+    fn start(&self, name: &str, _: &notify_core::context::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.start:{name}", self.1));
     }
-    fn finish(&self, name: &str, _: &notify_core::EventContext, _: &Payload) {
+    fn finish(&self, name: &str, _: &notify_core::context::EventContext, _: &Payload) {
         self.0.lock().unwrap().push(format!("{}.finish:{name}", self.1));
     }
 }
@@ -225,7 +226,7 @@ fn r3_detach_policy_removes_the_subscriber_and_publishes_subscriber_failed() {
     let calls = log();
     four_kinds(&notifier, &calls, true, false);
     let failed = log();
-    let _ = notifier.subscribe(notify_core::SUBSCRIBER_FAILED, {
+    let _ = notifier.subscribe(notify_core::failure::SUBSCRIBER_FAILED, {
         let failed = failed.clone();
         Subscriber::event(move |e: &Event| {
             let p = e.payload();
@@ -762,8 +763,8 @@ fn parent_ids_follow_nesting_and_ids_are_unique() {
     assert_ne!(events[0].id(), events[1].id());
     assert!(events
         .iter()
-        .all(|e| e.transaction_id() == notify_core::transaction_id()));
-    assert_eq!(notify_core::current_event_id(), None);
+        .all(|e| e.transaction_id() == notify_core::context::transaction_id()));
+    assert_eq!(notify_core::context::current_event_id(), None);
 }
 
 #[test]
@@ -815,7 +816,7 @@ fn publish_and_publish_event_reach_the_timing_groups() {
     );
     let now = Instant::now();
     notifier.publish_event(Event::new("pub", now, now + Duration::from_millis(4), Payload::new()));
-    let txn = notify_core::transaction_id();
+    let txn = notify_core::context::transaction_id();
     assert_eq!(
         entries(&seen),
         [
@@ -893,8 +894,8 @@ fn stress_several_threads_subscribe_unsubscribe_and_instrument() {
 struct BadSilence;
 
 impl EventedSubscriber for BadSilence {
-    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
-    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
 }
 
 impl SilenceableSubscriber for BadSilence {
@@ -979,7 +980,8 @@ fn out_of_order_and_cross_thread_finishes_leave_no_stale_parent() {
         std::thread::spawn(move || sent.finish().unwrap()).join().unwrap();
         notifier.instrument("later", Payload::new, |_| ());
     });
-    let names: Vec<(&str, Option<notify_core::EventId>)> = events.iter().map(|e| (e.name(), e.parent_id())).collect();
+    let names: Vec<(&str, Option<notify_core::event::EventId>)> =
+        events.iter().map(|e| (e.name(), e.parent_id())).collect();
     let a = events[0].id();
     assert_eq!(
         names,
@@ -991,7 +993,7 @@ fn out_of_order_and_cross_thread_finishes_leave_no_stale_parent() {
             ("later", None)
         ]
     );
-    assert_eq!(notify_core::current_event_id(), None);
+    assert_eq!(notify_core::context::current_event_id(), None);
 }
 
 #[test]
@@ -1038,10 +1040,10 @@ struct Grouped {
 }
 
 impl EventedSubscriber for Grouped {
-    fn start(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {
+    fn start(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {
         self.seen.lock().unwrap().push(self.label);
     }
-    fn finish(&self, _: &str, _: &notify_core::EventContext, _: &Payload) {}
+    fn finish(&self, _: &str, _: &notify_core::context::EventContext, _: &Payload) {}
 }
 
 impl SilenceableSubscriber for Grouped {
@@ -1052,8 +1054,8 @@ impl SilenceableSubscriber for Grouped {
         }
         self.quiet.load(Ordering::SeqCst)
     }
-    fn silence_key(&self) -> Option<notify_core::SilenceKey> {
-        Some(notify_core::SilenceKey::new(self.key))
+    fn silence_key(&self) -> Option<notify_core::subscriber::SilenceKey> {
+        Some(notify_core::subscriber::SilenceKey::new(self.key))
     }
 }
 

@@ -4,7 +4,7 @@
 //! A failure is recorded in the event's payload as its `exception` entry
 //! ([`Value::Exception`](notify_core::Value::Exception)), which log subscribers and the
 //! OpenTelemetry bridge already report as an error (span status `Error`). The event's
-//! [`Outcome`](notify_core::Outcome) stays about how the request ended (completed, cancelled,
+//! [`Outcome`](notify_core::event::Outcome) stays about how the request ended (completed, cancelled,
 //! panicked), not about its status.
 
 use std::ops::RangeInclusive;

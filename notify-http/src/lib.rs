@@ -40,8 +40,8 @@
 //! * **When it ends.** The event starts when the request reaches the layer and ends when the
 //!   response body ends (the last frame sent), so streaming bodies are measured whole. A client
 //!   that goes away before (the connection closed, the body dropped) ends it as
-//!   [`Outcome::Cancelled`](notify_core::Outcome::Cancelled); a handler that panics ends it as
-//!   [`Outcome::Panicked`](notify_core::Outcome::Panicked) and the panic goes on (put a
+//!   [`Outcome::Cancelled`](notify_core::event::Outcome::Cancelled); a handler that panics ends it as
+//!   [`Outcome::Panicked`](notify_core::event::Outcome::Panicked) and the panic goes on (put a
 //!   catch-panic layer, such as tower-http's `CatchPanicLayer`, outside this one to answer 500).
 //! * **Context.** The event is the current event while the handler runs (its futures are polled
 //!   and its body is produced with it current): events the handler makes are its children, and
@@ -58,7 +58,7 @@
 //!   child of the current one), or to the current event when nobody listens to calls.
 //! * **Status.** A failing status is recorded as the payload's `exception` (type `"http.status"`,
 //!   message `"500 Internal Server Error"`), which log subscribers and the OpenTelemetry bridge
-//!   report as an error; the [`Outcome`](notify_core::Outcome) stays about how the request
+//!   report as an error; the [`Outcome`](notify_core::event::Outcome) stays about how the request
 //!   ended. 404 and 401 are not failures of the server by default; see [`classify`] for the other
 //!   rules (statuses in a range, gRPC).
 //! * **Headers.** None are recorded unless asked. Sensitive ones (`authorization`,

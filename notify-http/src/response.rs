@@ -9,7 +9,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use http::{HeaderMap, Response};
 use http_body::{Body, Frame, SizeHint};
-use notify_core::{Handle, Outcome, Value, EXCEPTION_KEY};
+use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Handle, Value};
 use pin_project_lite::pin_project;
 
 use crate::classify::{Classification, Classify};

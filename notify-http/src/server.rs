@@ -8,7 +8,7 @@ use std::task::{Context as TaskContext, Poll};
 use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
-use notify_core::{Callsite, Notifier, Payload};
+use notify_core::{event::Callsite, Notifier, Payload};
 use tower_layer::Layer;
 use tower_service::Service;
 

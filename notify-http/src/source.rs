@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use notify_core::{Callsite, Handle, Notifier, Payload};
+use notify_core::{event::Callsite, Handle, Notifier, Payload};
 
 #[derive(Clone, Debug)]
 pub(crate) enum Source {

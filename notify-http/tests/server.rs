@@ -11,7 +11,7 @@ use axum::extract::{MatchedPath, Path};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use notify_core::{Instrument, Outcome, Payload, Redaction, Value};
+use notify_core::{event::Outcome, redaction::Redaction, Instrument, Payload, Value};
 use notify_http::{Headers, ServerLayer};
 use support::{client, fetch, serve, str_of, u64_of, Captured, Chunks};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

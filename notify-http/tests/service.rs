@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Empty, Full};
-use notify_core::{Outcome, Value};
+use notify_core::{event::Outcome, Value};
 use notify_http::classify::GrpcErrorsAsFailures;
 use notify_http::{ClientLayer, ServerLayer};
 use support::{u64_of, Captured};

@@ -7,7 +7,7 @@ mod support;
 use axum::extract::MatchedPath;
 use axum::routing::get;
 use axum::Router;
-use notify_core::{trace_context, EventId, Payload, TraceId};
+use notify_core::{event::EventId, trace_context, Payload, TraceId};
 use notify_http::ServerLayer;
 use support::{client, fetch, serve, Captured};
 

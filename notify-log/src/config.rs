@@ -5,7 +5,7 @@ use std::fmt;
 
 use log::Level;
 use notify_core::escape::Escaped;
-use notify_core::MethodsError;
+use notify_core::subscriber::MethodsError;
 
 use super::{ColorChoice, LogEvent};
 
@@ -122,7 +122,7 @@ impl<T> LogConfig<T> {
         self
     }
 
-    /// Prefixes every line with the tags of the event's scope ([`notify_core::tagged`]), each value
+    /// Prefixes every line with the tags of the event's scope ([`notify_core::context::tagged`]), each value
     /// in brackets as Rails' `ActiveSupport::TaggedLogging` does: `[req-7] [acme]   Book Load …`
     /// (default off: lines are as the methods return them). Values are escaped.
     ///
@@ -246,7 +246,7 @@ pub enum LogSubscriberError {
         /// The method name as given.
         method: String,
     },
-    /// Another error of notify-core's [`Methods`](notify_core::Methods), which log subscribers
+    /// Another error of notify-core's [`Methods`](notify_core::subscriber::Methods), which log subscribers
     /// are attached with.
     Methods(MethodsError),
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::Color;
 use notify_core::escape::{Escaped, EscapedDisplay};
-use notify_core::{EventId, Payload, Tags, TraceId, Value};
+use notify_core::{context::Tags, event::EventId, Payload, TraceId, Value};
 
 /// One event as a formatting method sees it: name, method, namespace, ids (event, parent, trace),
 /// payload, duration, and AS::N's `color` helper.
@@ -85,7 +85,7 @@ impl<'a> LogEvent<'a> {
     /// them from the event; for testing formatting methods).
     ///
     /// ```
-    /// use notify_core::{EventId, TraceId};
+    /// use notify_core::{event::EventId, TraceId};
     /// let p = notify_core::Payload::new();
     /// let trace = TraceId::new(0xabc).unwrap();
     /// let event = notify_log::LogEvent::new("query.sql", &p, None).with_ids(EventId::new(2), Some(EventId::new(1)), Some(trace));
@@ -117,11 +117,11 @@ impl<'a> LogEvent<'a> {
         self.parent_id
     }
 
-    /// The tags of the scope the event finished in ([`notify_core::tagged`]).
+    /// The tags of the scope the event finished in ([`notify_core::context::tagged`]).
     ///
     /// ```
     /// let p = notify_core::Payload::new();
-    /// let tags = notify_core::tagged([("request_id", "r-1")], || notify_log::LogEvent::new("query.sql", &p, None).tags());
+    /// let tags = notify_core::context::tagged([("request_id", "r-1")], || notify_log::LogEvent::new("query.sql", &p, None).tags());
     /// assert_eq!(tags.get("request_id").and_then(|v| v.as_str()), Some("r-1"));
     /// ```
     pub fn tags(&self) -> Tags {

@@ -29,9 +29,9 @@
 //!
 //! # Durations
 //!
-//! A log method is subscribed with [`EventedOptions::duration`](notify_core::EventedOptions), so
+//! A log method is subscribed with [`EventedOptions::duration`](notify_core::subscriber::EventedOptions), so
 //! the core reads the monotonic clock when the event starts and finishes and hands the times to
-//! `finish` in its [`EventContext`](notify_core::EventContext): [`LogEvent::duration`] is the
+//! `finish` in its [`EventContext`](notify_core::context::EventContext): [`LogEvent::duration`] is the
 //! event's own duration, also for an event that finishes on another thread than it started on (a
 //! [`Handle`](notify_core::Handle) sent elsewhere, an async fn or instrumented future resumed on
 //! another tokio worker). The clock is read only while some log method of the event is not
@@ -41,9 +41,9 @@
 //!
 //! # Built on notify-core's method-per-event subscribers
 //!
-//! A log subscriber is notify-core's [`NamespaceSubscriber`](notify_core::NamespaceSubscriber)
+//! A log subscriber is notify-core's [`NamespaceSubscriber`](notify_core::subscriber::NamespaceSubscriber)
 //! mechanism plus a level and a line: [`LogSubscriber::attach_to`] declares one silenceable
-//! [`Method`](notify_core::Method) per configured method in a [`Methods`](notify_core::Methods) and
+//! [`Method`](notify_core::subscriber::Method) per configured method in a [`Methods`](notify_core::subscriber::Methods) and
 //! attaches it, so names, validation and `detach` behave as they do for any subscriber type with a
 //! method per event. AS::N's `method_added` (a method defined after `attach_to` is subscribed too)
 //! has no run-time counterpart in Rust: a method added to [`LogSubscriber::config`] is subscribed by
@@ -76,7 +76,7 @@
 //! # Structured lines: JSON and logfmt for any event
 //!
 //! [`StructuredLog`] needs no code per event name: one line per event with time, level, name,
-//! duration, outcome, trace id, span id, parent id, location, tags ([`notify_core::tagged`]) and
+//! duration, outcome, trace id, span id, parent id, location, tags ([`notify_core::context::tagged`]) and
 //! payload, as JSON or logfmt, levels per namespace or name, silenced like the methods above,
 //! optionally rate limited. See the [`structured`] module for an example line of each.
 //!

@@ -16,11 +16,13 @@ use super::config::MethodSpec;
 use super::line::Line;
 use super::{LogEvent, LogSubscriber, LogSubscriberError};
 use notify_core::escape::Escaped;
-use notify_core::panic_message;
-use notify_core::{Attachment, Methods, Notifier, Payload, Subscriber, Subscription, Tags};
+use notify_core::failure::panic_message;
 use notify_core::{
-    Event, EventContext, EventId, EventedOptions, EventedSubscriber, Location, SilenceKey, SilenceableSubscriber,
-    TraceId,
+    context::EventContext, event::EventId, event::Location, subscriber::EventedOptions, subscriber::SilenceKey, Event,
+    EventedSubscriber, SilenceableSubscriber, TraceId,
+};
+use notify_core::{
+    context::Tags, subscriber::Attachment, subscriber::Methods, Notifier, Payload, Subscriber, Subscription,
 };
 
 /// A log subscriber's shared state and its notify-core declaration.

@@ -60,8 +60,9 @@ use serde::{Serialize, Serializer};
 
 use notify_core::escape::needs_escape;
 use notify_core::{
-    Event, EventContext, EventId, EventedOptions, EventedSubscriber, Location, Notifier, Outcome, Pattern, Payload,
-    SilenceableSubscriber, Subscriber, Subscription, Tags, TraceId, Value,
+    context::EventContext, context::Tags, event::EventId, event::Location, event::Outcome, subscriber::EventedOptions,
+    Event, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription, TraceId,
+    Value,
 };
 
 /// The line format of a [`StructuredLog`].

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Once};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use notify_core::{
-    EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, SubscriberFailure,
+    failure::SubscriberFailure, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber,
 };
 use notify_log::{ColorChoice, LogConfig, LogEvent, LogMethod, LogSubscriber};
 
@@ -89,11 +89,11 @@ struct Counting {
 }
 
 impl EventedSubscriber for Counting {
-    fn start(&self, name: &str, id: &notify_core::EventContext, payload: &Payload) {
+    fn start(&self, name: &str, id: &notify_core::context::EventContext, payload: &Payload) {
         self.starts.fetch_add(1, Ordering::SeqCst);
         self.inner.start(name, id, payload);
     }
-    fn finish(&self, name: &str, id: &notify_core::EventContext, payload: &Payload) {
+    fn finish(&self, name: &str, id: &notify_core::context::EventContext, payload: &Payload) {
         self.finishes.fetch_add(1, Ordering::SeqCst);
         self.inner.finish(name, id, payload);
     }

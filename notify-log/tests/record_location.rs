@@ -3,7 +3,10 @@
 use std::sync::Mutex;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
-use notify_core::{instrument_event, Callsite, Location, Notifier, Payload};
+use notify_core::{
+    event::{Callsite, Location},
+    instrument_event, Notifier, Payload,
+};
 use notify_log::{ColorChoice, LogConfig, LogEvent, LogSubscriber};
 
 /// (message, file, line, module path) of every record.

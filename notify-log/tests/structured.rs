@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use notify_core::{
-    tagged, Callsite, Context, EventId, Instrument, Location, Notifier, Pattern, Payload, Tags, TraceId,
+    context::tagged, context::Tags, event::Callsite, event::EventId, event::Location, Context, Instrument, Notifier,
+    Pattern, Payload, TraceId,
 };
 use notify_log::{Format, Keys, LineKey, LogConfig, LogEvent, LogSubscriber, Placement, StructuredLog};
 use serde_json::Value as Json;

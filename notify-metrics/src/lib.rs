@@ -11,7 +11,7 @@
 //!
 //! * `event` is the event name (`"query.sql"`).
 //! * `outcome` is how the instrumented block ended: `completed`, `error` (it completed with an
-//!   error recorded in the payload's [`EXCEPTION_KEY`](notify_core::EXCEPTION_KEY), as
+//!   error recorded in the payload's [`EXCEPTION_KEY`](notify_core::payload::EXCEPTION_KEY), as
 //!   `instrument_result` and `#[instrument_event(err)]` do), `panicked` or `cancelled`.
 //! * Each payload key chosen with [`MetricsSubscriber::label`] becomes a label whose value is the
 //!   payload value's text (`"books"`, `"3"`, `"true"`); an event without that key has no such

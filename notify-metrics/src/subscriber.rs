@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
-use notify_core::{Event, EventSubscriber, Notifier, Outcome, Pattern, Subscriber, Subscription, Value, EXCEPTION_KEY};
+use notify_core::{
+    event::Outcome, payload::EXCEPTION_KEY, Event, EventSubscriber, Notifier, Pattern, Subscriber, Subscription, Value,
+};
 
 /// The default name of the event counter (labels `event`, `outcome` and the chosen payload keys).
 pub const EVENTS_TOTAL: &str = "notify_events_total";

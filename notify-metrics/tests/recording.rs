@@ -6,7 +6,7 @@ use std::time::Duration;
 use metrics::{Label, SharedString, Unit};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use metrics_util::{CompositeKey, MetricKind};
-use notify_core::{Handle, Notifier, Outcome, Payload};
+use notify_core::{event::Outcome, Handle, Notifier, Payload};
 use notify_metrics::MetricsSubscriber;
 
 type Entry = (CompositeKey, Option<Unit>, Option<SharedString>, DebugValue);

@@ -304,7 +304,7 @@ impl std::error::Error for ConnectError {}
 /// ended without answering did not finish ("connecting", "subscribing").
 ///
 /// The thread is marked telemetry-suppressed
-/// ([`notify_core::suppress_telemetry_on_this_thread`]): the tracing and log output of async-nats
+/// ([`notify_core::suppression::suppress_telemetry_on_this_thread`]): the tracing and log output of async-nats
 /// and of this crate on it must not come back as notify events (the tracing -> notify bridges
 /// ignore it), or an exporter of every event would export its own client's logs, forever.
 pub(crate) fn spawn_connected<T: Send + 'static>(
@@ -317,7 +317,7 @@ pub(crate) fn spawn_connected<T: Send + 'static>(
     let thread = std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(move || {
-            notify_core::suppress_telemetry_on_this_thread();
+            notify_core::suppression::suppress_telemetry_on_this_thread();
             run(ready_tx)
         })
         .map_err(|e| ConnectError::new(servers, ConnectErrorKind::Thread, e.to_string()))?;
@@ -344,7 +344,7 @@ pub(crate) fn spawn_connected<T: Send + 'static>(
 pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_start(notify_core::suppress_telemetry_on_this_thread)
+        .on_thread_start(notify_core::suppression::suppress_telemetry_on_this_thread)
         .build()
 }
 

@@ -12,8 +12,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
-use notify_core::export::{TailSampler, TailSampling, TailStats};
-use notify_core::Overflow;
+use notify_core::export::{Overflow, TailSampler, TailSampling, TailStats};
 use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use parking_lot::{Condvar, Mutex};
 
@@ -464,7 +463,7 @@ struct ExportSubscriber(Arc<Shared>);
 impl OwnedEventSubscriber for ExportSubscriber {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        // Head sampling: only sampled traces are exported (notify_core::export::Sampler).
         if !event.is_sampled() {
             return;
         }
@@ -1014,7 +1013,7 @@ fn traceparent(event: &Event) -> Option<String> {
 mod tests {
     use super::traceparent;
     use notify_core::trace_context::TraceParent;
-    use notify_core::{Event, EventId, Payload, TransactionId};
+    use notify_core::{context::TransactionId, event::EventId, Event, Payload};
 
     #[test]
     fn traceparent_carries_the_events_trace_id_event_id_and_sampled_flag() {

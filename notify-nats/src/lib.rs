@@ -34,7 +34,7 @@ pub use crate::importer::{ImportError, Importer, ImporterBuilder, ImporterStats}
 pub use crate::jetstream::JetStream;
 pub use crate::subject::subject_for;
 pub use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, WIRE_VERSION};
-pub use notify_core::Overflow;
+pub use notify_core::export::Overflow;
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

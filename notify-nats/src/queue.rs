@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use notify_core::export::Overflow;
 use notify_core::Event;
-use notify_core::Overflow;
 use parking_lot::{Condvar, Mutex};
 
 thread_local! {
@@ -180,7 +180,7 @@ impl Queue {
 mod tests {
     use std::time::Instant;
 
-    use notify_core::EventId;
+    use notify_core::event::EventId;
 
     use super::*;
 

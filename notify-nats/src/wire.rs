@@ -14,7 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use notify_core::escape::Escaped;
-use notify_core::{Event, EventId, Outcome, Payload, TraceId, TransactionId, Value};
+use notify_core::{
+    context::TransactionId,
+    event::{EventId, Outcome},
+    Event, Payload, TraceId, Value,
+};
 use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -6,7 +6,9 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use notify_core::{Event, EventId, Notifier, Outcome, Pattern, Payload, Subscriber, TransactionId, Value};
+use notify_core::{
+    context::TransactionId, event::EventId, event::Outcome, Event, Notifier, Pattern, Payload, Subscriber, Value,
+};
 use notify_nats::{ConnectErrorKind, DecodeError, Encoding, Exporter, ImportError, Importer, NatsOptions, Overflow};
 use support::NatsServer;
 

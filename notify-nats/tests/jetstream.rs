@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify_core::{Event, EventId, Notifier, Pattern, Payload, Subscriber};
+use notify_core::{event::EventId, Event, Notifier, Pattern, Payload, Subscriber};
 use notify_nats::{ConnectErrorKind, Exporter, Importer, JetStream, NatsOptions, Overflow};
 use support::NatsServer;
 

@@ -4,7 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use notify_core::{Context, EventId, Notifier, Pattern, Payload, TraceId};
+use notify_core::{event::EventId, Context, Notifier, Pattern, Payload, TraceId};
 use notify_nats::{Exporter, NatsOptions};
 use support::NatsServer;
 

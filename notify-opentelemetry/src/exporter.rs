@@ -8,7 +8,8 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
-use notify_core::{Event, ExportDrops, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
+use notify_core::failure::ExportDrops;
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
@@ -115,7 +116,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
     /// The default reports the burst's failures (queue full, exporter error, shutdown; not what
     /// tail sampling chose to drop) through the failure hook of the notifier this exporter was
     /// first subscribed to with [`OpenTelemetryExporter::subscribe`]
-    /// ([`Subscription::report_export_drops`]: one [`notify_core::SubscriberFailure`] whose
+    /// ([`Subscription::report_export_drops`]: one [`notify_core::failure::SubscriberFailure`] whose
     /// `export_drops()` has the counts by cause and the exporter's last error, counted in
     /// [`Notifier::failures`]); when there is none (subscribed otherwise, or that notifier is
     /// gone), a `log::warn!` with target `notify::opentelemetry`.
@@ -132,7 +133,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
     }
 
     /// Starts the exporter thread (named `notify-otel`), telemetry-suppressed
-    /// ([`notify_core::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
+    /// ([`notify_core::suppression::suppress_telemetry_on_this_thread`]): what the `SpanExporter` logs or
     /// traces there is not bridged back into notify.
     ///
     /// # Panics
@@ -555,7 +556,7 @@ impl OpenTelemetryExporter {
 impl OwnedEventSubscriber for OpenTelemetryExporter {
     #[inline]
     fn deliver(&self, event: &Arc<Event>) {
-        // Head sampling: only sampled traces are exported (notify_core::Sampler).
+        // Head sampling: only sampled traces are exported (notify_core::export::Sampler).
         if event.is_sampled() {
             self.inner.shared.enqueue(event);
         }
@@ -597,7 +598,7 @@ impl<E: SpanExporter> Worker<E> {
     fn run(mut self) {
         // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
         // back through notify's bridges as events to export, forever.
-        notify_core::suppress_telemetry_on_this_thread();
+        notify_core::suppression::suppress_telemetry_on_this_thread();
         let mut events = Vec::with_capacity(self.shared.batch);
         let mut last_export = Instant::now();
         loop {
@@ -721,7 +722,7 @@ impl<E: SpanExporter> Worker<E> {
                 }
                 Err(panic) => {
                     counters.exporter_error.fetch_add(n, Ordering::AcqRel);
-                    self.last_error = Some(format!("panicked: {}", notify_core::panic_message(&*panic)));
+                    self.last_error = Some(format!("panicked: {}", notify_core::failure::panic_message(&*panic)));
                 }
             }
         }

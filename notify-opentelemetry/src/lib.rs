@@ -22,7 +22,7 @@
 //! ```
 //!
 //! To see notify events in a tracing-based OpenTelemetry setup instead (`tracing-opentelemetry`),
-//! bridge them into tracing with `notify_tracing::TracingSubscriber`; the spans then get
+//! bridge them into tracing with `notify_tracing::TracingForwarder`; the spans then get
 //! tracing-opentelemetry's ids, nested the same way.
 
 #![warn(missing_docs)]

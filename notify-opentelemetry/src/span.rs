@@ -2,7 +2,11 @@
 
 use std::borrow::Cow;
 
-use notify_core::{Event, EventId, Outcome, Value, EXCEPTION_KEY};
+use notify_core::{
+    event::{EventId, Outcome},
+    payload::EXCEPTION_KEY,
+    Event, Value,
+};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue, Value as OtelValue};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
@@ -10,7 +14,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 /// The OpenTelemetry span id of a notify event id (its 8 big-endian bytes).
 ///
 /// ```
-/// assert_eq!(notify_opentelemetry::span_id(notify_core::EventId::new(1)).to_string(), "0000000000000001");
+/// assert_eq!(notify_opentelemetry::span_id(notify_core::event::EventId::new(1)).to_string(), "0000000000000001");
 /// ```
 pub fn span_id(event_id: EventId) -> SpanId {
     SpanId::from_bytes(event_id.get().to_be_bytes())

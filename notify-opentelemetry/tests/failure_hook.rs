@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use notify_core::{Notifier, Pattern, Payload, SubscriberFailure, SubscriberKind};
+use notify_core::failure::SubscriberFailure;
+use notify_core::subscriber::SubscriberKind;
+use notify_core::{Notifier, Pattern, Payload};
 use notify_opentelemetry::tail::TailSampling;
 use notify_opentelemetry::{DropReport, OpenTelemetryExporter};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};

@@ -13,7 +13,7 @@ mod secrets;
 
 use notify_core::Pattern;
 use notify_opentelemetry::OpenTelemetryExporter;
-use notify_tracing::TracingSubscriber;
+use notify_tracing::TracingForwarder;
 use opentelemetry::trace::{Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use tracing_subscriber::prelude::*;
@@ -102,7 +102,7 @@ fn secrets_are_absent_from_the_spans_tracing_opentelemetry_makes_from_the_bridge
         .build();
     let subscriber =
         tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("redaction")));
-    let bridge = TracingSubscriber::new().subscribe(secrets::global(), Pattern::glob("*.secrets").unwrap());
+    let bridge = TracingForwarder::new().subscribe(secrets::global(), Pattern::glob("*.secrets").unwrap());
     tracing::subscriber::with_default(subscriber, secrets::plant);
     bridge.unsubscribe().unwrap();
     provider.force_flush().unwrap();

@@ -1,6 +1,6 @@
 //! Head sampling: only sampled traces become spans; in-process subscribers still see every event.
 
-use notify_core::{Event, Notifier, Pattern, Payload, Sampler};
+use notify_core::{export::Sampler, Event, Notifier, Pattern, Payload};
 use notify_opentelemetry::OpenTelemetryExporter;
 use opentelemetry_sdk::trace::InMemorySpanExporter;
 

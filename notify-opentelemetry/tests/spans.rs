@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use notify_core::{instrument_event, Event, Handle, Notifier, Outcome, Pattern, Payload};
+use notify_core::{event::Outcome, instrument_event, Event, Handle, Notifier, Pattern, Payload};
 use notify_opentelemetry::{span_id, trace_id, OpenTelemetryExporter};
 use opentelemetry::trace::{SpanId, SpanKind, Status};
 use opentelemetry::{KeyValue, Value};

@@ -1,4 +1,4 @@
-//! The other route: notify events bridged into tracing (`notify_tracing::TracingSubscriber`) and
+//! The other route: notify events bridged into tracing (`notify_tracing::TracingForwarder`) and
 //! exported by `tracing-opentelemetry`: six concurrent tokio jobs give six traces, each job's
 //! steps under it. (Its own test binary: it sets the global tracing subscriber.)
 
@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use notify_core::{instrument_event, Notifier, Pattern, Payload};
-use notify_tracing::TracingSubscriber;
+use notify_tracing::TracingForwarder;
 use opentelemetry::trace::{SpanId, TracerProvider as _};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
@@ -33,7 +33,7 @@ fn six_concurrent_jobs_through_tracing_opentelemetry_nest_correctly() {
     tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("notify-test")))
         .init();
-    let _bridge = TracingSubscriber::new().subscribe(Notifier::global(), Pattern::glob("*.via_tracing").unwrap());
+    let _bridge = TracingForwarder::new().subscribe(Notifier::global(), Pattern::glob("*.via_tracing").unwrap());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use notify_core::{panic_message, Event, OwnedEventSubscriber};
+use notify_core::{failure::panic_message, Event, OwnedEventSubscriber};
 
 use crate::config::Config;
 use crate::group_core::{shard_layout, GroupCore};

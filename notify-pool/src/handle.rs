@@ -28,7 +28,7 @@ impl AsyncHandle {
     }
 
     /// The mailbox id ([`MailboxId`]): unique within its pool (counting from 1), not the
-    /// registry's [`SubscriptionId`](notify_core::SubscriptionId); failure and slow-subscriber
+    /// registry's [`SubscriptionId`](notify_core::subscriber::SubscriptionId); failure and slow-subscriber
     /// reports name it.
     ///
     /// ```

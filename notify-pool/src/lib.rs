@@ -8,7 +8,7 @@
 //! many mailboxes of a pool (one fan-out), the publisher passes the pool's door once, counts
 //! events as pending 128 at a time, and pushes the mailboxes it made ready 64 at a time under one
 //! lock, the rest when the fan-out ends (notify-core's
-//! [`defer_to_fanout_end`](notify_core::defer_to_fanout_end)). A worker takes a bounded
+//! [`defer_to_fanout_end`](notify_core::__private::defer_to_fanout_end)). A worker takes a bounded
 //! batch (64 events by default) per turn, runs the callbacks, and only then marks the mailbox idle
 //! or re-queues it, so each subscriber sees its events one at a time, in publish order per
 //! producing thread, and 100,000s of subscriptions cost a mailbox each, not a thread. Measured

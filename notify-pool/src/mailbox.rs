@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use notify_core::{panic_message, Event, OwnedEventSubscriber};
+use notify_core::{failure::panic_message, Event, OwnedEventSubscriber};
 
 use crate::config::Config;
 use crate::mailbox_core::{Admit, MailboxCore};

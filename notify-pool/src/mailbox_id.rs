@@ -7,7 +7,7 @@ use std::fmt;
 /// [`SlowSubscriber::mailbox`](crate::SlowSubscriber::mailbox)): unique within its
 /// [`WorkerPool`](crate::WorkerPool), counting from 1 in subscription order.
 ///
-/// It is not the notify-core [`SubscriptionId`](notify_core::SubscriptionId) of the registry
+/// It is not the notify-core [`SubscriptionId`](notify_core::subscriber::SubscriptionId) of the registry
 /// subscription ([`AsyncSubscription::subscription`](crate::AsyncSubscription::subscription)):
 /// subscription ids count per notifier and mailbox ids per pool, and the `n` members of a fan-out
 /// group ([`FanoutSubscription`](crate::FanoutSubscription)) have `n` consecutive mailbox ids under

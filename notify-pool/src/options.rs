@@ -9,7 +9,7 @@ use notify_core::escape::Escaped;
 use crate::mailbox_id::MailboxId;
 
 /// What a mailbox does with an event that arrives when it already holds `capacity` events:
-/// notify-core's [`Overflow`](notify_core::Overflow), re-exported (notify-nats' exporter queue
+/// notify-core's [`Overflow`](notify_core::export::Overflow), re-exported (notify-nats' exporter queue
 /// takes the same type). In a mailbox:
 ///
 /// * [`DropNewest`](Overflow::DropNewest) (default) refuses the new event, counted by
@@ -26,7 +26,7 @@ use crate::mailbox_id::MailboxId;
 /// ```
 /// assert_eq!(notify_pool::Overflow::default(), notify_pool::Overflow::DropNewest);
 /// ```
-pub use notify_core::Overflow;
+pub use notify_core::export::Overflow;
 
 /// What happens to an async subscriber whose callback panicked: the pool's counterpart of
 /// notify-core's `FailurePolicy` (same names for the same meanings; notify-core's `Strict`, which

@@ -5,7 +5,7 @@
 //! subscriptions to a name), doing the pool's bookkeeping per mailbox costs a run-queue lock per
 //! mailbox that became ready (taken against the workers popping it), a pass through the pool's
 //! door in and out, and a read-modify-write on the pending count the workers decrement. During a
-//! fan-out ([`notify_core::defer_to_fanout_end`]) a mailbox instead:
+//! fan-out ([`notify_core::__private::defer_to_fanout_end`]) a mailbox instead:
 //!
 //! * enters the pool's door once per batch (the batch holds it until it ends);
 //! * takes one of the batch's *credits*: events counted as accepted [`CREDITS`] at a time, in the
@@ -124,7 +124,7 @@ fn admit_slow(pool: &Arc<PoolInner>) -> Admit {
             end();
             continue;
         }
-        if !notify_core::defer_to_fanout_end(end) {
+        if !notify_core::__private::defer_to_fanout_end(end) {
             return Admit::Unbatched;
         }
         if !pool.enter_held() {

@@ -44,7 +44,7 @@ impl AsyncSubscription {
     /// # let pool = notify_pool::WorkerPool::builder().threads(1).build();
     /// # let notifier = notify_core::Notifier::new();
     /// let sub = pool.subscribe(&notifier, "run.job", Default::default(), |_: &notify_core::Event| {});
-    /// assert_eq!(notifier.listeners_for("run.job"), vec![(sub.subscription().id(), notify_core::SubscriberKind::Owned)]);
+    /// assert_eq!(notifier.listeners_for("run.job"), vec![(sub.subscription().id(), notify_core::subscriber::SubscriberKind::Owned)]);
     /// ```
     pub fn subscription(&self) -> &Subscription {
         &self.subscription

@@ -22,7 +22,7 @@ pub(crate) fn drop_caught(f: impl FnOnce()) -> Option<String> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(()) => None,
         Err(payload) => {
-            let message = quietly(|| notify_core::panic_message(&*payload))
+            let message = quietly(|| notify_core::failure::panic_message(&*payload))
                 .unwrap_or_else(|| "<unprintable panic payload>".to_owned());
             drop_payload(payload);
             Some(message)

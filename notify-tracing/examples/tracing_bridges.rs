@@ -14,7 +14,7 @@
 //! Both tracing directions are installed, and nothing is printed twice.
 
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
-use notify_tracing::{NotifyLayer, NotifyLogger, TracingSubscriber};
+use notify_tracing::{NotifyLayer, NotifyLogger, TracingForwarder};
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::prelude::*;
 
@@ -53,8 +53,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     NotifyLogger::new().install()?;
     // notify -> tracing for the app's own events.
     let notifier = Notifier::global();
-    let _bridge = TracingSubscriber::new().subscribe(notifier, Pattern::glob("*.shop")?);
-    let _sql = TracingSubscriber::new().subscribe(notifier, Pattern::glob("*.sql")?);
+    let _bridge = TracingForwarder::new().subscribe(notifier, Pattern::glob("*.shop")?);
+    let _sql = TracingForwarder::new().subscribe(notifier, Pattern::glob("*.sql")?);
     // A notify subscriber for what comes from tracing and log.
     let _printer = notifier.subscribe(
         Pattern::regex(r"\.(inventory|mailer)$")?,

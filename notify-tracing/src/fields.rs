@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use notify_core::{Payload, Text, Value};
+use notify_core::{payload::Text, Payload, Value};
 use tracing_core::field::{Field, Visit};
 
 /// Collects the fields of a span, a `record` call or an event into a [`Payload`]: integers,

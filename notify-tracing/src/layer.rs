@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use notify_core::{
-    is_telemetry_suppressed, Context as NotifyContext, ContextGuard, Handle, Notifier, Outcome, Payload, Value,
-    EXCEPTION_KEY,
+    context::ContextGuard, event::Outcome, payload::EXCEPTION_KEY, suppression::is_telemetry_suppressed,
+    Context as NotifyContext, Handle, Notifier, Payload, Value,
 };
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Level, Metadata, Subscriber};
@@ -43,11 +43,11 @@ use crate::sites::Sites;
 ///   cost one atomic load while no published span is open. Measured in `benches/notifications.rs`
 ///   (`peers/layer_*`).
 /// * **Telemetry suppression**: spans and events made on a thread where
-///   [`notify_core::is_telemetry_suppressed`] holds (an exporter's own threads, a
-///   [`notify_core::enter_telemetry_suppressed_scope`]) are ignored, so an exporter subscribed to
+///   [`notify_core::suppression::is_telemetry_suppressed`] holds (an exporter's own threads, a
+///   [`notify_core::suppression::suppress_telemetry`]) are ignored, so an exporter subscribed to
 ///   every event does not export its client library's own tracing output, which would make more
 ///   of it, forever. Checked only for spans and events somebody listens to.
-/// * Spans made by the notify -> tracing bridge ([`TracingSubscriber`](crate::TracingSubscriber))
+/// * Spans made by the notify -> tracing bridge ([`TracingForwarder`](crate::TracingForwarder))
 ///   are skipped, and notify events this layer publishes are skipped by that bridge, so with both
 ///   installed nothing is delivered twice.
 ///
@@ -342,7 +342,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use notify_core::{
-        enter_telemetry_suppressed_scope, suppress_telemetry_on_this_thread, Event, Notifier, Pattern, Subscriber,
+        suppression::suppress_telemetry, suppression::suppress_telemetry_on_this_thread, Event, Notifier, Pattern,
+        Subscriber,
     };
     use tracing_subscriber::prelude::*;
 
@@ -360,7 +361,7 @@ mod tests {
         let subscriber = tracing_subscriber::registry().with(NotifyLayer::with_notifier(notifier));
         tracing::subscriber::with_default(subscriber, || {
             {
-                let _suppressed = enter_telemetry_suppressed_scope();
+                let _suppressed = suppress_telemetry();
                 tracing::info!(target: "quiet", "an event");
                 tracing::info_span!(target: "quiet", "span").in_scope(|| {
                     tracing::debug!(target: "quiet", "inside");
@@ -369,7 +370,7 @@ mod tests {
             // A span made before the scope is published; an event made inside the scope is not,
             // nor does its error reach the span.
             tracing::info_span!(target: "loud", "span").in_scope(|| {
-                let _suppressed = enter_telemetry_suppressed_scope();
+                let _suppressed = suppress_telemetry();
                 tracing::error!(target: "quiet", error = "refused", "failed");
             });
             tracing::info!(target: "loud", "an event");

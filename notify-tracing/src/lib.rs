@@ -2,7 +2,7 @@
 //!
 //! | direction | type | what it does |
 //! |---|---|---|
-//! | notify -> tracing | [`TracingSubscriber`] | a notify subscriber: each event a tracing span (or an event at finish), nested by the event's parent, entered while the event is current (async polls included) |
+//! | notify -> tracing | [`TracingForwarder`] | a notify subscriber: each event a tracing span (or an event at finish), nested by the event's parent, entered while the event is current (async polls included) |
 //! | tracing -> notify | [`NotifyLayer`] | a `tracing_subscriber::Layer`: closed spans and events as notify events, names mapped by [`EventNames`] |
 //! | log -> notify | [`NotifyLogger`] | a `log::Log`: records as notify events, passed on to your logger |
 //!
@@ -13,11 +13,11 @@
 //! # notify -> tracing
 //!
 //! ```
-//! use notify_core::{Notifier, Payload, Pattern};
-//! use notify_tracing::TracingSubscriber;
+//! use notify_core::{Notifier, Pattern, Payload};
+//! use notify_tracing::TracingForwarder;
 //!
 //! // tracing_subscriber::fmt().init(); // or any tracing subscriber
-//! let _subscription = TracingSubscriber::new().subscribe(Notifier::global(), Pattern::all());
+//! let _subscription = TracingForwarder::new().subscribe(Notifier::global(), Pattern::all());
 //! notify_core::instrument("query.sql", || Payload::new().with("table", "books"), |_| ());
 //! ```
 //!
@@ -63,9 +63,9 @@ mod sync_spans;
 pub use crate::layer::NotifyLayer;
 pub use crate::logger::NotifyLogger;
 pub use crate::names::EventNames;
-pub use crate::spans::TracingSubscriber;
+pub use crate::spans::TracingForwarder;
 
-/// The field every span and event made by [`TracingSubscriber`] carries: the notify event id
+/// The field every span and event made by [`TracingForwarder`] carries: the notify event id
 /// (`u64`). [`NotifyLayer`] skips callsites that have it, so nothing goes round twice.
 pub const BRIDGE_FIELD: &str = "notify.event_id";
 

@@ -4,7 +4,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 
 use log::{LevelFilter, Log, Metadata, Record, SetLoggerError};
-use notify_core::{is_telemetry_suppressed, Notifier, Payload, Value};
+use notify_core::{suppression::is_telemetry_suppressed, Notifier, Payload, Value};
 
 thread_local! {
     /// The event name being built (reused: no allocation per record).
@@ -27,7 +27,7 @@ thread_local! {
 /// when the forward logger or a notify subscriber wants it. A record logged by a notify subscriber
 /// while a record is being published (say, a log subscriber of every event) goes to the forward
 /// logger only, so nothing loops. Records logged on a thread where
-/// [`notify_core::is_telemetry_suppressed`] holds (an exporter's own threads) also go to the
+/// [`notify_core::suppression::is_telemetry_suppressed`] holds (an exporter's own threads) also go to the
 /// forward logger only: published, they would be exported and log again.
 ///
 /// ```
@@ -204,7 +204,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use log::Log;
-    use notify_core::{enter_telemetry_suppressed_scope, Event, Notifier, Pattern, Subscriber};
+    use notify_core::{suppression::suppress_telemetry, Event, Notifier, Pattern, Subscriber};
 
     use super::NotifyLogger;
 
@@ -241,7 +241,7 @@ mod tests {
         };
         let metadata = log::Metadata::builder().level(log::Level::Warn).target("db").build();
         {
-            let _suppressed = enter_telemetry_suppressed_scope();
+            let _suppressed = suppress_telemetry();
             assert!(!logger.enabled(&metadata), "notify does not want it while suppressed");
             assert!(forwarding.enabled(&metadata), "the forward logger still does");
             logger.log(&record("quiet"));

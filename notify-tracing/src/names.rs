@@ -22,7 +22,7 @@ type Mapping = Arc<dyn Fn(&Metadata<'_>) -> Option<String> + Send + Sync>;
 /// the [`Metadata`] that returns the name, or `None` to never publish that span or event. The
 /// function runs once per tracing callsite (the result is cached), never per span.
 ///
-/// Spans and events made by [`TracingSubscriber`](crate::TracingSubscriber) (notify -> tracing)
+/// Spans and events made by [`TracingForwarder`](crate::TracingForwarder) (notify -> tracing)
 /// are recognised by their [`BRIDGE_FIELD`] and never mapped, so installing both directions
 /// delivers nothing twice.
 ///

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use notify_core::{Callsite, Notifier};
+use notify_core::{event::Callsite, Notifier};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use tracing_core::Metadata;

@@ -1,11 +1,11 @@
-//! [`TracingSubscriber`]: notify events as tracing spans or events (notify -> tracing).
+//! [`TracingForwarder`]: notify events as tracing spans or events (notify -> tracing).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use notify_core::{
-    Event, EventContext, EventId, EventedOptions, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber,
-    Subscriber, Subscription,
+    context::EventContext, event::EventId, subscriber::EventedOptions, Event, EventedSubscriber, Notifier, Pattern,
+    Payload, SilenceableSubscriber, Subscriber, Subscription,
 };
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -48,7 +48,7 @@ use crate::sync_spans::{self, SyncOpen};
 /// it to another thread and finishing it there leaves no span entered anywhere. A thread keeps at
 /// most 256 entered spans; past that the oldest is exited and closed.
 ///
-/// **Events** ([`TracingSubscriber::events_at_finish`]): each notify event is one tracing event at
+/// **Events** ([`TracingForwarder::events_at_finish`]): each notify event is one tracing event at
 /// finish, with every payload entry and `notify.duration_ns`, parented to the tracing span current
 /// on the finishing thread.
 ///
@@ -71,16 +71,16 @@ use crate::sync_spans::{self, SyncOpen};
 ///
 /// ```
 /// use notify_core::{Notifier, Payload};
-/// use notify_tracing::TracingSubscriber;
+/// use notify_tracing::TracingForwarder;
 ///
 /// let notifier = Notifier::new();
-/// let _subscription = TracingSubscriber::new().subscribe(&notifier, notify_core::Pattern::glob("*.sql")?);
+/// let _subscription = TracingForwarder::new().subscribe(&notifier, notify_core::Pattern::glob("*.sql")?);
 /// // With a fmt subscriber installed: an INFO span `query` of target `sql` with field table="books".
 /// notifier.instrument("query.sql", || Payload::new().with("table", "books"), |_| ());
 /// # Ok::<(), notify_core::PatternError>(())
 /// ```
 #[derive(Clone)]
-pub struct TracingSubscriber {
+pub struct TracingForwarder {
     inner: Arc<Inner>,
 }
 
@@ -90,16 +90,16 @@ struct Inner {
     open: OpenSpans,
 }
 
-impl Default for TracingSubscriber {
-    fn default() -> TracingSubscriber {
-        TracingSubscriber::new()
+impl Default for TracingForwarder {
+    fn default() -> TracingForwarder {
+        TracingForwarder::new()
     }
 }
 
-impl TracingSubscriber {
+impl TracingForwarder {
     /// Spans at level `INFO`.
-    pub fn new() -> TracingSubscriber {
-        TracingSubscriber {
+    pub fn new() -> TracingForwarder {
+        TracingForwarder {
             inner: Arc::new(Inner {
                 level: Level::INFO,
                 spans: true,
@@ -111,12 +111,12 @@ impl TracingSubscriber {
     /// Spans (or events) at `level`.
     ///
     /// ```
-    /// let s = notify_tracing::TracingSubscriber::new().level(tracing::Level::DEBUG);
+    /// let s = notify_tracing::TracingForwarder::new().level(tracing::Level::DEBUG);
     /// # let _ = s;
     /// ```
     #[must_use]
-    pub fn level(self, level: Level) -> TracingSubscriber {
-        TracingSubscriber {
+    pub fn level(self, level: Level) -> TracingForwarder {
+        TracingForwarder {
             inner: Arc::new(Inner {
                 level,
                 spans: self.inner.spans,
@@ -127,8 +127,8 @@ impl TracingSubscriber {
 
     /// One tracing event per notify event, at finish, instead of a span.
     #[must_use]
-    pub fn events_at_finish(self) -> TracingSubscriber {
-        TracingSubscriber {
+    pub fn events_at_finish(self) -> TracingForwarder {
+        TracingForwarder {
             inner: Arc::new(Inner {
                 level: self.inner.level,
                 spans: false,
@@ -152,9 +152,9 @@ impl TracingSubscriber {
     }
 }
 
-impl From<TracingSubscriber> for Subscriber {
+impl From<TracingForwarder> for Subscriber {
     /// A silenceable subscriber labelled `"tracing"` (asking for durations in events mode).
-    fn from(bridge: TracingSubscriber) -> Subscriber {
+    fn from(bridge: TracingForwarder) -> Subscriber {
         let options = EventedOptions {
             duration: !bridge.inner.spans,
         };
@@ -251,7 +251,7 @@ fn with_values<T>(
 /// Payload keys of a callsite whose field values are gathered on the stack (more: in a `Vec`).
 const INLINE_KEYS: usize = 8;
 
-impl EventedSubscriber for TracingSubscriber {
+impl EventedSubscriber for TracingForwarder {
     fn start(&self, name: &str, event: &EventContext, payload: &Payload) {
         let inner = &*self.inner;
         if !inner.spans || reentry::is_publishing() {
@@ -299,7 +299,7 @@ impl EventedSubscriber for TracingSubscriber {
         // A synchronous event is this thread's current event from its start: enter its span now
         // and keep it on this thread. An async one is not current until polled, and gets
         // `enter`/`exit` per poll, on whatever thread polls it.
-        if notify_core::current_event_id() == Some(event.id()) {
+        if notify_core::context::current_event_id() == Some(event.id()) {
             open.enter();
             sync_spans::push(SyncOpen {
                 owner: self.owner(),
@@ -368,7 +368,7 @@ impl EventedSubscriber for TracingSubscriber {
     }
 }
 
-impl TracingSubscriber {
+impl TracingForwarder {
     fn owner(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }
@@ -402,7 +402,7 @@ fn current_span_is_within(span: &Span) -> bool {
 mod entered {
     use std::cell::RefCell;
 
-    use notify_core::EventId;
+    use notify_core::event::EventId;
 
     thread_local! {
         static ENTERED: RefCell<Vec<(usize, EventId)>> = const { RefCell::new(Vec::new()) };
@@ -443,7 +443,7 @@ fn emit_event(level: Level, name: &str, id: EventId, duration: Option<Duration>,
     });
 }
 
-impl SilenceableSubscriber for TracingSubscriber {
+impl SilenceableSubscriber for TracingForwarder {
     fn silenced(&self, name: &str) -> bool {
         registry()
             .existing(name, self.inner.spans, self.inner.level)
@@ -451,9 +451,9 @@ impl SilenceableSubscriber for TracingSubscriber {
     }
 }
 
-impl std::fmt::Debug for TracingSubscriber {
+impl std::fmt::Debug for TracingForwarder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TracingSubscriber")
+        f.debug_struct("TracingForwarder")
             .field("level", &self.inner.level)
             .field("spans", &self.inner.spans)
             .field("open_spans", &self.open_spans())

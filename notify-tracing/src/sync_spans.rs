@@ -11,7 +11,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use notify_core::{EventId, Payload};
+use notify_core::{event::EventId, Payload};
 use parking_lot::Mutex;
 
 use crate::open::Open;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use notify_core::{instrument_event, Notifier, Pattern, Payload};
-use notify_tracing::TracingSubscriber;
+use notify_tracing::TracingForwarder;
 use support::Capture;
 use tracing_subscriber::prelude::*;
 
@@ -53,7 +53,7 @@ fn six_concurrent_tokio_jobs_nest_correctly_in_fmt_json_and_layers() {
                 .with_writer(move || writer.clone()),
         )
         .init();
-    let _bridge = TracingSubscriber::new().subscribe(Notifier::global(), Pattern::glob("*.jobs").unwrap());
+    let _bridge = TracingForwarder::new().subscribe(Notifier::global(), Pattern::glob("*.jobs").unwrap());
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

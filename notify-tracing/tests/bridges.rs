@@ -6,8 +6,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use notify_core::{Event, Notifier, Outcome, Pattern, Payload, Subscriber, Value, EXCEPTION_KEY};
-use notify_tracing::{EventNames, NotifyLayer, NotifyLogger, TracingSubscriber, BRIDGE_FIELD};
+use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Event, Notifier, Pattern, Payload, Subscriber, Value};
+use notify_tracing::{EventNames, NotifyLayer, NotifyLogger, TracingForwarder, BRIDGE_FIELD};
 use support::Capture;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::prelude::*;
@@ -167,7 +167,7 @@ fn instrument_err_records_the_exception_and_a_panic_marks_the_span_panicked() {
 fn notify_events_become_nested_spans_with_payload_fields() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t").unwrap());
+    let _s = TracingForwarder::new().subscribe(&notifier, Pattern::glob("*.n2t").unwrap());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
         notifier.instrument(
             "request.n2t",
@@ -208,7 +208,7 @@ fn notify_events_become_nested_spans_with_payload_fields() {
 fn keys_added_by_the_block_are_recorded_at_finish_once_declared() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new().subscribe(&notifier, "load.n2t_keys");
+    let _s = TracingForwarder::new().subscribe(&notifier, "load.n2t_keys");
     tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
         for _ in 0..2 {
             notifier.instrument(
@@ -232,8 +232,8 @@ fn every_payload_key_becomes_a_field_with_eight_keys_and_past_eight() {
     // carry every key's value, in spans and in events-at-finish mode.
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _spans = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_wide").unwrap());
-    let _events = TracingSubscriber::new()
+    let _spans = TracingForwarder::new().subscribe(&notifier, Pattern::glob("*.n2t_wide").unwrap());
+    let _events = TracingForwarder::new()
         .events_at_finish()
         .subscribe(&notifier, Pattern::glob("*.n2t_wide").unwrap());
     let payload = |n: u64| (0..n).fold(Payload::new(), |p, i| p.with(format!("k{i}"), i * 10));
@@ -266,7 +266,7 @@ fn every_payload_key_becomes_a_field_with_eight_keys_and_past_eight() {
 fn events_at_finish_mode_emits_one_tracing_event_with_duration() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new()
+    let _s = TracingForwarder::new()
         .events_at_finish()
         .subscribe(&notifier, "query.n2t_events");
     tracing::subscriber::with_default(tracing_subscriber::registry().with(capture.clone()), || {
@@ -294,8 +294,8 @@ fn events_at_finish_mode_emits_one_tracing_event_with_duration() {
 fn a_published_event_is_one_tracing_event_with_its_duration_in_both_modes() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _spans = TracingSubscriber::new().subscribe(&notifier, "query.n2t_published");
-    let _events = TracingSubscriber::new()
+    let _spans = TracingForwarder::new().subscribe(&notifier, "query.n2t_published");
+    let _events = TracingForwarder::new()
         .events_at_finish()
         .subscribe(&notifier, "query.n2t_published");
     let start = std::time::Instant::now();
@@ -336,7 +336,7 @@ fn a_published_event_is_one_tracing_event_with_its_duration_in_both_modes() {
 fn the_bridge_is_silenced_when_tracing_filters_its_level_out() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new()
+    let _s = TracingForwarder::new()
         .level(tracing::Level::DEBUG)
         .subscribe(&notifier, "query.n2t_quiet");
     // A global filter (per-layer filters only choose which layer records; tracing's `enabled` stays
@@ -359,7 +359,7 @@ fn both_directions_installed_deliver_every_event_once() {
     let capture = Capture::default();
     let notifier = Notifier::new();
     let seen = collect(&notifier, Pattern::all());
-    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+    let _s = TracingForwarder::new().subscribe(&notifier, Pattern::all());
     let subscriber = tracing_subscriber::registry()
         .with(NotifyLayer::with_notifier(notifier.clone()))
         .with(capture.clone());
@@ -466,7 +466,7 @@ fn a_thread_keeps_at_most_256_synchronous_spans_and_exits_the_oldest_past_that()
     // on this stack.)
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let bridge = TracingSubscriber::new();
+    let bridge = TracingForwarder::new();
     let _s = bridge.clone().subscribe(&notifier, "job.n2t_many");
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
     tracing::dispatcher::with_default(&dispatch, || {
@@ -504,7 +504,7 @@ fn a_handle_finished_on_another_thread_has_its_span_closed_there_and_never_enter
     // nothing this thread emits meanwhile nests under it.
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let bridge = TracingSubscriber::new();
+    let bridge = TracingForwarder::new();
     let _s = bridge
         .clone()
         .subscribe(&notifier, Pattern::glob("*.n2t_moved").unwrap());
@@ -557,7 +557,7 @@ fn a_handle_started_on_a_thread_that_exits_is_closed_where_it_finishes_without_a
     // thread's thread-locals are dropped, so exiting or closing a span there would panic in it.
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::glob("*.n2t_exit").unwrap());
+    let _s = TracingForwarder::new().subscribe(&notifier, Pattern::glob("*.n2t_exit").unwrap());
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::sink)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE);

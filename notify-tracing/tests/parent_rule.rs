@@ -1,6 +1,6 @@
 //! One parent rule across tracing spans and notify events (issue 35, item 3): the parent of a span
 //! or event is the innermost unfinished one of either API, whatever order they nest in. tracing ->
-//! notify (`NotifyLayer`): sync and async; notify -> tracing (`TracingSubscriber`): synchronous
+//! notify (`NotifyLayer`): sync and async; notify -> tracing (`TracingForwarder`): synchronous
 //! events.
 
 mod support;
@@ -8,7 +8,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
-use notify_tracing::{NotifyLayer, TracingSubscriber};
+use notify_tracing::{NotifyLayer, TracingForwarder};
 use support::Capture;
 use tracing_subscriber::prelude::*;
 
@@ -181,7 +181,7 @@ fn tracing_parents(capture: &Capture) -> Vec<(String, Option<String>)> {
 fn a_bridged_notify_event_inside_a_tracing_span_inside_a_bridged_event_is_the_tracing_spans_child() {
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+    let _s = TracingForwarder::new().subscribe(&notifier, Pattern::all());
     let subscriber = tracing_subscriber::registry().with(capture.clone());
     tracing::subscriber::with_default(subscriber, || {
         notifier.instrument("outer.n", Payload::new, |_| {

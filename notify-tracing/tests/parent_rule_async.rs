@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
-use notify_tracing::{NotifyLayer, TracingSubscriber};
+use notify_tracing::{NotifyLayer, TracingForwarder};
 use support::Capture;
 use tracing_subscriber::prelude::*;
 
@@ -120,7 +120,7 @@ fn tracing_to_notify_every_async_nesting_order_gives_the_innermost_as_parent() {
     }
 }
 
-// ---- notify -> tracing (TracingSubscriber): the tracing spans' parents ----
+// ---- notify -> tracing (TracingForwarder): the tracing spans' parents ----
 
 /// Asserts the captured spans form the chain `names` (`l<depth>.t` is span `l<depth>` of target
 /// `t`, `l<depth>.n` span `l<depth>` of target `n`).
@@ -156,7 +156,7 @@ fn notify_to_tracing_every_async_nesting_order_gives_the_innermost_as_parent() {
     for order in ORDERS {
         let capture = Capture::default();
         let notifier = Notifier::new();
-        let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+        let _s = TracingForwarder::new().subscribe(&notifier, Pattern::all());
         let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
         let future = tracing::instrument::WithSubscriber::with_subscriber(
             level(notifier.clone(), order.as_bytes(), 0),
@@ -183,7 +183,7 @@ fn notify_to_tracing_every_sync_nesting_order_gives_the_innermost_as_parent() {
     for order in ORDERS {
         let capture = Capture::default();
         let notifier = Notifier::new();
-        let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+        let _s = TracingForwarder::new().subscribe(&notifier, Pattern::all());
         let subscriber = tracing_subscriber::registry().with(capture.clone());
         tracing::subscriber::with_default(subscriber, || level(&notifier, order.as_bytes(), 0));
         assert_eq!(capture.spans().len(), 3, "{order}: {:?}", capture.spans());
@@ -242,7 +242,7 @@ fn notify_to_tracing_a_task_spawned_in_current_context_stays_under_the_notify_ev
     let runtime = runtime();
     let capture = Capture::default();
     let notifier = Notifier::new();
-    let _s = TracingSubscriber::new().subscribe(&notifier, Pattern::all());
+    let _s = TracingForwarder::new().subscribe(&notifier, Pattern::all());
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(capture.clone()));
     let future =
         tracing::instrument::WithSubscriber::with_subscriber(spawned(notifier.clone(), in_current_context), dispatch);

@@ -16,8 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use log::Log as _;
-use notify_core::{Event, EventContext, EventedSubscriber, Notifier, Pattern, Payload, Subscriber, TransactionId};
-use notify_tracing::{NotifyLayer, NotifyLogger, TracingSubscriber};
+use notify_core::{
+    context::EventContext, context::TransactionId, Event, EventedSubscriber, Notifier, Pattern, Payload, Subscriber,
+};
+use notify_tracing::{NotifyLayer, NotifyLogger, TracingForwarder};
 use secrets::SECRET;
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::prelude::*;
@@ -45,7 +47,7 @@ impl Buffer {
 
 /// Plants the fixture's secrets with the bridge (spans, or events at finish) subscribed to the
 /// global notifier and `subscriber` as this thread's tracing subscriber; returns what it wrote.
-fn through_fmt(bridge: TracingSubscriber, subscriber: impl tracing::Subscriber + Send + Sync + 'static) {
+fn through_fmt(bridge: TracingForwarder, subscriber: impl tracing::Subscriber + Send + Sync + 'static) {
     let _serial = secrets::serial();
     let subscription = bridge.subscribe(secrets::global(), Pattern::glob("*.secrets").unwrap());
     tracing::subscriber::with_default(subscriber, secrets::plant);
@@ -66,7 +68,7 @@ fn fmt_subscriber(buffer: &Buffer) -> impl tracing::Subscriber + Send + Sync + '
 #[test]
 fn secrets_are_absent_from_fmt_output_of_bridged_spans() {
     let buffer = Buffer::default();
-    through_fmt(TracingSubscriber::new(), fmt_subscriber(&buffer));
+    through_fmt(TracingForwarder::new(), fmt_subscriber(&buffer));
     let text = buffer.text();
     // A new and a close line per span.
     assert_eq!(text.lines().count(), 8, "{text}");
@@ -80,7 +82,7 @@ fn secrets_are_absent_from_fmt_output_of_bridged_spans() {
 
 #[test]
 fn secrets_are_absent_from_json_fmt_output_of_bridged_spans_and_events() {
-    for bridge in [TracingSubscriber::new(), TracingSubscriber::new().events_at_finish()] {
+    for bridge in [TracingForwarder::new(), TracingForwarder::new().events_at_finish()] {
         let buffer = Buffer::default();
         let writer = buffer.clone();
         let layer = tracing_subscriber::fmt::layer()
@@ -102,7 +104,7 @@ fn secrets_are_absent_from_json_fmt_output_of_bridged_spans_and_events() {
 #[test]
 fn secrets_are_absent_from_fmt_output_of_bridged_events_at_finish() {
     let buffer = Buffer::default();
-    through_fmt(TracingSubscriber::new().events_at_finish(), fmt_subscriber(&buffer));
+    through_fmt(TracingForwarder::new().events_at_finish(), fmt_subscriber(&buffer));
     let text = buffer.text();
     assert_eq!(text.lines().count(), 4, "one event per notify event: {text}");
     secrets::assert_redacted("tracing fmt output (events at finish)", text.as_bytes());

@@ -8,7 +8,7 @@
 //! ids. The other integers are numbers: durations and offsets in nanoseconds (exact in
 //! JavaScript up to 2^53 ns, 104 days) and counts.
 
-use notify_core::{EventId, Value};
+use notify_core::{event::EventId, Value};
 use std::time::SystemTime;
 
 use serde::{Serialize, Serializer};
@@ -77,7 +77,7 @@ struct EventJson<'a> {
     offset_ns: u128,
     duration_ns: u128,
     start: WallClock,
-    outcome: notify_core::Outcome,
+    outcome: notify_core::event::Outcome,
     payload: Vec<(&'a str, &'a str)>,
     payload_truncated: bool,
 }

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify_core::{Event, EventId, Outcome, TraceId};
+use notify_core::{
+    event::{EventId, Outcome},
+    Event, TraceId,
+};
 
 /// Bytes counted per payload entry beyond its text (two boxed strings).
 const ENTRY_OVERHEAD: usize = 2 * std::mem::size_of::<Box<str>>();

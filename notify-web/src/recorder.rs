@@ -285,7 +285,7 @@ impl TraceRecorder {
 
 impl AsyncSubscriber for TraceRecorder {
     fn call(&self, event: &Arc<Event>) {
-        // Head sampling: the page shows sampled traces only (notify_core::Sampler).
+        // Head sampling: the page shows sampled traces only (notify_core::export::Sampler).
         if event.is_sampled() {
             self.record_shared(event);
         }

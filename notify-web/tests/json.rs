@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, SystemTime};
 
-use notify_core::{Event, EventId, Payload, TraceId, TransactionId, Value};
+use notify_core::{context::TransactionId, event::EventId, Event, Payload, TraceId, Value};
 use notify_web::{TraceRecorder, WebOptions, WebServer};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;

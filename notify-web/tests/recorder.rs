@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use notify_core::{Context, Event, EventId, Notifier, Payload, Subscriber, Subscription, TraceId};
+use notify_core::{event::EventId, Context, Event, Notifier, Payload, Subscriber, Subscription, TraceId};
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 

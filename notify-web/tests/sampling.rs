@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use notify_core::{Context, Notifier, Payload, Sampler};
+use notify_core::{export::Sampler, Context, Notifier, Payload};
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 

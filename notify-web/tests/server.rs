@@ -239,7 +239,7 @@ fn a_token_with_reserved_characters_works_url_encoded() {
 /// parent is in another process; its trace has no event without a parent.
 #[test]
 fn a_trace_continued_from_a_traceparent_is_complete_when_its_local_root_ends() {
-    use notify_core::{Context, EventId, TraceId};
+    use notify_core::{event::EventId, Context, TraceId};
     use std::time::Duration;
 
     let notifier = Notifier::new();
@@ -263,7 +263,7 @@ fn a_trace_continued_from_a_traceparent_is_complete_when_its_local_root_ends() {
 
 #[test]
 fn a_trace_whose_local_root_has_a_remote_parent_is_listed_complete_with_its_root() {
-    use notify_core::{Context, EventId, TraceId};
+    use notify_core::{event::EventId, Context, TraceId};
     use std::time::Duration;
 
     let notifier = Notifier::new();
@@ -331,7 +331,7 @@ fn a_trace_whose_local_root_has_a_remote_parent_is_listed_complete_with_its_root
 /// the trace and becomes its root.
 #[test]
 fn a_local_root_finishing_after_the_wait_joins_the_trace_and_becomes_its_root() {
-    use notify_core::{Context, EventId, TraceId};
+    use notify_core::{event::EventId, Context, TraceId};
     use std::time::Duration;
 
     let notifier = Notifier::new();

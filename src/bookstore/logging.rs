@@ -45,7 +45,7 @@ impl SqlLog {
         if let Some(binds) = event.get("binds") {
             line.push_str(&format!("  {binds}"));
         }
-        if let Some(exception) = payload.get(notify_core::EXCEPTION_KEY) {
+        if let Some(exception) = payload.get(notify_core::payload::EXCEPTION_KEY) {
             line.push_str(&format!(
                 "  {}",
                 event.color(format!("failed: {exception}"), Some(Color::Red), true)

@@ -91,7 +91,7 @@ pub fn import(db: &Db, file: &str, books: &[Book]) -> Result<usize, AppError> {
 }
 
 /// One request-like unit of work: the event `"request.bookstore"` with payload `method`, `path`,
-/// and, from `body`, `status` and `rows`, in a scope tagged `request_id` ([`notify_core::tagged`]).
+/// and, from `body`, `status` and `rows`, in a scope tagged `request_id` ([`notify_core::context::tagged`]).
 fn request(
     notifier: &Notifier,
     method: &'static str,
@@ -100,7 +100,7 @@ fn request(
 ) -> Result<(), AppError> {
     // Every event of the request, its SQL included, carries its id in structured log lines.
     let id = NEXT_REQUEST.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    notify_core::tagged([("request_id", format!("req-{id}"))], || {
+    notify_core::context::tagged([("request_id", format!("req-{id}"))], || {
         notifier.instrument_result(
             "request.bookstore",
             || Payload::new().with("method", method).with("path", path),

@@ -57,7 +57,7 @@ use super::{Payload, Text, Value};
 /// Implement it for your own types to use them in `with`, `insert` and `fields(...)`:
 ///
 /// ```
-/// use notify_core::{Payload, ToValue, Value};
+/// use notify_core::{payload::ToValue, Payload, Value};
 /// struct UserId(u64);
 /// impl ToValue for UserId {
 ///     fn to_value(&self) -> Value {
@@ -71,7 +71,7 @@ use super::{Payload, Text, Value};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored in a payload as it is",
     label = "not a number, bool, text, time, option, list or map",
-    note = "record its `Display` text with `Value::display(&x)` (in `fields`: `key = %expr`), or its `Debug` text with `Value::debug(&x)` (`key = ?expr`); or implement `notify_core::ToValue` for it"
+    note = "record its `Display` text with `Value::display(&x)` (in `fields`: `key = %expr`), or its `Debug` text with `Value::debug(&x)` (`key = ?expr`); or implement `notify_core::payload::ToValue` for it"
 )]
 pub trait ToValue {
     /// The payload value, built from a borrow (text is copied).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// is never copied without the caller saying so: pass `name.to_owned()`.
 ///
 /// ```
-/// use notify_core::{Key, Payload};
+/// use notify_core::{payload::Key, Payload};
 /// let header = String::from("x-request-id");
 /// let p = Payload::new().with("method", "GET").with(&header, "abc");
 /// assert_eq!(p.keys().collect::<Vec<_>>(), ["method", "x-request-id"]);
@@ -32,7 +32,7 @@ impl Key {
     /// A key of static text; `const`, does not allocate.
     ///
     /// ```
-    /// const SQL: notify_core::Key = notify_core::Key::from_static("sql");
+    /// const SQL: notify_core::payload::Key = notify_core::payload::Key::from_static("sql");
     /// assert_eq!(SQL.as_str(), "sql");
     /// ```
     pub const fn from_static(key: &'static str) -> Key {
@@ -48,7 +48,7 @@ impl Key {
     /// such as `tracing`'s field names); `None` for owned keys.
     ///
     /// ```
-    /// use notify_core::Key;
+    /// use notify_core::payload::Key;
     /// assert_eq!(Key::from("sql").as_static(), Some("sql"));
     /// assert_eq!(Key::from(String::from("sql")).as_static(), None);
     /// ```

@@ -19,7 +19,7 @@ use std::ops::Deref;
 /// A `Text` is 40 bytes, so a [`Value`](crate::Value) stays 48 bytes. It dereferences to `str`.
 ///
 /// ```
-/// use notify_core::Text;
+/// use notify_core::payload::Text;
 /// let sql = Text::new("SELECT * FROM books WHERE id = ?"); // 32 bytes: inline, no allocation
 /// assert_eq!(sql, "SELECT * FROM books WHERE id = ?");
 /// assert_eq!(sql.len(), 32);
@@ -57,7 +57,7 @@ impl Text {
     /// Static text, borrowed: no copy, nothing to free; `const`.
     ///
     /// ```
-    /// const TABLE: notify_core::Text = notify_core::Text::from_static("books");
+    /// const TABLE: notify_core::payload::Text = notify_core::payload::Text::from_static("books");
     /// assert_eq!(TABLE.as_static(), Some("books"));
     /// ```
     #[inline]
@@ -69,7 +69,7 @@ impl Text {
     /// allocation), else in a `String`.
     ///
     /// ```
-    /// let t = notify_core::Text::new("rows");
+    /// let t = notify_core::payload::Text::new("rows");
     /// assert_eq!((t.as_str(), t.as_static()), ("rows", None));
     /// ```
     #[inline]
@@ -103,7 +103,7 @@ impl Text {
     /// without copying, such as OpenTelemetry's `StringValue`); `None` for copied or owned text.
     ///
     /// ```
-    /// use notify_core::Text;
+    /// use notify_core::payload::Text;
     /// assert_eq!(Text::from("a").as_static(), Some("a"));
     /// assert_eq!(Text::new("a").as_static(), None);
     /// ```
@@ -118,7 +118,7 @@ impl Text {
     /// The text as a `String` (moved out when owned, else copied).
     ///
     /// ```
-    /// assert_eq!(notify_core::Text::new("a").into_string(), "a");
+    /// assert_eq!(notify_core::payload::Text::new("a").into_string(), "a");
     /// ```
     pub fn into_string(self) -> String {
         match self.0 {

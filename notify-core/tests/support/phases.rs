@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use notify_core::{EventContext, EventedSubscriber, Payload, SilenceableSubscriber};
+use notify_core::{context::EventContext, EventedSubscriber, Payload, SilenceableSubscriber};
 
 /// Records `start NAME` and `finish NAME`, in call order.
 pub struct PhaseRecorder(pub Arc<Mutex<Vec<String>>>);

@@ -11,7 +11,7 @@
 
 use std::sync::{Mutex, MutexGuard, Once};
 
-use notify_core::{instrument_event, record, Notifier, Payload, Redaction, Value};
+use notify_core::{instrument_event, record, redaction::Redaction, Notifier, Payload, Value};
 
 /// The secret every event carries. Plain ASCII, so any encoding that keeps text readable
 /// (log lines, fmt, JSON, postcard strings, OTLP attributes) would show these very bytes.

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use notify_core::{EventId, Outcome};
+use notify_core::event::{EventId, Outcome};
 
 use super::{begin_page, clock, colour, end_page, human, push_escaped};
 use crate::json::SpanId;
