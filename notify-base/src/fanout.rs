@@ -231,7 +231,6 @@ impl std::ops::Deref for SnapshotPin<'_> {
 /// for another thread when this one exits.
 #[cfg(not(loom))]
 mod thread_pin {
-    use std::cell::Cell;
     use std::sync::Arc;
 
     use crate::hazard::{Mirror, Pin, Registry, Slot};
@@ -243,24 +242,18 @@ mod thread_pin {
 
     impl Mine {
         fn take() -> Mine {
-            let slot = SLOTS.add();
-            let _ = TAKEN.try_with(|taken| taken.set(Some(slot)));
-            Mine(slot)
+            Mine(SLOTS.add())
         }
     }
 
     impl Drop for Mine {
         fn drop(&mut self) {
-            let _ = TAKEN.try_with(|taken| taken.set(None));
             SLOTS.remove(self.0);
         }
     }
 
     thread_local! {
         static MINE: Mine = Mine::take();
-        /// This thread's slot while it has one, for writes to tell it from other threads' (a
-        /// read that never takes a slot, unlike `MINE`'s first use).
-        static TAKEN: Cell<Option<&'static Slot<Snapshot>>> = const { Cell::new(None) };
     }
 
     /// Pins `mirror`'s snapshot in this thread's slot; `None` when the slot is busy (an event
@@ -280,9 +273,8 @@ mod thread_pin {
         fn drop(&mut self) {
             if let Some(old) = self.0.take() {
                 // SAFETY: `Fanout::write` made it so: `old` is the snapshot the mirror named
-                // before `Mirror::replace`, which no longer names it; `TAKEN` is this thread's
-                // slot (set by `Mine::take` on this thread, cleared when it is removed).
-                unsafe { SLOTS.retire(old, TAKEN.try_with(Cell::get).ok().flatten()) }
+                // before `Mirror::replace`, which no longer names it.
+                unsafe { SLOTS.retire(old) }
             }
         }
     }
@@ -315,13 +307,17 @@ impl std::ops::Deref for SitePin {
     }
 }
 
-/// What a callsite caches of the global fanout: whether anybody listens to its name, and who.
+/// What a callsite caches of the global fanout: whether anybody listens to its name, and who
+/// (for the macro's guard and handles; `Callsite::instrument` looks its listeners up as
+/// `instrument` does, which costs less there: docs/architecture.md, "The read path, justified").
 /// Registered with the fanout on first use and refreshed by every change, under the writer lock
 /// (the protocol is described in `callsite.rs`).
 pub(crate) struct SiteCache {
     name: &'static str,
     interest: AtomicU8,
     resolved: ArcSwapOption<Resolved>,
+    /// The name's [`name_hash`], stored at registration (0 until then: computed when read).
+    hash: AtomicU64,
 }
 
 /// A callsite's interest, as [`SiteCache::interest`] reads it.
@@ -339,6 +335,7 @@ impl SiteCache {
             name,
             interest: AtomicU8::new(UNREGISTERED),
             resolved: ArcSwapOption::const_empty(),
+            hash: AtomicU64::new(0),
         }
     }
 
@@ -348,6 +345,7 @@ impl SiteCache {
             name,
             interest: AtomicU8::new(UNREGISTERED),
             resolved: ArcSwapOption::const_empty(),
+            hash: AtomicU64::new(0),
         }
     }
 
@@ -387,17 +385,30 @@ impl SiteCache {
         self.resolved.load_full()
     }
 
-    /// The listeners cached at the last refresh, pinned by the returned guard (borrowing them
-    /// touches no reference count).
-    #[inline(always)]
-    pub(crate) fn pinned(&self) -> arc_swap::Guard<Option<Arc<Resolved>>> {
-        self.resolved.load()
-    }
-
-    /// As [`SiteCache::pinned`], `None` when nobody listens.
+    /// The listeners cached at the last refresh, pinned by an `arc-swap` guard (borrowing them
+    /// touches no reference count); `None` when nobody listens.
     #[inline]
     pub(crate) fn site_pin(&self) -> Option<SitePin> {
         SitePin::new(self.resolved.load())
+    }
+
+    /// Runs `run` with the listeners of the callsite's name now, pinned for the call as
+    /// `Notifier::instrument` pins them (this thread's hazard slot and recent lookups; `None`:
+    /// nobody listens): `Callsite::instrument`'s lookup.
+    #[inline(always)]
+    pub(crate) fn with_listeners<T>(&self, run: impl FnOnce(Option<&Resolved>) -> T) -> T {
+        let mut pin = Pinned::default();
+        run(global().listeners(self.name, self.hash(), &mut pin))
+    }
+
+    /// The name's [`name_hash`]: the one stored at registration (any value read but 0 is it: only
+    /// that value is ever stored), else computed.
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        match self.hash.load(Ordering::Relaxed) {
+            0 => name_hash(self.name),
+            hash => hash,
+        }
     }
 
     fn is_registered(&self) -> bool {
@@ -406,7 +417,9 @@ impl SiteCache {
 
     /// Recomputes the state from `snapshot`; called under the writer lock.
     fn refresh(&self, snapshot: &Snapshot) {
-        let resolved = snapshot.resolve(NameRef::Owned(Name::Static(self.name)), name_hash(self.name));
+        let hash = name_hash(self.name);
+        self.hash.store(hash, Ordering::Relaxed);
+        let resolved = snapshot.resolve(NameRef::Owned(Name::Static(self.name)), hash);
         let interest = if resolved.is_some() { SOMETIMES } else { NEVER };
         self.resolved.store(resolved);
         self.interest.store(interest, Ordering::Release);

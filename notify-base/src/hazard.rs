@@ -1,5 +1,5 @@
-//! The snapshot pin of `instrument`: a hazard pointer per thread, with no locked instruction per
-//! event on Linux (one `SeqCst` fence elsewhere).
+//! The snapshot pin of `instrument`: a hazard pointer per thread, one `SeqCst` fence and no
+//! read-modify-write per event.
 //!
 //! An event borrows its listener set from the registry snapshot that was current when it started,
 //! so the snapshot must outlive the event even if a writer replaces it meanwhile. `arc-swap`'s
@@ -8,36 +8,31 @@
 //! instructions. Here each thread has one [`Slot`] whose `hazard` names the snapshot it uses:
 //!
 //! * **Pin** (reader): load the current snapshot `p` from the [`Mirror`], store it into the
-//!   thread's hazard, the light half of a fence pair ([`asymmetric_fence::light`]: a compiler
-//!   fence on Linux, where the heavy half is a `membarrier` system call; a `SeqCst` fence
-//!   elsewhere, 5.8–8 ns on x86-64), then load the mirror again: if it still holds `p`, `p` is
-//!   pinned; else retry. No locked instruction on Linux.
+//!   thread's hazard, a `SeqCst` fence, then load the mirror again: if it still holds `p`, `p` is
+//!   pinned; else retry.
 //! * **Unpin** (reader): a plain `Release` store of null into the hazard, then a `Relaxed` look at
 //!   the slot's `pending` flag: set when a writer handed this thread snapshots to drop.
 //! * **Retire** (writer, after storing the new snapshot into the mirror, outside the registry's
-//!   writer lock): a `SeqCst` fence; when a thread other than the writer holds a slot, the heavy
-//!   half of the pair ([`asymmetric_fence::heavy`]); then scan every thread's hazard for the old
-//!   snapshot (a list that only grows, read without a lock). A thread that holds it is given a
-//!   strong reference to drop when it unpins (its `retired` list, then `pending`); the writer
-//!   drops its own reference. The last one dropped frees the snapshot: at once when nobody uses
-//!   it.
+//!   writer lock): a `SeqCst` fence, then scan every thread's hazard for the old snapshot (a list
+//!   that only grows, read without a lock). A thread that holds it is given a strong reference to
+//!   drop when it unpins (its `retired` list, then `pending`); the writer drops its own
+//!   reference. The last one dropped frees the snapshot: at once when nobody uses it.
 //!
-//! **Why nobody uses a freed snapshot.** The fence pair, the reader's light half (between its
-//! hazard store and its second mirror load) and the writer's heavy half (between its mirror swap
-//! and its hazard loads), orders the two one way or the other, as two `SeqCst` fences would. If
-//! the reader's comes first, the writer's hazard load sees `p` (or a later value of that
-//! thread), and a writer that sees `p` hands a reference over instead of freeing it. If the
-//! writer's comes first, the reader's second mirror load sees the new snapshot (or a later one),
-//! not `p`, and the reader retries without using `p`. A writer that skips the heavy half found
-//! every other slot free after its fence; a thread takes a slot with an exchange and a `SeqCst`
-//! fence before its first pin ([`Registry::add`]), so if that fence comes after the writer's, its
-//! pins load the new snapshot, and if before, the writer would have seen the slot taken. (Fences
-//! rather than `SeqCst` accesses: loom models `SeqCst` fences exactly and `SeqCst` accesses only
-//! as `AcqRel`; the model `loom_model_hazard_pin_and_retire` checks this protocol with both
-//! halves as `SeqCst` fences, which is what the pair guarantees; loom cannot model `membarrier`
-//! itself, nor a light half without it.) A hazard may name an address freed and reused (a reader
-//! about to retry): a writer that finds it there only hands over one reference too many, dropped
-//! at that thread's next unpin.
+//! **Why nobody uses a freed snapshot.** The reader's fence (between its hazard store and its
+//! second mirror load) and the writer's (between its mirror store and its hazard loads) are both
+//! `SeqCst`, so one comes first. If the reader's does, the writer's hazard load sees `p` (or a
+//! later value of that thread), and a writer that sees `p` hands a reference over instead of
+//! freeing it. If the writer's does, the reader's second mirror load sees the new snapshot (or a
+//! later one), not `p`, and the reader retries without using `p`. (Fences rather than `SeqCst`
+//! accesses: loom models `SeqCst` fences exactly and `SeqCst` accesses only as `AcqRel`; the
+//! model `loom_model_hazard_pin_and_retire` checks this protocol.) A hazard may name an address
+//! freed and reused (a reader about to retry): a writer that finds it there only hands over one
+//! reference too many, dropped at that thread's next unpin.
+//!
+//! The reader's fence was once the light half of an asymmetric pair (a compiler fence, with a
+//! `membarrier` system call on the writer's side): it saved 1.6–3.4 ns of a 41–70 ns event, under
+//! 5 % (docs/architecture.md, "The read path, justified"), for a system call and an interrupt to
+//! every running thread on each write, and was removed.
 //!
 //! **Happens-before, not only visibility.** Pins store the hazard with `Release`, unpins store
 //! null with `Release`, and writers read hazards with `Acquire`: a writer that finds a hazard no
@@ -74,7 +69,6 @@ use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{fence, AtomicBool, AtomicPtr, Ordering};
 
-use crate::asymmetric_fence;
 use crate::sync::Mutex;
 
 /// The current value of a registry's snapshot as a raw pointer, which readers pin through their
@@ -139,9 +133,9 @@ impl<T> Slot<T> {
             // Release: a writer that reads this value (Acquire) after this thread's previous unpin
             // is ordered after everything this thread did with the value it pinned before.
             self.hazard.store(p, Ordering::Release);
-            // The reader's half of the fence pair (`asymmetric_fence`): a compiler fence where
-            // the writer's half is `membarrier`.
-            asymmetric_fence::light();
+            // Against the writer's fence between its mirror store and its hazard loads (see the
+            // module's docs).
+            fence(Ordering::SeqCst);
             let confirm = mirror.current.load(Ordering::Acquire);
             if confirm == p {
                 return Some(Pin {
@@ -290,17 +284,6 @@ impl<T> Registry<T> {
     /// A slot for the calling thread, scanned by writers until [`Registry::remove`]: a freed one
     /// when there is one, else a new one.
     pub(crate) fn add(&self) -> &Slot<T> {
-        asymmetric_fence::prepare();
-        let slot = self.take_slot();
-        // Orders the slot's `in_use = true` (its exchange) before this thread's first pin's
-        // loads of a mirror, against a writer's fence before it reads `in_use`: a writer that
-        // finds the slot free skips `heavy` (see `Registry::retire`), and the pins of this
-        // thread then see that writer's new value.
-        fence(Ordering::SeqCst);
-        slot
-    }
-
-    fn take_slot(&self) -> &Slot<T> {
         for node in self.nodes() {
             if node
                 .in_use
@@ -340,35 +323,18 @@ impl<T> Registry<T> {
     }
 
     /// Drops `old` unless some thread still pins it; such a thread gets a reference to drop when
-    /// it unpins. `mine` is the calling thread's slot, if it has one. Call with no lock of the
-    /// caller held (the drop may run user code).
-    ///
-    /// The writer's half of the fence pair is [`asymmetric_fence::heavy`] (a `membarrier` system
-    /// call), needed only when a thread other than this one holds a slot: a plain fence first,
-    /// then `in_use` of every other slot is read; when none is in use, no other thread can pin
-    /// `old` (a thread that takes a slot later fences after taking it, so its pins see the new
-    /// value: [`Registry::add`]), and the write costs no system call (a single-threaded program,
-    /// or one whose other threads that used the registry have exited).
+    /// it unpins. Call with no lock of the caller held (the drop may run user code).
     ///
     /// # Safety
     ///
     /// `old` is the value a [`Mirror::replace`] replaced: no mirror of this registry's slots
-    /// names it any more, so no new pin can take it. `mine`, when given, is the calling thread's
-    /// own slot (its pins are ordered before this call by the thread's program order; another
-    /// thread's slot passed as `mine` would let its pin go unseen).
-    pub(crate) unsafe fn retire(&self, old: Arc<T>, mine: Option<&Slot<T>>) {
+    /// names it any more, so no new pin can take it.
+    pub(crate) unsafe fn retire(&self, old: Arc<T>) {
         let at = Arc::as_ptr(&old).cast_mut();
         let mut free = Vec::new();
-        // Orders the mirror's store (before this call) before the `in_use` loads below.
+        // Orders the mirror's store (before this call) before the hazard loads below, against
+        // every reader's fence between its hazard store and its second mirror load.
         fence(Ordering::SeqCst);
-        let others = self
-            .nodes()
-            .any(|node| node.in_use.load(Ordering::Relaxed) && !mine.is_some_and(|m| ptr::eq(m, &node.slot)));
-        if others {
-            // Orders the mirror's store before the hazard loads, against every reader's `light`
-            // between its hazard store and its second mirror load: see the module's docs.
-            asymmetric_fence::heavy();
-        }
         for node in self.nodes() {
             let slot = &node.slot;
             // Acquire: when the hazard no longer names `old` (an unpin's or a later pin's Release
@@ -422,11 +388,6 @@ impl<T> Current<T> {
 
     /// Makes `next` current and retires the value it replaces through `registry`.
     fn replace(&self, registry: &Registry<T>, next: Arc<T>) {
-        self.replace_from(registry, next, None);
-    }
-
-    /// As [`Current::replace`], from the thread that owns `mine`.
-    fn replace_from(&self, registry: &Registry<T>, next: Arc<T>, mine: Option<&Slot<T>>) {
         let old = {
             let mut value = self.value.lock();
             // SAFETY: one writer at a time (the lock); `next` stays in `self.value`, the old value
@@ -434,9 +395,8 @@ impl<T> Current<T> {
             unsafe { self.mirror.replace(&next) };
             std::mem::replace(&mut *value, next)
         };
-        // SAFETY: `old` is the value the mirror named before the replace above; `mine` is the
-        // caller's (the tests' threads own the slots they pass).
-        unsafe { registry.retire(old, mine) };
+        // SAFETY: `old` is the value the mirror named before the replace above.
+        unsafe { registry.retire(old) };
     }
 }
 
@@ -483,9 +443,8 @@ mod tests {
     }
 
     /// A write from a thread whose own slot pins the value it replaces (a subscriber that
-    /// subscribes), with no other slot taken: the writer skips the heavy fence half, still finds
-    /// its own hazard and hands the value over; with no slot taken at all, the value is dropped at
-    /// once.
+    /// subscribes): the writer finds its own hazard and hands the value over; with no slot taken
+    /// at all, the value is dropped at once.
     #[test]
     fn a_writer_that_pins_the_value_it_replaces_keeps_it_until_its_own_unpin() {
         let drops = Arc::new(AtomicUsize::new(0));
@@ -493,7 +452,7 @@ mod tests {
         let mine = registry.add();
         let current = Current::new(Arc::new(Counted(0, drops.clone())));
         let pin = mine.pin(&current.mirror).expect("a free slot");
-        current.replace_from(&registry, Arc::new(Counted(1, drops.clone())), Some(mine));
+        current.replace(&registry, Arc::new(Counted(1, drops.clone())));
         assert_eq!((pin.0, drops.load(Ordering::SeqCst)), (0, 0));
         drop(pin);
         assert_eq!(drops.load(Ordering::SeqCst), 1);

@@ -22,7 +22,6 @@
 // Layers, each using only the ones above it (docs/architecture.md):
 // value types -> registry snapshot -> fanout (the engine) -> dispatch -> facades -> this file.
 mod alloc;
-mod asymmetric_fence;
 mod callee;
 mod calls;
 mod cold_box;
