@@ -38,6 +38,9 @@ pub enum OverflowPolicy {
 /// whether shutdown began.
 const WAIT_SLICE: Duration = Duration::from_millis(10);
 
+/// How many of its subscriptions an exporter keeps for the default drop report (the first ones).
+const MAX_REPORTING_SUBSCRIPTIONS: usize = 16;
+
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
 
@@ -464,15 +467,21 @@ impl OpenTelemetryExporter {
 
     /// Subscribes this exporter to the events `pattern` matches on `notifier`. Drops are then
     /// reported through `notifier`'s failure hook (unless [`Builder::on_drops`] says otherwise;
-    /// with several subscriptions, through the first whose notifier is alive).
+    /// with several subscriptions, through the first whose notifier is alive, among the first 16).
     pub fn subscribe(&self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
         let subscription = notifier.subscribe(pattern, Subscriber::from(self.clone()));
-        self.inner
+        let mut kept = self
+            .inner
             .shared
             .subscriptions
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(subscription.clone());
+            .unwrap_or_else(|e| e.into_inner());
+        // Reports go through the first live one: a few are enough, and an exporter subscribed
+        // and unsubscribed in a loop must not grow the list without bound.
+        if kept.len() < MAX_REPORTING_SUBSCRIPTIONS {
+            kept.push(subscription.clone());
+        }
+        drop(kept);
         subscription
     }
 

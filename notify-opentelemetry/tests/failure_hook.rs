@@ -158,3 +158,22 @@ fn on_drops_replaces_the_failure_hook() {
     assert!(seen.lock().unwrap().is_empty());
     assert_eq!(notifier.failures(), 0);
 }
+
+#[test]
+fn when_the_first_notifier_is_gone_the_report_goes_to_the_next_live_one() {
+    let exporter = OpenTelemetryExporter::builder(Refusing).build();
+    let first = Notifier::new();
+    let first_seen = failures(&first);
+    let _a = exporter.subscribe(&first, Pattern::all());
+    let second = Notifier::new();
+    let second_seen = failures(&second);
+    let _b = exporter.subscribe(&second, Pattern::all());
+    drop(first);
+    burst(&second, 3);
+    exporter.force_flush().unwrap();
+    assert!(first_seen.lock().unwrap().is_empty());
+    let seen = second_seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].export_drops().unwrap().causes(), [("exporter error", 3)]);
+    assert_eq!(second.failures(), 1);
+}
