@@ -1,6 +1,7 @@
 //! Tail sampling in-process ([`TailSampler`]): hold each trace's events until its local root
 //! ends, then keep the trace whole or drop it whole.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -309,42 +310,50 @@ impl TailSampler {
             return;
         }
         let root = is_local_root(&event);
-        if !self.held.contains_key(&trace) {
-            if root {
-                // A trace of one event (or whose root came first): decide at once.
-                let error = is_error(&event);
-                self.decide(trace, vec![event], error, true, kept);
+        // One lookup of the trace (the maps hash with SipHash: it is most of the cost).
+        let held = match self.held.entry(trace) {
+            Entry::Occupied(mut entry) => {
+                let held = entry.get_mut();
+                if !root && held.events.len() >= self.config.max_events_per_trace {
+                    self.stats.dropped_over_limit += 1;
+                    return;
+                }
+                held.error |= is_error(&event);
+                held.events.push(event);
+                if !root {
+                    self.stats.held += 1;
+                    return;
+                }
+                let held = entry.remove();
+                self.by_age.remove(&held.seq);
+                self.stats.held -= (held.events.len() - 1) as u64;
+                self.decide(trace, held.events, held.error, true, kept);
                 return;
             }
-            if self.held.len() >= self.config.max_traces {
-                self.evict_oldest();
-            }
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.by_age.insert(seq, trace);
-            self.held.insert(
-                trace,
-                Held {
+            Entry::Vacant(entry) => {
+                if root {
+                    // A trace of one event (or whose root came first): decide at once.
+                    let error = is_error(&event);
+                    self.decide(trace, vec![event], error, true, kept);
+                    return;
+                }
+                let seq = self.next_seq;
+                entry.insert(Held {
                     events: Vec::new(),
                     seq,
                     first: now,
                     error: false,
-                },
-            );
-        }
-        let held = self.held.get_mut(&trace).expect("inserted above");
-        if !root && held.events.len() >= self.config.max_events_per_trace {
-            self.stats.dropped_over_limit += 1;
-            return;
-        }
+                })
+            }
+        };
         held.error |= is_error(&event);
         held.events.push(event);
         self.stats.held += 1;
-        if root {
-            let held = self.held.remove(&trace).expect("present");
-            self.by_age.remove(&held.seq);
-            self.stats.held -= held.events.len() as u64;
-            self.decide(trace, held.events, held.error, true, kept);
+        self.next_seq += 1;
+        self.by_age.insert(self.next_seq - 1, trace);
+        // Past `max_traces` the trace held longest goes (never this one: it is the newest).
+        if self.held.len() > self.config.max_traces {
+            self.evict_oldest();
         }
     }
 
