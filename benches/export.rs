@@ -14,6 +14,10 @@
 //!   batch processor with its defaults).
 //! * `export/fastrace_opentelemetry`: a fastrace root span (fastrace-opentelemetry reporter, default
 //!   collector config).
+//! * `export/notify_nats_enqueue`: the same event with notify-nats' exporter subscribed, to a
+//!   `nats-server` the bench starts on a free loopback port (`Overflow::Block`: nothing dropped,
+//!   the producer is paced by the exporter's thread); skipped, with a note, when `nats-server` is
+//!   not installed. benches/nats.rs measures NATS end to end.
 //! * `export/notify_owned_noop`: the floor of any owned-event exporter, the same event to a
 //!   do-nothing owned subscriber (notify-core builds the shared `Arc<Event>`, nothing queues it).
 //! * `export/nobody_notify`, `export/nobody_tracing`, `export/nobody_fastrace`: the same calls with
@@ -29,8 +33,11 @@
 //! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
 //! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
 //! ```
-//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `nats`, `tracing`, `fastrace` or `nobody_notify` runs only that
 //! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
+
+#[path = "../notify-nats/tests/support/mod.rs"]
+mod support;
 
 use std::borrow::Cow;
 use std::hint::black_box;
@@ -42,7 +49,7 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
-use notify_core::{event::Callsite, Notifier, Pattern, Payload};
+use notify_core::{event::Callsite, Notifier, Pattern, Payload, Value};
 use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;
@@ -52,6 +59,11 @@ use opentelemetry_sdk::Resource;
 use tracing_subscriber::prelude::*;
 
 const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
+
+/// The statement as a payload value borrowed for `'static` (`Value::from_static`: no copy per
+/// event), as fastrace's `Cow::Borrowed` below. A plain `&str` would be copied into the payload
+/// (59 bytes: an allocation on the calling thread and a free on the exporter's).
+const SQL_VALUE: Value = Value::from_static(SQL);
 
 /// A SpanExporter that does nothing but count the spans it was given.
 #[derive(Clone, Debug, Default)]
@@ -74,7 +86,7 @@ impl Nothing {
 fn notify_event(notifier: &Notifier, i: u64) {
     notifier.instrument(
         "request.export",
-        || Payload::new().with("sql", SQL).with("rows", i),
+        || Payload::new().with("sql", SQL_VALUE).with("rows", i),
         |_| black_box(()),
     );
 }
@@ -85,7 +97,10 @@ static SITE: Callsite = Callsite::new("request.export_site");
 
 #[inline(always)]
 fn notify_site_event(i: u64) {
-    SITE.instrument(|| Payload::new().with("sql", SQL).with("rows", i), |_| black_box(()));
+    SITE.instrument(
+        || Payload::new().with("sql", SQL_VALUE).with("rows", i),
+        |_| black_box(()),
+    );
 }
 
 #[inline(always)]
@@ -169,6 +184,32 @@ fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelem
         .build();
     let subscription = exporter.subscribe(Notifier::global(), Pattern::from("request.export_site"));
     (subscription, exporter)
+}
+
+/// notify-nats' exporter to `server`, subscribed to everything on a new notifier
+/// (`Overflow::Block`).
+fn nats_pipeline(server: &support::NatsServer) -> (Notifier, notify_nats::Exporter) {
+    let exporter = notify_nats::Exporter::builder(notify_nats::NatsOptions::new(server.url()))
+        .prefix("export_bench")
+        .overflow(notify_core::export::Overflow::Block)
+        .start()
+        .expect("the NATS exporter connects to the bench's nats-server");
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(Pattern::all(), exporter.subscriber());
+    (notifier, exporter)
+}
+
+/// A `nats-server` for the NATS case, when the binary is installed.
+fn nats_server() -> Option<support::NatsServer> {
+    let installed = std::process::Command::new("nats-server")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !installed {
+        eprintln!("export: nats-server is not installed: export/notify_nats_enqueue skipped");
+        return None;
+    }
+    Some(support::NatsServer::start())
 }
 
 /// tracing-opentelemetry into `sink` through the SDK's batch processor (defaults).
@@ -255,6 +296,17 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
         })
     });
     let _ = exporter.shutdown(Duration::from_secs(30));
+
+    if let Some(server) = nats_server() {
+        let (notifier, exporter) = nats_pipeline(&server);
+        group.bench_function("notify_nats_enqueue", |b| {
+            b.iter(|| {
+                i += 1;
+                notify_event(&notifier, i)
+            })
+        });
+        let _ = exporter.shutdown(Duration::from_secs(30));
+    }
 
     let sink = Nothing::default();
     let (provider, dispatch) = tracing_pipeline(&sink);
@@ -403,13 +455,20 @@ fn callgrind(case: &str) {
             tracing::dispatcher::with_default(&dispatch, || calling_thread_tracing(N));
             let _ = provider.shutdown();
         }
+        "nats" => {
+            let server = nats_server().expect("nats-server");
+            let (notifier, exporter) = nats_pipeline(&server);
+            calling_thread_notify(&notifier, N);
+            let report = exporter.shutdown(Duration::from_secs(600));
+            println!("nats: {:?}", report.stats);
+        }
         "fastrace" => {
             fastrace_pipeline(&sink);
             calling_thread_fastrace(N);
             fastrace::flush();
         }
         other => panic!(
-            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, tracing, fastrace)"
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, nats, tracing, fastrace)"
         ),
     }
     println!("{case}: {N} events; delivered {}", sink.count());

@@ -17,7 +17,8 @@
 //!   with the exporter subscribed (server up, queue large enough that nothing is dropped). The
 //!   exporter's own cost on the instrumenting thread is the last minus the second.
 //!
-//! `cargo bench --bench nats` (N = 1,000,000, about a minute); `NOTIFY_BENCH_QUICK=1` for N = 200,000.
+//! `cargo bench --bench nats` (N = 1,000,000, about a minute); `NOTIFY_BENCH_QUICK=1` for N = 200,000;
+//! `NOTIFY_NATS_ONLY=end_to_end_1` runs only `end_to_end/importers=1` (for a per-thread profile).
 
 #[path = "../notify-nats/tests/support/mod.rs"]
 mod support;
@@ -30,14 +31,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber, Value};
 use notify_nats::{decode_batch, encode_batch, Encoding, Exporter, Importer, NatsOptions, Overflow};
 use support::NatsServer;
 
 const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";
 
 fn payload(seq: u64) -> Payload {
-    Payload::new().with("sql", SQL).with("rows", seq % 50)
+    // `Value::from_static`: the statement is borrowed, not copied into each payload.
+    Payload::new()
+        .with("sql", Value::from_static(SQL))
+        .with("rows", seq % 50)
 }
 
 struct Row {
@@ -52,6 +56,13 @@ fn main() {
     let n: u64 = if quick { 200_000 } else { 1_000_000 };
     // `cargo bench` passes `--bench`; a filter argument is not supported (the file is one table).
     let server = NatsServer::start();
+    // `NOTIFY_NATS_ONLY=end_to_end_1`: only the 1-importer end-to-end case, for a per-thread
+    // profile (`perf record -s`, or `valgrind --tool=callgrind --separate-threads=yes`).
+    if std::env::var("NOTIFY_NATS_ONLY").as_deref() == Ok("end_to_end_1") {
+        let row = end_to_end(&server, n, 1);
+        println!("{}: {} events in {:.3} s", row.case, row.events, row.seconds);
+        return;
+    }
     let mut rows = Vec::new();
     for importers in [1, 4, 16] {
         rows.push(end_to_end(&server, n, importers));

@@ -795,6 +795,46 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             return;
         };
         if !resolved.listeners.owned.is_empty() {
+            // An allocation an exporter gave back (`export::recycle`): filled in place, field by
+            // field (the destructuring names every field, so a new one does not compile until it
+            // is set here too), the payload swapped with the emptied one. No allocation, and no
+            // copy of a whole event (issue 38).
+            if let Some(mut spare) = crate::export::spare_event() {
+                if let Some(event) = Arc::get_mut(&mut spare) {
+                    let Event {
+                        name,
+                        start: event_start,
+                        end: event_end,
+                        transaction_id,
+                        id,
+                        parent_id,
+                        trace_id,
+                        payload: event_payload,
+                        cpu_time,
+                        allocations,
+                        outcome: event_outcome,
+                        location,
+                        sampled,
+                        parent_remote,
+                    } = event;
+                    *name = resolved.name().clone();
+                    *event_start = start;
+                    *event_end = end;
+                    *transaction_id = self.transaction_id;
+                    *id = context.id;
+                    *parent_id = context.parent_id;
+                    *trace_id = context.trace_id;
+                    mem::swap(event_payload, payload);
+                    *cpu_time = measured.cpu_time;
+                    *allocations = measured.allocations;
+                    *event_outcome = outcome;
+                    *location = context.location;
+                    *sampled = context.sampled;
+                    *parent_remote = context.parent_remote;
+                    deliver_shared(&mut self.failures, resolved, &spare);
+                    return;
+                }
+            }
             // Owned listeners: the event is built where it will live, in its `Arc`, with the
             // payload moved in once (no event on this frame moved into a callee, then into the
             // `Arc`, and no three-way payload swap): issue 38, the owned event of exporters.

@@ -330,8 +330,10 @@ pub mod suppression {
 
 pub mod export {
     //! For crates that hand events off to queues, workers and other systems: the one [`Overflow`]
-    //! policy of a bounded queue (notify-pool's mailboxes, notify-nats' exporter queue), head
-    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event)
+    //! policy of a bounded queue (notify-pool's mailboxes, notify-nats' exporter queue) and head
+    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event);
+    //! for exporters, [`Handoff`] (a queue per publishing thread to the exporter's thread),
+    //! [`recycle_all`] (the events an exporter is done with become the next events' allocations)
     //! and tail sampling ([`TailSampler`]: on an exporter's thread, keep the traces with an error,
     //! a slow root or in a ratio, whole; notify-opentelemetry, notify-nats and notify-web run it).
     //! An exporter reports what it dropped through the notifier's failure hook with
@@ -349,6 +351,10 @@ pub mod export {
     pub use notify_base::export::{is_error, TailSampler, TailSampling, TailStats};
     #[doc(inline)]
     pub use notify_base::{Overflow, Sampler};
+    // The exporters' hand-off (issue 38): a queue per publishing thread, and the recycling of
+    // the owned events exporters are done with.
+    #[doc(inline)]
+    pub use notify_base::export::{recycle, recycle_all, Handoff, HandoffStats, MAX_SPARE_EVENTS, TAKE_AT_ONCE};
 }
 
 #[cfg(feature = "redaction")]

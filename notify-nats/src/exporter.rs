@@ -801,7 +801,9 @@ impl Round {
                 let message = self.message(&subject, first.take());
                 self.messages.push(message);
             }
-            events.clear();
+            // Encoded: their allocations go back for the next events (emptied on this thread;
+            // the instrumenting threads neither allocate nor free an owned event).
+            notify_core::export::recycle_all(events);
         }
         // The groups are kept for the next round (their buffers reused), unless there are many:
         // a stream of distinct names must not grow them without bound.

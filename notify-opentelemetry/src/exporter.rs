@@ -4,10 +4,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::thread::{self, Thread};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
+use notify_core::export::{Handoff, Overflow};
 use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
@@ -18,15 +18,15 @@ use crate::span::span_data;
 use crate::stats::{DropReport, ExportError, ExportStats};
 use crate::tail::{TailSampler, TailSampling};
 
-/// What the subscription does with an event when the queue is full.
+/// What the subscription does with an event when the publishing thread's queue is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OverflowPolicy {
     /// Drop the new event (counted `dropped_queue_full`): the instrumenting thread never waits.
     /// The default.
     DropNewest,
-    /// Drop the oldest queued event to make room (counted `dropped_queue_full`): the newest
-    /// events survive a burst.
+    /// Drop the oldest event of the publishing thread's queue to make room (counted
+    /// `dropped_queue_full`): the newest events survive a burst.
     DropOldest,
     /// Block the instrumenting thread until there is room, at most this long per event; then drop
     /// the new event (counted `dropped_queue_full`). `Duration::MAX` waits as long as it takes.
@@ -34,9 +34,17 @@ pub enum OverflowPolicy {
     Wait(Duration),
 }
 
-/// How long a producer waiting on a full queue (`OverflowPolicy::Wait`) sleeps between looks at
-/// whether shutdown began.
-const WAIT_SLICE: Duration = Duration::from_millis(10);
+impl From<Overflow> for OverflowPolicy {
+    /// notify-core's policy: `DropNewest` and `DropOldest` as such, `Block` as
+    /// `Wait(Duration::MAX)`; a policy notify-core adds later acts as `DropNewest` here.
+    fn from(overflow: Overflow) -> OverflowPolicy {
+        match overflow {
+            Overflow::DropOldest => OverflowPolicy::DropOldest,
+            Overflow::Block => OverflowPolicy::Wait(Duration::MAX),
+            _ => OverflowPolicy::DropNewest,
+        }
+    }
+}
 
 /// How many of its subscriptions an exporter keeps for the default drop report (the first ones).
 const MAX_REPORTING_SUBSCRIPTIONS: usize = 16;
@@ -60,16 +68,19 @@ pub struct Builder<E> {
 }
 
 impl<E: SpanExporter + 'static> Builder<E> {
-    /// How many events the queue holds (default 8,192; at least 1). Memory is bounded by this
-    /// many events (a shared event is about 500 bytes plus its payload) plus one batch being
-    /// converted.
+    /// How many events each publishing thread's queue holds (default 8,192; at least 1): the
+    /// instrumenting thread hands events over through a queue of its own
+    /// ([`notify_core::export::Handoff`]: no lock, no shared read-modify-write per event). Memory
+    /// is bounded by this many events per publishing thread (a shared event is about 480 bytes
+    /// plus what its payload owns) plus one batch being converted.
     pub fn queue_capacity(mut self, events: usize) -> Builder<E> {
         self.capacity = events.max(1);
         self
     }
 
-    /// At most this many spans per `SpanExporter::export` call (default 512; at least 1; at most
-    /// the queue capacity). The exporter thread is woken when this many events are queued.
+    /// At most this many spans per `SpanExporter::export` call (default 512; at least 1). The
+    /// exporter thread is woken when a thread's queue holds this many events (at most its
+    /// capacity).
     pub fn max_batch_size(mut self, spans: usize) -> Builder<E> {
         self.batch = spans.max(1);
         self
@@ -82,9 +93,20 @@ impl<E: SpanExporter + 'static> Builder<E> {
         self
     }
 
-    /// What to do when the queue is full (default [`OverflowPolicy::DropNewest`]).
-    pub fn overflow_policy(mut self, policy: OverflowPolicy) -> Builder<E> {
-        self.policy = policy;
+    /// What to do when the publishing thread's queue is full (default
+    /// [`OverflowPolicy::DropNewest`]). notify-core's [`Overflow`] (the policy of notify's other
+    /// queues) converts: `Block` is [`OverflowPolicy::Wait`] without a limit.
+    ///
+    /// ```
+    /// use notify_core::export::Overflow;
+    /// use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
+    /// # let spans = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+    /// let builder = OpenTelemetryExporter::builder(spans).overflow_policy(Overflow::Block);
+    /// assert!(format!("{builder:?}").contains("Wait(18446744073709551615."));
+    /// assert_eq!(OverflowPolicy::from(Overflow::DropOldest), OverflowPolicy::DropOldest);
+    /// ```
+    pub fn overflow_policy(mut self, policy: impl Into<OverflowPolicy>) -> Builder<E> {
+        self.policy = policy.into();
         self
     }
 
@@ -168,16 +190,21 @@ impl<E: SpanExporter + 'static> Builder<E> {
                 .build(),
         };
         exporter.set_resource(&resource);
-        // The thread is woken when a batch is queued: a batch larger than the queue would never be.
-        let batch = batch.min(capacity);
-        let (tx, rx) = crossbeam_channel::bounded(capacity);
+        let overflow = match policy {
+            OverflowPolicy::DropNewest => Overflow::DropNewest,
+            OverflowPolicy::DropOldest => Overflow::DropOldest,
+            OverflowPolicy::Wait(_) => Overflow::Block,
+        };
+        let mut handoff = Handoff::new(capacity, overflow).wake_at(batch);
+        if let OverflowPolicy::Wait(limit) = policy {
+            if limit != Duration::MAX {
+                handoff = handoff.block_limit(limit);
+            }
+        }
         let shared = Arc::new(Shared {
-            tx,
-            rx: rx.clone(),
+            handoff,
             policy,
             batch,
-            sleeping: AtomicBool::new(false),
-            thread: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -188,7 +215,6 @@ impl<E: SpanExporter + 'static> Builder<E> {
         });
         let worker = Worker {
             shared: shared.clone(),
-            rx,
             exporter,
             scope: InstrumentationScope::builder("notify")
                 .with_version(env!("CARGO_PKG_VERSION"))
@@ -201,11 +227,18 @@ impl<E: SpanExporter + 'static> Builder<E> {
             last_report: Instant::now(),
             last_error: None,
         };
-        let handle = thread::Builder::new()
+        let (started, ready) = mpsc::sync_channel(1);
+        thread::Builder::new()
             .name("notify-otel".into())
-            .spawn(move || worker.run())
+            .spawn(move || {
+                // The consumer of the hand-off: the thread it parks and wakes.
+                worker.shared.handoff.set_consumer_thread();
+                let _ = started.send(());
+                worker.run()
+            })
             .expect("spawn the notify-otel exporter thread");
-        *shared.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle.thread().clone());
+        // Registered before any event or request can need to wake it.
+        let _ = ready.recv();
         OpenTelemetryExporter {
             inner: Arc::new(Owner { shared }),
         }
@@ -275,14 +308,10 @@ impl Drop for Owner {
 
 /// The state shared by the subscription (instrumenting threads) and the exporter thread.
 struct Shared {
-    tx: Sender<Arc<Event>>,
-    /// For `DropOldest`: the producer pops the oldest event itself.
-    rx: Receiver<Arc<Event>>,
+    /// The instrumenting threads' queues (one per thread), drained by the exporter thread.
+    handoff: Handoff,
     policy: OverflowPolicy,
     batch: usize,
-    /// The exporter thread is parked (or about to park) waiting for a batch.
-    sleeping: AtomicBool,
-    thread: Mutex<Option<Thread>>,
     requests: Mutex<Vec<Request>>,
     /// Shutdown began: new events are dropped (counted `shutdown`).
     closed: AtomicBool,
@@ -296,15 +325,13 @@ struct Shared {
     subscriptions: Mutex<Vec<Subscription>>,
 }
 
+/// The exporter thread's counters (the hand-off counts what the producers dropped).
 #[derive(Default)]
 struct Counters {
     exported: AtomicU64,
-    queue_full: AtomicU64,
     exporter_error: AtomicU64,
-    shutdown: AtomicU64,
     tail: AtomicU64,
     held: AtomicU64,
-    dequeued: AtomicU64,
 }
 
 /// A request to the exporter thread.
@@ -320,108 +347,46 @@ enum Request {
 impl Shared {
     fn stats(&self) -> ExportStats {
         let c = &self.counters;
+        // The exporter thread's counters first: an event it counts was drained before.
+        let exported = c.exported.load(Ordering::Acquire);
+        let dropped_exporter_error = c.exporter_error.load(Ordering::Acquire);
+        let dropped_tail_sampling = c.tail.load(Ordering::Acquire);
+        let held = c.held.load(Ordering::Acquire);
+        let handed = self.handoff.stats();
         let mut stats = ExportStats {
-            exported: c.exported.load(Ordering::Acquire),
-            dropped_queue_full: c.queue_full.load(Ordering::Acquire),
-            dropped_exporter_error: c.exporter_error.load(Ordering::Acquire),
-            dropped_shutdown: c.shutdown.load(Ordering::Acquire),
-            dropped_tail_sampling: c.tail.load(Ordering::Acquire),
-            held: c.held.load(Ordering::Acquire),
-            dequeued: c.dequeued.load(Ordering::Acquire),
+            exported,
+            dropped_queue_full: handed.dropped_full,
+            dropped_exporter_error,
+            dropped_shutdown: handed.dropped_closed,
+            dropped_tail_sampling,
+            held,
+            dequeued: handed.drained,
         };
         if self.finished.load(Ordering::Acquire) {
-            // Events that raced past the `closed` check after the thread's last look at the queue.
-            stats.dropped_shutdown += self.rx.len() as u64;
+            // Events that raced past the `closed` check after the thread's last look at the queues.
+            stats.dropped_shutdown += self.handoff.len() as u64;
         }
         stats
     }
 
     fn wake(&self) {
-        self.sleeping.store(false, Ordering::Relaxed);
-        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|e| e.into_inner()) {
-            thread.unpark();
-        }
+        self.handoff.wake();
     }
 
     fn request(&self, request: Request) {
         if matches!(request, Request::Shutdown(_) | Request::Close) {
             self.closed.store(true, Ordering::SeqCst);
+            self.handoff.close();
         }
         self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request);
         self.wake();
     }
 
-    /// The hot path: hand `event` to the exporter thread.
+    /// The hot path: hand `event` to the exporter thread (a push into this thread's queue; the
+    /// hand-off counts what the policy drops, and what comes after shutdown began).
     #[inline]
     fn enqueue(&self, event: &Arc<Event>) {
-        if self.closed.load(Ordering::Relaxed) {
-            self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        match self.tx.try_send(event.clone()) {
-            Ok(()) => {
-                if self.sleeping.load(Ordering::Relaxed) && self.tx.len() >= self.batch {
-                    self.wake();
-                }
-            }
-            Err(TrySendError::Full(event)) => self.full(event),
-            Err(TrySendError::Disconnected(_)) => {
-                self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    #[cold]
-    fn full(&self, mut event: Arc<Event>) {
-        self.wake();
-        match self.policy {
-            OverflowPolicy::DropNewest => {
-                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-            }
-            OverflowPolicy::DropOldest => loop {
-                if self.rx.try_recv().is_ok() {
-                    self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                }
-                match self.tx.try_send(event) {
-                    Ok(()) => return,
-                    Err(TrySendError::Full(back)) => event = back,
-                    Err(TrySendError::Disconnected(_)) => {
-                        self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                }
-            },
-            OverflowPolicy::Wait(limit) => {
-                // Waits in slices, so a producer blocked on a full queue notices a shutdown (the
-                // exporter thread stops draining then: a wait without end would never return).
-                let deadline = Instant::now().checked_add(limit);
-                loop {
-                    let slice = match deadline {
-                        Some(deadline) => deadline.saturating_duration_since(Instant::now()).min(WAIT_SLICE),
-                        None => WAIT_SLICE,
-                    };
-                    match self.tx.send_timeout(event, slice) {
-                        Ok(()) => return,
-                        Err(SendTimeoutError::Timeout(back)) => {
-                            if self.closed.load(Ordering::SeqCst) {
-                                self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
-                                return;
-                            }
-                            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                                return;
-                            }
-                            event = back;
-                            self.wake();
-                        }
-                        Err(SendTimeoutError::Disconnected(_)) => {
-                            self.counters.shutdown.fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
-                    }
-                }
-            }
-        }
+        self.handoff.push(event);
     }
 }
 
@@ -552,6 +517,7 @@ impl OpenTelemetryExporter {
         if shared.closed.swap(true, Ordering::SeqCst) {
             return Err(ExportError::ShutDown(shared.stats()));
         }
+        shared.handoff.close();
         let (tx, rx) = mpsc::sync_channel(1);
         shared.request(Request::Shutdown(tx));
         match rx.recv_timeout(timeout) {
@@ -591,7 +557,6 @@ impl std::fmt::Debug for OpenTelemetryExporter {
 /// The exporter thread's state.
 struct Worker<E> {
     shared: Arc<Shared>,
-    rx: Receiver<Arc<Event>>,
     exporter: E,
     scope: InstrumentationScope,
     tail: Option<TailSampler>,
@@ -630,12 +595,13 @@ impl<E: SpanExporter> Worker<E> {
                 last_export = Instant::now();
                 continue;
             }
-            let full = self.rx.len() >= self.shared.batch;
+            // A batch, or as much as one thread's queue holds (a queue smaller than a batch).
+            let full = self.shared.handoff.len() >= self.shared.batch.min(self.shared.handoff.per_thread());
             if full || last_export.elapsed() >= self.delay {
                 self.take_batch(&mut events);
                 self.process(&mut events);
                 last_export = Instant::now();
-                self.report_drops(self.rx.is_empty());
+                self.report_drops(self.shared.handoff.is_empty());
                 if full {
                     continue;
                 }
@@ -647,14 +613,14 @@ impl<E: SpanExporter> Worker<E> {
                     self.export_kept(kept);
                 }
             }
-            self.shared.sleeping.store(true, Ordering::SeqCst);
-            if self.rx.len() >= self.shared.batch || self.has_requests() {
-                self.shared.sleeping.store(false, Ordering::Relaxed);
+            if self.has_requests() {
                 continue;
             }
+            // Woken by a producer whose queue holds a batch, by a request, or at the delay.
             let waited = last_export.elapsed();
-            thread::park_timeout(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
-            self.shared.sleeping.store(false, Ordering::Relaxed);
+            self.shared
+                .handoff
+                .park(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
         }
     }
 
@@ -668,16 +634,8 @@ impl<E: SpanExporter> Worker<E> {
     }
 
     fn take_batch(&mut self, events: &mut Vec<Arc<Event>>) {
-        while events.len() < self.shared.batch {
-            match self.rx.try_recv() {
-                Ok(event) => events.push(event),
-                Err(_) => break,
-            }
-        }
-        self.shared
-            .counters
-            .dequeued
-            .fetch_add(events.len() as u64, Ordering::AcqRel);
+        let room = self.shared.batch.saturating_sub(events.len());
+        self.shared.handoff.drain(events, room);
     }
 
     /// Exports batches until the queue is empty.
@@ -713,7 +671,7 @@ impl<E: SpanExporter> Worker<E> {
     }
 
     /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.
-    fn export_kept(&mut self, kept: Vec<Arc<Event>>) {
+    fn export_kept(&mut self, mut kept: Vec<Arc<Event>>) {
         for chunk in kept.chunks(self.shared.batch) {
             let spans: Vec<SpanData> = chunk.iter().map(|event| span_data(event, &self.scope)).collect();
             let n = spans.len() as u64;
@@ -735,7 +693,9 @@ impl<E: SpanExporter> Worker<E> {
                 }
             }
         }
-        drop(kept);
+        // Converted: their allocations go back for the next events (emptied here, on this
+        // thread: the instrumenting threads neither allocate nor free an owned event).
+        notify_core::export::recycle_all(&mut kept);
         if let Some(tail) = &self.tail {
             let stats = tail.stats();
             self.shared.counters.tail.store(stats.dropped(), Ordering::Release);

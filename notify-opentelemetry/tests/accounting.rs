@@ -327,7 +327,8 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
         .build();
     let notifier = Notifier::new();
     let _s = exporter.subscribe(&notifier, Pattern::all());
-    // One event stuck in the export, one in the queue; five producers wait for room.
+    // One event stuck in the export, one in this thread's queue; five producers fill their own
+    // queue (each publishing thread has one, of `queue_capacity` events) and wait for room.
     burst(&notifier, 1);
     while !gate.entered.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(1));
@@ -336,7 +337,7 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
     let producers: Vec<_> = (0..5)
         .map(|_| {
             let notifier = notifier.clone();
-            std::thread::spawn(move || burst(&notifier, 1))
+            std::thread::spawn(move || burst(&notifier, 2))
         })
         .collect();
     std::thread::sleep(Duration::from_millis(50));
@@ -347,16 +348,62 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
         producer.join().unwrap();
     }
     assert_eq!(exporter.stats().dropped_shutdown, 5, "{:?}", exporter.stats());
-    // Released, the thread exports what it holds and ends: all seven accounted for.
+    // Released, the thread exports what it holds and the queues of the exited producers, and
+    // ends: all twelve accounted for.
     gate.open();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while exporter.stats().exported < 2 && std::time::Instant::now() < deadline {
+    while exporter.stats().exported < 7 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let stats = exporter.stats();
     assert_eq!(
         (stats.exported, stats.dropped_shutdown, stats.received()),
-        (2, 5, 7),
+        (7, 5, 12),
         "{stats:?}"
     );
+}
+
+/// Each publishing thread hands events over through a queue of its own: a flush exports what
+/// sits in the queue of a thread that is alive and idle, and of one that has exited; the
+/// scheduled delay is long, so only the flush can have exported them.
+#[test]
+fn a_flush_exports_the_queues_of_idle_and_exited_threads() {
+    let spans = InMemorySpanExporter::default();
+    let exporter = OpenTelemetryExporter::builder(spans.clone())
+        .max_batch_size(1_000)
+        .scheduled_delay(Duration::from_secs(3_600))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+
+    let exited = {
+        let notifier = notifier.clone();
+        std::thread::spawn(move || burst(&notifier, 3))
+    };
+    exited.join().unwrap();
+    let (published_tx, published_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let idle = {
+        let notifier = notifier.clone();
+        std::thread::spawn(move || {
+            burst(&notifier, 4);
+            published_tx.send(()).unwrap();
+            release_rx.recv().unwrap();
+        })
+    };
+    published_rx.recv().unwrap();
+    assert_eq!(
+        spans.get_finished_spans().unwrap().len(),
+        0,
+        "nothing exported before the flush"
+    );
+    let stats = exporter.force_flush().unwrap();
+    assert_eq!(
+        (stats.exported, stats.dropped(), stats.received()),
+        (7, 0, 7),
+        "{stats:?}"
+    );
+    assert_eq!(spans.get_finished_spans().unwrap().len(), 7);
+    release_tx.send(()).unwrap();
+    idle.join().unwrap();
 }

@@ -1,0 +1,569 @@
+//! [`Handoff`]: how an exporter's subscription hands shared events to the exporter's thread, one
+//! wait-free queue per publishing thread.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::{self, Thread, ThreadId};
+use std::time::{Duration, Instant};
+
+use rtrb::{Consumer, Producer, PushError, RingBuffer};
+
+use crate::event::Event;
+use crate::overflow::Overflow;
+
+/// How long a publisher blocked on a full queue ([`Overflow::Block`]) sleeps between looks.
+const BLOCK_SLICE: Duration = Duration::from_micros(200);
+
+/// A bounded hand-off of shared events (`Arc<Event>`) from any number of publishing threads to one
+/// consumer thread (an exporter's): what an exporter's [`OwnedEventSubscriber`] does per event.
+///
+/// Each publishing thread gets a queue of its own for this hand-off (a single-producer ring of
+/// [`per_thread`](Handoff::new) events, made on its first push), so a push is a few plain stores:
+/// no lock, no read-modify-write shared with other threads (as fastrace records into a
+/// thread-local queue). The consumer takes from every thread's queue ([`drain`](Handoff::drain)).
+/// Nothing is stranded in a thread's queue: the consumer sees every queue, also of threads that
+/// are idle or have exited (a queue is dropped once its thread exited and it was drained).
+///
+/// **Bounded**: at most `per_thread` events per publishing thread (each thread's ring is allocated
+/// whole on its first push: `per_thread` pointers, 64 KB for 8,192). When a thread's queue is full,
+/// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
+/// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
+/// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
+/// consumer thread, which drops instead). Every drop is counted ([`HandoffStats`]); after
+/// [`close`](Handoff::close), pushes are refused and counted.
+///
+/// The consumer parks in [`park`](Handoff::park); a publisher wakes it when its queue holds
+/// `wake_at` events.
+///
+/// [`OwnedEventSubscriber`]: crate::OwnedEventSubscriber
+///
+/// ```
+/// use notify_core::export::{Handoff, Overflow};
+/// use notify_core::{Event, Payload};
+/// use std::{sync::Arc, time::Instant};
+///
+/// let handoff = Handoff::new(1024, Overflow::DropNewest);
+/// let producer = handoff.clone();
+/// std::thread::spawn(move || {
+///     let now = Instant::now();
+///     for _ in 0..3 {
+///         producer.push(&Arc::new(Event::new("job.run", now, now, Payload::new())));
+///     }
+/// })
+/// .join()
+/// .unwrap();
+/// // The thread exited: its queue is still drained.
+/// let mut events = Vec::new();
+/// assert_eq!(handoff.drain(&mut events, usize::MAX), 3);
+/// assert_eq!(handoff.stats().dropped(), 0);
+/// ```
+#[derive(Clone)]
+pub struct Handoff {
+    shared: Arc<Shared>,
+}
+
+/// What a [`Handoff`] counted. Every event pushed ends in exactly one of: still queued, drained,
+/// `dropped_full`, `dropped_closed`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HandoffStats {
+    /// Events the consumer took ([`Handoff::drain`]).
+    pub drained: u64,
+    /// Events dropped because their thread's queue was full (the new one, or with
+    /// [`Overflow::DropOldest`] the oldest queued one).
+    pub dropped_full: u64,
+    /// Events pushed after [`Handoff::close`].
+    pub dropped_closed: u64,
+}
+
+impl HandoffStats {
+    /// All drops.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_full + self.dropped_closed
+    }
+}
+
+type Ring = Arc<Mutex<Consumer<Arc<Event>>>>;
+
+struct Shared {
+    per_thread: usize,
+    wake_at: AtomicUsize,
+    overflow: Overflow,
+    block_limit: Mutex<Option<Duration>>,
+    /// The consumer ends of every thread's queue.
+    rings: Mutex<Vec<Ring>>,
+    /// Where `drain` starts, so that a bounded drain does not always favour the first threads.
+    next: AtomicUsize,
+    consumer: Mutex<Option<(Thread, ThreadId)>>,
+    sleeping: AtomicBool,
+    closed: AtomicBool,
+    drained: AtomicU64,
+    dropped_full: AtomicU64,
+    dropped_closed: AtomicU64,
+}
+
+/// This thread's producer end of one hand-off.
+struct Local {
+    owner: Weak<Shared>,
+    producer: Producer<Arc<Event>>,
+    /// The consumer end, for [`Overflow::DropOldest`] (the publisher evicts under its lock).
+    ring: Ring,
+}
+
+thread_local! {
+    static LOCALS: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Handoff {
+    /// A hand-off with queues of `per_thread` events (at least 1) per publishing thread and
+    /// `overflow` as policy; the consumer is woken when a queue holds half of it (at least 1).
+    pub fn new(per_thread: usize, overflow: Overflow) -> Handoff {
+        let per_thread = per_thread.max(1);
+        Handoff {
+            shared: Arc::new(Shared {
+                per_thread,
+                wake_at: AtomicUsize::new((per_thread / 2).max(1)),
+                overflow,
+                block_limit: Mutex::new(None),
+                rings: Mutex::new(Vec::new()),
+                next: AtomicUsize::new(0),
+                consumer: Mutex::new(None),
+                sleeping: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+                drained: AtomicU64::new(0),
+                dropped_full: AtomicU64::new(0),
+                dropped_closed: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// With [`Overflow::Block`]: wait at most `limit` per event, then drop it (counted
+    /// `dropped_full`). Without a limit, a blocked publisher waits until there is room or the
+    /// hand-off is closed.
+    pub fn block_limit(self, limit: Duration) -> Handoff {
+        *lock(&self.shared.block_limit) = Some(limit);
+        self
+    }
+
+    /// Wake the parked consumer when a thread's queue holds `events` (default: half its size;
+    /// at least 1, at most the queue's size): an exporter sets its batch size.
+    pub fn wake_at(self, events: usize) -> Handoff {
+        self.shared
+            .wake_at
+            .store(events.clamp(1, self.shared.per_thread), Ordering::Relaxed);
+        self
+    }
+
+    /// Events per publishing thread's queue.
+    pub fn per_thread(&self) -> usize {
+        self.shared.per_thread
+    }
+
+    /// Registers the calling thread as the consumer: the thread [`park`](Handoff::park) parks,
+    /// and one that must never block on a full queue.
+    pub fn set_consumer_thread(&self) {
+        let current = thread::current();
+        let id = current.id();
+        *lock(&self.shared.consumer) = Some((current, id));
+    }
+
+    /// Hands `event` over (a clone of the `Arc`), or counts it as dropped; see [`Handoff`].
+    /// Returns whether it was queued.
+    #[inline]
+    pub fn push(&self, event: &Arc<Event>) -> bool {
+        let shared = &*self.shared;
+        if shared.closed.load(Ordering::Relaxed) {
+            shared.dropped_closed.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let key: *const Shared = shared;
+        let pushed = LOCALS.try_with(|locals| {
+            let Ok(mut locals) = locals.try_borrow_mut() else {
+                return None;
+            };
+            let index = match locals.iter().position(|l| std::ptr::eq(l.owner.as_ptr(), key)) {
+                Some(index) => index,
+                None => self.register(&mut locals),
+            };
+            let local = &mut locals[index];
+            Some(match local.producer.push(event.clone()) {
+                Ok(()) => {
+                    if shared.sleeping.load(Ordering::Relaxed)
+                        && shared.per_thread - local.producer.slots() >= shared.wake_at.load(Ordering::Relaxed)
+                    {
+                        self.wake();
+                    }
+                    true
+                }
+                Err(PushError::Full(event)) => self.full(local, event),
+            })
+        });
+        match pushed {
+            Ok(Some(pushed)) => pushed,
+            // This thread's locals are gone (a push from a thread-local destructor at thread exit)
+            // or in use: a queue of its own, at once abandoned, still drained.
+            _ => self.push_unregistered(event),
+        }
+    }
+
+    /// Makes this thread's queue for this hand-off (and forgets those of hand-offs dropped since).
+    #[cold]
+    #[inline(never)]
+    fn register(&self, locals: &mut Vec<Local>) -> usize {
+        locals.retain(|l| l.owner.strong_count() > 0);
+        let (producer, consumer) = RingBuffer::new(self.shared.per_thread);
+        let ring = Arc::new(Mutex::new(consumer));
+        lock(&self.shared.rings).push(ring.clone());
+        locals.push(Local {
+            owner: Arc::downgrade(&self.shared),
+            producer,
+            ring,
+        });
+        locals.len() - 1
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_unregistered(&self, event: &Arc<Event>) -> bool {
+        let (mut producer, consumer) = RingBuffer::new(1);
+        let _ = producer.push(event.clone());
+        lock(&self.shared.rings).push(Arc::new(Mutex::new(consumer)));
+        true
+    }
+
+    /// This thread's queue is full: the policy.
+    #[cold]
+    #[inline(never)]
+    fn full(&self, local: &mut Local, mut event: Arc<Event>) -> bool {
+        let shared = &*self.shared;
+        self.wake();
+        match shared.overflow {
+            Overflow::DropOldest => {
+                if lock(&local.ring).pop().is_ok() {
+                    shared.dropped_full.fetch_add(1, Ordering::Relaxed);
+                }
+                match local.producer.push(event) {
+                    Ok(()) => true,
+                    // Unreachable (one slot was freed, and only this thread pushes); counted.
+                    Err(_) => {
+                        shared.dropped_full.fetch_add(1, Ordering::Relaxed);
+                        false
+                    }
+                }
+            }
+            Overflow::Block if !self.is_consumer_thread() => {
+                let limit = *lock(&shared.block_limit);
+                let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
+                loop {
+                    thread::sleep(BLOCK_SLICE);
+                    if shared.closed.load(Ordering::SeqCst) {
+                        shared.dropped_closed.fetch_add(1, Ordering::Relaxed);
+                        return false;
+                    }
+                    match local.producer.push(event) {
+                        Ok(()) => return true,
+                        Err(PushError::Full(back)) => event = back,
+                    }
+                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        shared.dropped_full.fetch_add(1, Ordering::Relaxed);
+                        return false;
+                    }
+                    self.wake();
+                }
+            }
+            // DropNewest, and Block on the consumer thread.
+            _ => {
+                shared.dropped_full.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    fn is_consumer_thread(&self) -> bool {
+        lock(&self.shared.consumer)
+            .as_ref()
+            .is_some_and(|(_, id)| *id == thread::current().id())
+    }
+
+    /// Moves up to `max` queued events, from every thread's queue, into `out` (appended); returns
+    /// how many. Queues of threads that exited are dropped once empty.
+    pub fn drain(&self, out: &mut Vec<Arc<Event>>, max: usize) -> usize {
+        let shared = &*self.shared;
+        let mut rings = lock(&shared.rings);
+        let n = rings.len();
+        if n == 0 {
+            return 0;
+        }
+        let start = shared.next.fetch_add(1, Ordering::Relaxed) % n;
+        let mut taken = 0;
+        for i in 0..n {
+            if taken >= max {
+                break;
+            }
+            let mut ring = lock(&rings[(start + i) % n]);
+            while taken < max {
+                match ring.pop() {
+                    Ok(event) => {
+                        out.push(event);
+                        taken += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        // Queues whose thread is gone and that hold nothing are dropped.
+        rings.retain(|ring| {
+            let ring = lock(ring);
+            !(ring.is_abandoned() && ring.is_empty())
+        });
+        shared.drained.fetch_add(taken as u64, Ordering::AcqRel);
+        taken
+    }
+
+    /// Events queued now, in all threads' queues.
+    pub fn len(&self) -> usize {
+        lock(&self.shared.rings).iter().map(|ring| lock(ring).slots()).sum()
+    }
+
+    /// True when no event is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Parks the consumer thread for at most `timeout`, unless some thread's queue already holds
+    /// `wake_at` events; a publisher whose queue reaches that wakes it, and so does
+    /// [`wake`](Handoff::wake) (or an `unpark` of the thread).
+    pub fn park(&self, timeout: Duration) {
+        let shared = &*self.shared;
+        shared.sleeping.store(true, Ordering::SeqCst);
+        let wake_at = shared.wake_at.load(Ordering::Relaxed);
+        let ready = lock(&shared.rings).iter().any(|ring| lock(ring).slots() >= wake_at);
+        if !ready {
+            thread::park_timeout(timeout);
+        }
+        shared.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// Wakes the consumer thread (set by [`set_consumer_thread`](Handoff::set_consumer_thread)).
+    pub fn wake(&self) {
+        self.shared.sleeping.store(false, Ordering::Relaxed);
+        if let Some((thread, _)) = &*lock(&self.shared.consumer) {
+            thread.unpark();
+        }
+    }
+
+    /// Refuses later pushes (counted `dropped_closed`) and ends the waits of blocked publishers.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// True after [`close`](Handoff::close).
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> HandoffStats {
+        let shared = &*self.shared;
+        HandoffStats {
+            drained: shared.drained.load(Ordering::Acquire),
+            dropped_full: shared.dropped_full.load(Ordering::Acquire),
+            dropped_closed: shared.dropped_closed.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handoff")
+            .field("per_thread", &self.shared.per_thread)
+            .field("overflow", &self.shared.overflow)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventId, Payload};
+    use std::sync::mpsc;
+
+    fn event(n: u64) -> Arc<Event> {
+        let now = Instant::now();
+        let mut event = Event::new("x.y", now, now, Payload::new());
+        event.id = EventId::new(n);
+        Arc::new(event)
+    }
+
+    fn ids(events: &[Arc<Event>]) -> Vec<u64> {
+        events.iter().map(|e| e.id().get()).collect()
+    }
+
+    fn locals() -> usize {
+        LOCALS.with(|l| l.borrow().len())
+    }
+
+    #[test]
+    fn a_thread_that_exited_leaves_its_events_and_its_queue_goes_once_drained() {
+        let handoff = Handoff::new(16, Overflow::DropNewest);
+        let producer = handoff.clone();
+        thread::spawn(move || (1..=5).for_each(|n| assert!(producer.push(&event(n)))))
+            .join()
+            .unwrap();
+        assert_eq!(handoff.len(), 5);
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, 3), 3);
+        assert_eq!(lock(&handoff.shared.rings).len(), 1, "not empty yet: kept");
+        assert_eq!(handoff.drain(&mut out, 10), 2);
+        assert_eq!(ids(&out), [1, 2, 3, 4, 5]);
+        assert_eq!(lock(&handoff.shared.rings).len(), 0, "abandoned and empty: dropped");
+        assert_eq!(
+            handoff.stats(),
+            HandoffStats {
+                drained: 5,
+                dropped_full: 0,
+                dropped_closed: 0
+            }
+        );
+    }
+
+    #[test]
+    fn the_queue_of_an_idle_live_thread_is_drained() {
+        let handoff = Handoff::new(16, Overflow::DropNewest);
+        let producer = handoff.clone();
+        let (pushed_tx, pushed_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let thread = thread::spawn(move || {
+            producer.push(&event(7));
+            pushed_tx.send(()).unwrap();
+            // Alive and idle until the consumer took the event.
+            done_rx.recv().unwrap();
+        });
+        pushed_rx.recv().unwrap();
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, usize::MAX), 1);
+        assert_eq!(ids(&out), [7]);
+        assert_eq!(lock(&handoff.shared.rings).len(), 1, "its thread lives: kept");
+        done_tx.send(()).unwrap();
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn drop_newest_keeps_the_first_and_counts_the_rest() {
+        let handoff = Handoff::new(3, Overflow::DropNewest);
+        let pushed: Vec<bool> = (1..=5).map(|n| handoff.push(&event(n))).collect();
+        assert_eq!(pushed, [true, true, true, false, false]);
+        let mut out = Vec::new();
+        handoff.drain(&mut out, usize::MAX);
+        assert_eq!(ids(&out), [1, 2, 3]);
+        assert_eq!(handoff.stats().dropped_full, 2);
+    }
+
+    #[test]
+    fn drop_oldest_keeps_the_last_and_counts_the_rest() {
+        let handoff = Handoff::new(3, Overflow::DropOldest);
+        assert!((1..=5).all(|n| handoff.push(&event(n))));
+        let mut out = Vec::new();
+        handoff.drain(&mut out, usize::MAX);
+        assert_eq!(ids(&out), [3, 4, 5]);
+        assert_eq!(handoff.stats().dropped_full, 2);
+    }
+
+    #[test]
+    fn block_waits_for_room_then_gives_up_at_its_limit_and_on_close() {
+        let handoff = Handoff::new(2, Overflow::Block).block_limit(Duration::from_millis(20));
+        assert!(handoff.push(&event(1)) && handoff.push(&event(2)));
+        let started = Instant::now();
+        assert!(!handoff.push(&event(3)), "nobody drains: dropped at the limit");
+        assert!(started.elapsed() >= Duration::from_millis(20));
+        assert_eq!(handoff.stats().dropped_full, 1);
+
+        // Room made by the consumer while the publisher waits.
+        let unlimited = Handoff::new(2, Overflow::Block);
+        unlimited.push(&event(1));
+        unlimited.push(&event(2));
+        let consumer = unlimited.clone();
+        let drainer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(10));
+            let mut out = Vec::new();
+            consumer.drain(&mut out, 1);
+            ids(&out)
+        });
+        assert!(unlimited.push(&event(3)), "waited for room");
+        assert_eq!(drainer.join().unwrap(), [1]);
+
+        // Closed while waiting: refused, counted as closed.
+        let closing = unlimited.clone();
+        let closer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(10));
+            closing.close();
+        });
+        assert!(!unlimited.push(&event(4)));
+        closer.join().unwrap();
+        assert_eq!(unlimited.stats().dropped_closed, 1);
+        assert!(!unlimited.push(&event(5)), "closed: refused at once");
+        assert_eq!(unlimited.stats().dropped_closed, 2);
+        assert_eq!(unlimited.stats().dropped_full, 0);
+    }
+
+    #[test]
+    fn block_does_not_block_the_consumer_thread() {
+        let handoff = Handoff::new(2, Overflow::Block);
+        handoff.set_consumer_thread();
+        handoff.push(&event(1));
+        handoff.push(&event(2));
+        assert!(!handoff.push(&event(3)));
+        assert_eq!(handoff.stats().dropped_full, 1);
+    }
+
+    #[test]
+    fn a_thread_forgets_the_queues_of_dropped_handoffs() {
+        let before = locals();
+        let first = Handoff::new(4, Overflow::DropNewest);
+        first.push(&event(1));
+        assert_eq!(locals(), before + 1);
+        drop(first);
+        let second = Handoff::new(4, Overflow::DropNewest);
+        second.push(&event(2));
+        assert_eq!(
+            locals(),
+            before + 1,
+            "the dropped one's entry went when the new one came"
+        );
+        let mut out = Vec::new();
+        assert_eq!(second.drain(&mut out, usize::MAX), 1);
+        assert_eq!(ids(&out), [2]);
+    }
+
+    #[test]
+    fn a_push_wakes_a_parked_consumer_at_half_full() {
+        let handoff = Handoff::new(8, Overflow::DropNewest);
+        let consumer = handoff.clone();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let parked = thread::spawn(move || {
+            consumer.set_consumer_thread();
+            ready_tx.send(()).unwrap();
+            let started = Instant::now();
+            consumer.park(Duration::from_secs(30));
+            started.elapsed()
+        });
+        ready_rx.recv().unwrap();
+        // Pushes until the consumer is woken (it may not be parked yet at the first ones).
+        let mut n = 0;
+        while !parked.is_finished() && n < 10_000 {
+            n += 1;
+            if !handoff.push(&event(n)) {
+                let mut out = Vec::new();
+                handoff.drain(&mut out, usize::MAX);
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(parked.join().unwrap() < Duration::from_secs(30));
+    }
+}
