@@ -665,6 +665,20 @@ impl Fanout {
         added.map_or_else(Group::new, |change| change.added.iter().map(|e| e.id).collect())
     }
 
+    /// Adds one subscription; returns its id. [`Fanout::subscribe_all`] of one pair, without
+    /// its two collections (the pairs before the lock, the ids after it): `Notifier::subscribe`'s
+    /// path.
+    pub(crate) fn subscribe_one(&self, pattern: Pattern, subscriber: Subscriber) -> SubscriptionId {
+        let change = self.write(|_, _| {
+            let id = SubscriptionId(self.next_subscription.fetch_add(1, Ordering::Relaxed));
+            Some(Planned {
+                added: smallvec::smallvec![Arc::new(Entry::new(id, pattern, subscriber, self.failures.clone()))],
+                ..Planned::default()
+            })
+        });
+        change.expect("a subscription always adds").added[0].id
+    }
+
     /// Adds `(pattern, subscriber)` and removes the subscription `old` (if it still exists) in one
     /// change, so an event sees either the old subscriber or the new one, never both or neither
     /// (what replacing a method of an attached namespace subscriber needs). Returns the new id.

@@ -218,15 +218,6 @@ impl Handle {
         self.begin(false)
     }
 
-    /// What [`Handle::start`] does now (it used to make the event current; it no longer does).
-    ///
-    /// # Errors
-    /// As [`Handle::start`].
-    #[deprecated(note = "`start` no longer makes the event current: call `start`")]
-    pub fn start_detached(&mut self) -> Result<(), NotifyError> {
-        self.begin(false)
-    }
-
     /// Starts the event and makes it the thread's current event until `finish` on this thread:
     /// AS::N's per-thread [`Instrumenter::start`](crate::Instrumenter::start), whose handles
     /// never leave their thread.

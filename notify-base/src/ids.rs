@@ -152,23 +152,32 @@ impl Thread {
         id
     }
 
-    /// The generator's state, seeded on first use.
+    /// The generator's state, seeded on first use (out of line and cold, so the common path
+    /// falls through: one taken branch fewer per event).
     #[inline(always)]
     fn rng_state(&self) -> u64 {
         let state = self.rng.get();
         if state != 0 {
             state
         } else {
-            Rng::seeded().state()
+            first_rng_state()
         }
     }
 
+    /// This thread's transaction id, drawn on first use (out of line and cold, as the
+    /// generator's seed).
     #[inline]
     fn transaction_id(&self) -> u64 {
         let id = self.transaction.get();
         if id != 0 {
             return id;
         }
+        self.first_transaction_id()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_transaction_id(&self) -> u64 {
         let id = NEXT_TRANSACTION.fetch_add(1, Ordering::Relaxed);
         self.transaction.set(id);
         id
@@ -278,6 +287,13 @@ impl Thread {
         self.len.set(len - 1);
         true
     }
+}
+
+/// A new generator's state, for a thread's first id.
+#[cold]
+#[inline(never)]
+fn first_rng_state() -> u64 {
+    Rng::seeded().state()
 }
 
 #[cold]

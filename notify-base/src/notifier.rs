@@ -118,9 +118,9 @@ impl Notifier {
     /// # Ok::<(), notify_core::PatternError>(())
     /// ```
     pub fn subscribe(&self, pattern: impl Into<Pattern>, subscriber: impl Into<Subscriber>) -> Subscription {
-        let ids = self.fanout.subscribe_all([(pattern.into(), subscriber.into())]);
+        let id = self.fanout.subscribe_one(pattern.into(), subscriber.into());
         Subscription {
-            id: ids[0],
+            id,
             notifier: Arc::downgrade(&self.fanout),
         }
     }

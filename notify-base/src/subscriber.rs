@@ -28,6 +28,12 @@ pub(crate) enum Kind {
 /// A subscriber of one of the kinds, ready for [`Notifier::subscribe`](crate::Notifier::subscribe),
 /// with an optional label that failure reports use.
 ///
+/// One name per concept: `Subscriber` is a subscriber of any kind, the value `subscribe` takes
+/// (AS::N's subscriber object); each `<Kind>Subscriber` trait ([`TimedSubscriber`](crate::TimedSubscriber),
+/// [`EventSubscriber`](crate::EventSubscriber), ...) is the contract of one kind, and the
+/// constructor of that kind ([`Subscriber::timed`], [`Subscriber::event`], ...) turns a type or
+/// closure implementing it into a `Subscriber`.
+///
 /// ```
 /// use notify_core::Subscriber;
 /// let s = Subscriber::event(|_: &notify_core::Event| {}).named("audit");

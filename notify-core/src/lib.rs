@@ -314,6 +314,11 @@ pub mod suppression {
     //! client library logs does not feed its own logs back to itself. The bridges
     //! (notify-tracing's) read the mark; notify's own `instrument` does not.
     //!
+    //! One verb: [`suppress_telemetry`] for a scope (until its [`SuppressionGuard`] drops; scopes
+    //! nest), [`suppress_telemetry_on_this_thread`] for the rest of a thread's life (an exporter's
+    //! own threads: `tokio::runtime::Builder::on_thread_start(suppress_telemetry_on_this_thread)`),
+    //! and [`is_telemetry_suppressed`] to ask.
+    //!
     //! ```
     //! use notify_core::suppression::{is_telemetry_suppressed, suppress_telemetry};
     //! {
