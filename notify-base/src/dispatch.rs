@@ -142,6 +142,7 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
         event: event.to_owned(),
         message: panic_message(&*payload),
         in_drop: false,
+        drops: None,
     };
     drop_payload(payload);
     failure

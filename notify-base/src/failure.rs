@@ -1,6 +1,7 @@
 //! Subscriber failures: a subscriber that panics never unwinds into the instrumented code and
 //! never keeps the other subscribers from running. What happens next is the notifier's
-//! [`FailurePolicy`].
+//! [`FailurePolicy`]. Exporters report the events they had to drop through the same hook
+//! ([`ExportDrops`], [`Subscription::report_export_drops`](crate::Subscription::report_export_drops)).
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -71,6 +72,8 @@ pub struct SubscriberFailure {
     pub(crate) message: String,
     /// The subscriber panicked while it was dropped, not in a callback.
     pub(crate) in_drop: bool,
+    /// Not a panic: an exporter's report of events it dropped.
+    pub(crate) drops: Option<Box<ExportDrops>>,
 }
 
 impl SubscriberFailure {
@@ -137,9 +140,123 @@ impl SubscriberFailure {
         self.in_drop
     }
 
-    /// The panic message (`"<non-string panic payload>"` when the payload was not a string).
+    /// The panic message (`"<non-string panic payload>"` when the payload was not a string); for
+    /// an [`export_drops`](Self::export_drops) report, the report's one line.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The exporter's report when this failure is not a panic but events an exporter dropped
+    /// ([`Subscription::report_export_drops`](crate::Subscription::report_export_drops)); then
+    /// [`event`](Self::event) is empty, [`kind`](Self::kind) is
+    /// [`SubscriberKind::Owned`](crate::SubscriberKind::Owned) and
+    /// [`subscriber`](Self::subscriber) the exporter's name.
+    pub fn export_drops(&self) -> Option<&ExportDrops> {
+        self.drops.as_deref()
+    }
+}
+
+/// Events an exporter dropped in one burst, by cause: what an exporter reports through its
+/// notifier's failure hook with [`Subscription::report_export_drops`](crate::Subscription::report_export_drops)
+/// (once per burst, not per event), which the hook receives as a [`SubscriberFailure`] whose
+/// [`export_drops`](SubscriberFailure::export_drops) is this.
+///
+/// Causes are the exporter's own words (`"queue full"`, `"exporter error"`, `"shutdown"`), in the
+/// order given; a cause with a count of 0 is left out.
+///
+/// ```
+/// use notify_core::failure::ExportDrops;
+/// let drops = ExportDrops::new("opentelemetry")
+///     .with("queue full", 10_713)
+///     .with("exporter error", 0)
+///     .with("shutdown", 2)
+///     .detail("channel closed");
+/// assert_eq!(drops.dropped(), 10_715);
+/// assert_eq!(drops.causes(), [("queue full", 10_713), ("shutdown", 2)]);
+/// assert_eq!(drops.to_string(), "dropped 10715 events (queue full 10713, shutdown 2): channel closed");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportDrops {
+    exporter: Cow<'static, str>,
+    causes: Vec<(&'static str, u64)>,
+    detail: Option<String>,
+}
+
+impl ExportDrops {
+    /// A report by the exporter named `exporter` (the failure's [`subscriber`](SubscriberFailure::subscriber)),
+    /// no drops yet.
+    pub fn new(exporter: impl Into<Cow<'static, str>>) -> ExportDrops {
+        ExportDrops {
+            exporter: exporter.into(),
+            causes: Vec::new(),
+            detail: None,
+        }
+    }
+
+    /// Adds `count` events dropped for `cause` (nothing when `count` is 0).
+    pub fn with(mut self, cause: &'static str, count: u64) -> ExportDrops {
+        if count > 0 {
+            self.causes.push((cause, count));
+        }
+        self
+    }
+
+    /// Adds a detail: the sink's last error message, say (escaped when displayed).
+    pub fn detail(mut self, detail: impl Into<String>) -> ExportDrops {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The exporter's name.
+    pub fn exporter(&self) -> &str {
+        &self.exporter
+    }
+
+    /// The non-zero causes with their counts, in the order added.
+    pub fn causes(&self) -> &[(&'static str, u64)] {
+        &self.causes
+    }
+
+    /// The events dropped, all causes together.
+    pub fn dropped(&self) -> u64 {
+        self.causes.iter().map(|(_, n)| n).sum()
+    }
+
+    /// The detail, when one was given.
+    pub fn detail_message(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// This report as the failure the hook receives, for `subscription`.
+    pub(crate) fn into_failure(self, subscription: SubscriptionId) -> SubscriberFailure {
+        SubscriberFailure {
+            subscription,
+            subscriber: self.exporter.clone(),
+            kind: SubscriberKind::Owned,
+            event: String::new(),
+            message: self.to_string(),
+            in_drop: false,
+            drops: Some(Box::new(self)),
+        }
+    }
+}
+
+/// `dropped N events (cause n, ...)`, then `: detail` when there is one (escaped: a sink's error
+/// text is foreign).
+impl fmt::Display for ExportDrops {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "dropped {} events (", self.dropped())?;
+        for (i, (cause, count)) in self.causes.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{cause} {count}")?;
+        }
+        f.write_str(")")?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {}", Escaped::new(detail))?;
+        }
+        Ok(())
     }
 }
 
@@ -160,6 +277,16 @@ impl SubscriberFailure {
 /// ```
 impl fmt::Display for SubscriberFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(drops) = &self.drops {
+            return write!(
+                f,
+                "exporter `{}` ({}, subscription {}) {}",
+                Escaped::new(&self.subscriber),
+                self.kind,
+                self.subscription,
+                drops
+            );
+        }
         if self.in_drop {
             return write!(
                 f,

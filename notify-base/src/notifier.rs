@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::dispatch;
 use crate::error::NotifyError;
 use crate::event::{monotonic_clock, Event, Name};
-use crate::failure::{FailurePolicy, SubscriberFailure};
+use crate::failure::{ExportDrops, FailurePolicy, SubscriberFailure};
 use crate::fanout::{self, Fanout, Pinned};
 use crate::handle::Handle;
 use crate::kinds::SubscriberKind;
@@ -490,7 +490,8 @@ impl Notifier {
         self.fanout.policy()
     }
 
-    /// Replaces the failure hook, called once per subscriber panic, in run order. The default logs
+    /// Replaces the failure hook, called once per subscriber panic, in run order, and once per
+    /// exporter report of dropped events ([`SubscriberFailure::export_drops`]). The default logs
     /// the failure with `log::error!` (target `notify`; without the `log` feature it writes the
     /// line to stderr). A panic in the hook itself is caught and dropped, payload included.
     ///
@@ -502,9 +503,11 @@ impl Notifier {
         self.fanout.set_hook(Arc::new(hook));
     }
 
-    /// Subscriber panics reported through the failure hook so far (a count): each panicking
-    /// callback once, and each subscriber whose drop panicked once
-    /// ([`SubscriberFailure::in_drop`]). Counted whatever the policy and whatever the hook does.
+    /// Failures reported through the failure hook so far (a count): each panicking subscriber
+    /// callback once, each subscriber whose drop panicked once ([`SubscriberFailure::in_drop`]),
+    /// and each exporter's report of a burst of drops once
+    /// ([`Subscription::report_export_drops`]). Counted whatever the policy and whatever the hook
+    /// does.
     ///
     /// ```
     /// use notify_core::{Notifier, Payload, Subscriber};
@@ -644,6 +647,50 @@ impl Subscription {
         match self.notifier.upgrade() {
             Some(fanout) => fanout.unsubscribe_id(self.id),
             None => Err(NotifyError::NotFound),
+        }
+    }
+    /// Reports events the exporter behind this subscription dropped (a burst of them, by cause)
+    /// through its notifier's failure hook ([`Notifier::set_failure_hook`]), as a
+    /// [`SubscriberFailure`] whose [`export_drops`](SubscriberFailure::export_drops) is `drops`,
+    /// and counts it in [`Notifier::failures`] (one per report, not per event). The failure policy
+    /// does not apply: nothing is detached, [`FailurePolicy::Strict`] raises nothing (there is no
+    /// instrumenting thread to raise in). Works after an unsubscribe too (an exporter's shutdown
+    /// drops come then). Returns `false`, reporting nothing, when the notifier is gone or `drops`
+    /// counts no event. Call it once per burst of drops, from the exporter's own thread.
+    ///
+    /// ```
+    /// use notify_core::failure::{ExportDrops, SubscriberFailure};
+    /// use notify_core::{Notifier, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let notifier = Notifier::new();
+    /// let lines = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = lines.clone();
+    /// notifier.set_failure_hook(move |f: &SubscriberFailure| {
+    ///     let dropped = f.export_drops().map(|d| d.dropped());
+    ///     sink.lock().unwrap().push((dropped, f.to_string()));
+    /// });
+    /// let subscription = notifier.subscribe("x", Subscriber::event(|_: &notify_core::Event| {}));
+    /// assert!(subscription.report_export_drops(ExportDrops::new("spans").with("queue full", 12)));
+    /// assert!(!subscription.report_export_drops(ExportDrops::new("spans")), "nothing dropped");
+    /// assert_eq!(*lines.lock().unwrap(), [(
+    ///     Some(12),
+    ///     "exporter `spans` (owned, subscription #1) dropped 12 events (queue full 12)".to_owned(),
+    /// )]);
+    /// assert_eq!(notifier.failures(), 1);
+    /// drop(notifier);
+    /// assert!(!subscription.report_export_drops(ExportDrops::new("spans").with("shutdown", 1)));
+    /// ```
+    pub fn report_export_drops(&self, drops: ExportDrops) -> bool {
+        if drops.dropped() == 0 {
+            return false;
+        }
+        match self.notifier.upgrade() {
+            Some(fanout) => {
+                fanout.failure_sink().report(&[drops.into_failure(self.id)]);
+                true
+            }
+            None => false,
         }
     }
 }

@@ -86,6 +86,7 @@ impl Drop for Entry {
                 event: String::new(),
                 message: panic_message(&*payload),
                 in_drop: true,
+                drops: None,
             }]);
             crate::failure::drop_payload(payload);
         }

@@ -303,7 +303,9 @@ pub mod failure {
     //! assert!(!notifier.listening("x"), "the failing subscription was removed");
     //! ```
     #[doc(inline)]
-    pub use notify_base::{panic_message, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED};
+    pub use notify_base::{
+        panic_message, ExportDrops, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED,
+    };
 }
 
 pub mod suppression {
@@ -335,8 +337,12 @@ pub mod export {
     //! For crates that hand events off to queues, workers and other systems: the one [`Overflow`]
     //! policy of a bounded queue (notify-pool's mailboxes, notify-nats' exporter queue) and head
     //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event);
-    //! for exporters, [`Handoff`] (a queue per publishing thread to the exporter's thread) and
-    //! [`recycle_all`] (the events an exporter is done with become the next events' allocations).
+    //! for exporters, [`Handoff`] (a queue per publishing thread to the exporter's thread),
+    //! [`recycle_all`] (the events an exporter is done with become the next events' allocations)
+    //! and tail sampling ([`TailSampler`]: on an exporter's thread, keep the traces with an error,
+    //! a slow root or in a ratio, whole; notify-opentelemetry, notify-nats and notify-web run it).
+    //! An exporter reports what it dropped through the notifier's failure hook with
+    //! [`Subscription::report_export_drops`](crate::Subscription::report_export_drops).
     //!
     //! ```
     //! use notify_core::export::{Overflow, Sampler};
@@ -346,6 +352,8 @@ pub mod export {
     //! notifier.set_sampler(Sampler::ratio(0.1));
     //! assert_eq!(Overflow::default(), Overflow::DropNewest, "a full queue never blocks by default");
     //! ```
+    #[doc(inline)]
+    pub use notify_base::export::{is_error, TailSampler, TailSampling, TailStats};
     #[doc(inline)]
     pub use notify_base::{Overflow, Sampler};
     // The exporters' hand-off (issue 38): a queue per publishing thread, and the recycling of

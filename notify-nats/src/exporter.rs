@@ -12,7 +12,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
-use notify_core::export::Overflow;
+use notify_core::export::{Overflow, TailSampler, TailSampling, TailStats};
 use notify_core::{Event, OwnedEventSubscriber, Subscriber};
 use parking_lot::{Condvar, Mutex};
 
@@ -55,6 +55,7 @@ pub struct ExporterBuilder {
     max_message_bytes: usize,
     flush_timeout: Duration,
     jetstream: Option<JetStream>,
+    tail: Option<TailSampling>,
 }
 
 impl ExporterBuilder {
@@ -120,6 +121,19 @@ impl ExporterBuilder {
         self
     }
 
+    /// Runs a tail-sampling stage ([`notify_core::export::TailSampler`]) on the exporter's thread,
+    /// between the queue and the encoder: a trace's events are held until its local root arrives,
+    /// then sent whole when it has an error, a root slower than the threshold, or falls in the
+    /// ratio, and dropped whole otherwise (counted in [`Dropped::tail_sampling`], by cause in
+    /// [`Exporter::tail_stats`]). Held events are [`ExporterStats::held`], not pending:
+    /// [`Exporter::flush`] does not wait for them; [`Exporter::shutdown`] decides them first. When
+    /// traces are held, the thread wakes by the oldest one's `max_wait` to decide it.
+    #[must_use]
+    pub fn tail_sampling(mut self, config: TailSampling) -> ExporterBuilder {
+        self.tail = Some(config);
+        self
+    }
+
     /// Connects (and in JetStream mode creates the stream if missing), then starts the exporter's
     /// thread, which runs its own single-threaded tokio runtime.
     ///
@@ -146,6 +160,7 @@ impl ExporterBuilder {
             progressed: Condvar::new(),
             batches: AtomicU64::new(0),
             not_reexported: AtomicU64::new(0),
+            tail: Mutex::new(None),
         });
         let thread_shared = shared.clone();
         let servers = self.options.servers().to_owned();
@@ -173,6 +188,9 @@ struct Shared {
     batches: AtomicU64,
     /// [`ExporterStats::not_reexported`].
     not_reexported: AtomicU64,
+    /// The tail sampler's counters as of its last batch (one lock: an event moving from held to
+    /// dropped is never seen in both).
+    tail: Mutex<Option<TailStats>>,
 }
 
 impl Shared {
@@ -185,6 +203,9 @@ impl Shared {
         let too_large = c.too_large.load(Ordering::Acquire);
         let encode = c.encode.load(Ordering::Acquire);
         let shutdown = c.shutdown.load(Ordering::Acquire);
+        // After the other consumer counts: an event leaves `held` (for exported or a drop) only
+        // after this is updated, so it is never counted twice.
+        let tail = self.tail.lock().unwrap_or_default();
         let p = self.queue.producer_counts();
         let dropped = Dropped {
             overflow: p.dropped_overflow,
@@ -192,11 +213,13 @@ impl Shared {
             too_large,
             encode,
             shutdown: shutdown + p.dropped_closed,
+            tail_sampling: tail.dropped(),
         };
         ExporterStats {
             published: p.published,
             exported,
-            pending: p.published - exported - dropped.total(),
+            pending: p.published - exported - dropped.total() - tail.held,
+            held: tail.held,
             dropped,
             messages: self.batches.load(Ordering::Relaxed),
             not_reexported: self.not_reexported.load(Ordering::Relaxed),
@@ -230,18 +253,21 @@ pub struct Dropped {
     pub encode: u64,
     /// Refused after shutdown began, or still unconfirmed when the shutdown deadline passed.
     pub shutdown: u64,
+    /// Left out by tail sampling ([`ExporterBuilder::tail_sampling`]), whatever the cause (the
+    /// causes are in [`Exporter::tail_stats`]).
+    pub tail_sampling: u64,
 }
 
 impl Dropped {
     /// The sum of every cause.
     pub fn total(&self) -> u64 {
-        self.overflow + self.disconnected + self.too_large + self.encode + self.shutdown
+        self.overflow + self.disconnected + self.too_large + self.encode + self.shutdown + self.tail_sampling
     }
 }
 
 /// A snapshot of an exporter's counters (counts of events unless said otherwise).
 ///
-/// `published == exported + dropped.total() + pending` always holds.
+/// `published == exported + dropped.total() + pending + held` always holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExporterStats {
     /// Events handed to the exporter by its subscriber.
@@ -254,6 +280,9 @@ pub struct ExporterStats {
     pub dropped: Dropped,
     /// Events queued or in flight.
     pub pending: u64,
+    /// Events the tail-sampling stage holds, waiting for their trace's local root (0 without
+    /// [`ExporterBuilder::tail_sampling`]).
+    pub held: u64,
     /// NATS messages (batches) confirmed.
     pub messages: u64,
     /// Events an [`Importer`](crate::Importer) of this process republished that this exporter's
@@ -318,6 +347,7 @@ impl Exporter {
             max_message_bytes: 256 * 1024,
             flush_timeout: Duration::from_secs(2),
             jetstream: None,
+            tail: None,
         }
     }
 
@@ -346,6 +376,12 @@ impl Exporter {
         self.shared.stats()
     }
 
+    /// The tail-sampling stage's counters (traces by decision, events by fate) as of the
+    /// exporter thread's last batch, when [`ExporterBuilder::tail_sampling`] is on.
+    pub fn tail_stats(&self) -> Option<TailStats> {
+        *self.shared.tail.lock()
+    }
+
     /// Waits until every event handed to the exporter before the call is exported or dropped,
     /// at most `timeout`.
     ///
@@ -357,14 +393,18 @@ impl Exporter {
         let target = self.shared.queue.producer_counts().published;
         let deadline = Instant::now() + timeout;
         let mut guard = self.shared.progress.lock();
+        // Held events wait for their root, not for the network; after shutdown began the thread
+        // decides them, and they are waited for.
+        let unresolved =
+            |stats: &ExporterStats| stats.pending + if self.shared.queue.is_closed() { stats.held } else { 0 };
         loop {
             let stats = self.shared.stats();
-            if stats.published - stats.pending >= target || stats.pending == 0 {
+            if stats.published - unresolved(&stats) >= target || unresolved(&stats) == 0 {
                 return Ok(stats);
             }
             if self.shared.progressed.wait_until(&mut guard, deadline).timed_out() {
                 let stats = self.shared.stats();
-                return if stats.published - stats.pending >= target {
+                return if stats.published - unresolved(&stats) >= target {
                     Ok(stats)
                 } else {
                     Err(FlushTimeout { stats })
@@ -524,6 +564,7 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
             source,
             groups: Vec::new(),
             messages: Vec::new(),
+            tail: config.tail.map(TailSampler::new),
         };
         round.run().await;
     });
@@ -561,6 +602,8 @@ struct Round {
     /// Events of the current round grouped by name (reused between rounds).
     groups: Vec<(String, Vec<Arc<Event>>)>,
     messages: Vec<Message>,
+    /// The tail-sampling stage between the queue and the encoder, when configured.
+    tail: Option<TailSampler>,
 }
 
 /// How many characters of an event name a warning quotes (names come from the instrumented code,
@@ -608,14 +651,24 @@ impl Round {
             if matches!(self.sink, Sink::Core { .. }) {
                 self.wait_connected().await;
             }
+            let mut decided = false;
             if self.shared.queue.take(&mut taken) == 0 {
                 if self.shared.queue.is_closed() && self.shared.queue.take(&mut taken) == 0 {
-                    return;
-                }
-                if taken.is_empty() {
-                    self.shared.queue.wake.notified().await;
+                    // Shutdown: decide what tail sampling holds, send what it keeps, then end.
+                    if !self.finish_tail(&mut taken) {
+                        return;
+                    }
+                    decided = true;
+                } else if taken.is_empty() && !self.wait_for_work().await {
                     continue;
                 }
+            }
+            if !decided {
+                self.tail_sample(&mut taken);
+            }
+            if taken.is_empty() {
+                self.shared.progressed();
+                continue;
             }
             if self.shared.abandon.load(Ordering::Acquire) {
                 let n = taken.len() as u64;
@@ -628,6 +681,56 @@ impl Round {
             self.send().await;
             self.shared.progressed();
         }
+    }
+
+    /// Waits until events are queued, or until the oldest trace tail sampling holds is due
+    /// (`true`: decide it now). With nothing held, no timer: no wake-up when idle.
+    async fn wait_for_work(&mut self) -> bool {
+        match self.tail.as_ref().and_then(TailSampler::next_expiry) {
+            None => {
+                self.shared.queue.wake.notified().await;
+                false
+            }
+            Some(due) => {
+                let notified = self.shared.queue.wake.notified();
+                let timer = tokio::time::sleep_until(due.into());
+                tokio::pin!(notified, timer);
+                matches!(future::select(notified, timer).await, future::Either::Right(_))
+            }
+        }
+    }
+
+    /// Passes `taken` through the tail-sampling stage (when configured): what it keeps stays in
+    /// `taken`, with the traces now due; the counters are published before anything kept is sent.
+    fn tail_sample(&mut self, taken: &mut VecDeque<Arc<Event>>) {
+        let Some(tail) = &mut self.tail else {
+            return;
+        };
+        let now = Instant::now();
+        let mut kept = Vec::new();
+        for event in taken.drain(..) {
+            tail.offer(event, now, &mut kept);
+        }
+        tail.expire(now, &mut kept);
+        taken.extend(kept);
+        *self.shared.tail.lock() = Some(tail.stats());
+    }
+
+    /// At shutdown: decides every held trace, leaving the kept events in `taken`; `false` when
+    /// nothing was held (nothing more to do).
+    fn finish_tail(&mut self, taken: &mut VecDeque<Arc<Event>>) -> bool {
+        let Some(tail) = &mut self.tail else {
+            return false;
+        };
+        if tail.traces_held() == 0 {
+            return false;
+        }
+        let mut kept = Vec::new();
+        tail.finish(&mut kept);
+        taken.extend(kept);
+        // The kept events are pending from here on (no longer held): counted before they are sent.
+        *self.shared.tail.lock() = Some(tail.stats());
+        true
     }
 
     /// Core mode: while disconnected, leave events in the bounded queue (the overflow policy

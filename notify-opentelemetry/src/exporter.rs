@@ -8,6 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use notify_core::export::{Handoff, Overflow};
+use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
 use opentelemetry_sdk::trace::{SpanData, SpanExporter};
@@ -45,6 +46,9 @@ impl From<Overflow> for OverflowPolicy {
     }
 }
 
+/// How many of its subscriptions an exporter keeps for the default drop report (the first ones).
+const MAX_REPORTING_SUBSCRIPTIONS: usize = 16;
+
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
 
@@ -58,7 +62,8 @@ pub struct Builder<E> {
     service_name: Option<String>,
     resource: Option<Resource>,
     tail: Option<TailSampling>,
-    on_drops: DropHook,
+    /// `None`: the notifier's failure hook (see `on_drops`).
+    on_drops: Option<DropHook>,
     report_interval: Duration,
 }
 
@@ -130,10 +135,18 @@ impl<E: SpanExporter + 'static> Builder<E> {
         self
     }
 
-    /// Called on the exporter thread with a [`DropReport`] once per burst of drops (default: a
-    /// `log::warn!`, target `notify::opentelemetry`). A panic in the hook is swallowed.
+    /// Called on the exporter thread with a [`DropReport`] once per burst of drops, instead of the
+    /// default. A panic in the hook is swallowed.
+    ///
+    /// The default reports the burst's failures (queue full, exporter error, shutdown; not what
+    /// tail sampling chose to drop) through the failure hook of the notifier this exporter was
+    /// first subscribed to with [`OpenTelemetryExporter::subscribe`]
+    /// ([`Subscription::report_export_drops`]: one [`notify_core::failure::SubscriberFailure`] whose
+    /// `export_drops()` has the counts by cause and the exporter's last error, counted in
+    /// [`Notifier::failures`]); when there is none (subscribed otherwise, or that notifier is
+    /// gone), a `log::warn!` with target `notify::opentelemetry`.
     pub fn on_drops(mut self, hook: impl Fn(&DropReport) + Send + Sync + 'static) -> Builder<E> {
-        self.on_drops = Arc::new(hook);
+        self.on_drops = Some(Arc::new(hook));
         self
     }
 
@@ -198,6 +211,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             resource,
+            subscriptions: Mutex::new(Vec::new()),
         });
         let worker = Worker {
             shared: shared.clone(),
@@ -306,6 +320,9 @@ struct Shared {
     counters: Counters,
     tail_stats: Mutex<Option<crate::tail::TailStats>>,
     resource: Resource,
+    /// What [`OpenTelemetryExporter::subscribe`] made, in order: the default drop report goes
+    /// through the first whose notifier is alive. (A `Subscription` holds its notifier weakly.)
+    subscriptions: Mutex<Vec<Subscription>>,
 }
 
 /// The exporter thread's counters (the hand-off counts what the producers dropped).
@@ -397,7 +414,7 @@ impl OpenTelemetryExporter {
 
     /// A [`Builder`] for an exporter to `exporter`: queue of 8,192 events, batches of 512,
     /// scheduled delay 1 s, [`OverflowPolicy::DropNewest`], the SDK's default resource, no tail
-    /// sampling, drops reported by `log::warn!`.
+    /// sampling, drops reported through the notifier's failure hook ([`Builder::on_drops`]).
     pub fn builder<E: SpanExporter + 'static>(exporter: E) -> Builder<E> {
         Builder {
             exporter,
@@ -408,14 +425,29 @@ impl OpenTelemetryExporter {
             service_name: None,
             resource: None,
             tail: None,
-            on_drops: Arc::new(|report: &DropReport| log::warn!(target: "notify::opentelemetry", "{report}")),
+            on_drops: None,
             report_interval: Duration::from_secs(1),
         }
     }
 
-    /// Subscribes this exporter to the events `pattern` matches on `notifier`.
+    /// Subscribes this exporter to the events `pattern` matches on `notifier`. Drops are then
+    /// reported through `notifier`'s failure hook (unless [`Builder::on_drops`] says otherwise;
+    /// with several subscriptions, through the first whose notifier is alive, among the first 16).
     pub fn subscribe(&self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
-        notifier.subscribe(pattern, Subscriber::from(self.clone()))
+        let subscription = notifier.subscribe(pattern, Subscriber::from(self.clone()));
+        let mut kept = self
+            .inner
+            .shared
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // Reports go through the first live one: a few are enough, and an exporter subscribed
+        // and unsubscribed in a loop must not grow the list without bound.
+        if kept.len() < MAX_REPORTING_SUBSCRIPTIONS {
+            kept.push(subscription.clone());
+        }
+        drop(kept);
+        subscription
     }
 
     /// Hands `event` to the exporter thread (what the subscription does per event): queued, or
@@ -529,7 +561,7 @@ struct Worker<E> {
     scope: InstrumentationScope,
     tail: Option<TailSampler>,
     delay: Duration,
-    on_drops: DropHook,
+    on_drops: Option<DropHook>,
     report_interval: Duration,
     reported: ExportStats,
     last_report: Instant,
@@ -692,10 +724,39 @@ impl<E: SpanExporter> Worker<E> {
                 None
             },
         };
-        let hook = self.on_drops.clone();
-        let _ = catch_unwind(AssertUnwindSafe(|| hook(&report)));
+        match self.on_drops.clone() {
+            Some(hook) => {
+                let _ = catch_unwind(AssertUnwindSafe(|| hook(&report)));
+            }
+            None => self.report_to_notifier(&report),
+        }
         self.reported = now;
         self.last_report = Instant::now();
+    }
+
+    /// The default drop report: the burst's failures (not tail sampling's choices) through the
+    /// failure hook of the first subscribed notifier still alive, else a warning.
+    fn report_to_notifier(&self, report: &DropReport) {
+        let burst = &report.burst;
+        let mut drops = ExportDrops::new("opentelemetry")
+            .with("queue full", burst.dropped_queue_full)
+            .with("exporter error", burst.dropped_exporter_error)
+            .with("shutdown", burst.dropped_shutdown);
+        if drops.dropped() == 0 {
+            return;
+        }
+        if let Some(error) = &report.last_error {
+            drops = drops.detail(error.clone());
+        }
+        let subscriptions = self
+            .shared
+            .subscriptions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if !subscriptions.iter().any(|s| s.report_export_drops(drops.clone())) {
+            log::warn!(target: "notify::opentelemetry", "{report}");
+        }
     }
 
     /// The end: drain, decide held traces, shut the exporter down, answer, count what is left.

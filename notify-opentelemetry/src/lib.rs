@@ -6,8 +6,8 @@
 //! threads and tasks they ran on. The instrumenting thread only queues the shared event; the
 //! exporter's own thread converts and calls any `opentelemetry_sdk` `SpanExporter` (OTLP, stdout,
 //! in-memory) in batches, counting what it accepted and every drop by cause ([`ExportStats`]).
-//! [`tail`] holds traces until their local root ends and keeps the errors, the slow ones and a
-//! ratio of the rest.
+//! [`tail`] (the stage of [`notify_core::export`], re-exported) holds traces until their local
+//! root ends and keeps the errors, the slow ones and a ratio of the rest.
 //!
 //! ```no_run
 //! use notify_opentelemetry::OpenTelemetryExporter;

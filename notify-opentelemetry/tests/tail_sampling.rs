@@ -1,13 +1,13 @@
-//! Tail sampling: exactly the error and slow traces of a synthetic mix are exported, whole, and
-//! every other event is counted; the sampler's bounds (traces in flight, events per trace, wait)
-//! each drop and count by cause; the ratio decides as OpenTelemetry's TraceIdRatioBased does.
+//! Tail sampling in front of the OpenTelemetry exporter: exactly the error and slow traces of a
+//! synthetic mix are exported, whole, and every other event is counted; a shutdown decides what is
+//! held; the ratio decides as OpenTelemetry's TraceIdRatioBased does. The stage's own bounds are
+//! tested in notify-core/tests/tail_sampling.rs.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
-use notify_opentelemetry::tail::{TailSampler, TailSampling};
+use notify_core::{Notifier, Pattern, Payload};
+use notify_opentelemetry::tail::TailSampling;
 use notify_opentelemetry::{trace_id, OpenTelemetryExporter};
 use opentelemetry::trace::{SpanId, SpanKind};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, Sampler, SamplingDecision, ShouldSample};
@@ -90,129 +90,6 @@ fn a_synthetic_mix_keeps_exactly_the_error_and_slow_traces_whole_and_counts_the_
     }
 }
 
-/// Collects the shared events a notifier publishes.
-#[derive(Clone, Default)]
-struct Collect(Arc<Mutex<Vec<Arc<Event>>>>);
-
-impl OwnedEventSubscriber for Collect {
-    fn deliver(&self, event: &Arc<Event>) {
-        self.0.lock().unwrap().push(event.clone());
-    }
-}
-
-/// The events of `traces` traces of `children` children each, children first then the root, per
-/// trace.
-fn traces(count: usize, children: usize) -> Vec<Vec<Arc<Event>>> {
-    let notifier = Notifier::new();
-    let collect = Collect::default();
-    let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(collect.clone()));
-    (0..count)
-        .map(|_| {
-            notifier.instrument("root.tail", Payload::new, |_| {
-                for _ in 0..children {
-                    notifier.instrument("child.tail", Payload::new, |_| ());
-                }
-            });
-            std::mem::take(&mut *collect.0.lock().unwrap())
-        })
-        .collect()
-}
-
-fn offer_all(sampler: &mut TailSampler, events: &[Arc<Event>], now: Instant, kept: &mut Vec<Arc<Event>>) {
-    for event in events {
-        sampler.offer(event.clone(), now, kept);
-    }
-}
-
-#[test]
-fn a_full_sampler_evicts_the_oldest_trace_and_drops_its_late_events_as_evicted() {
-    let mut sampler = TailSampler::new(TailSampling::new().ratio(1.0).max_traces(2));
-    let traces = traces(3, 2);
-    let now = Instant::now();
-    let mut kept = Vec::new();
-    // The children of three traces, no roots yet: the third evicts the first.
-    for t in &traces {
-        offer_all(&mut sampler, &t[..2], now, &mut kept);
-    }
-    assert_eq!(sampler.traces_held(), 2);
-    // The roots: the evicted trace's root is dropped too; the others are kept whole.
-    for t in &traces {
-        sampler.offer(t[2].clone(), now, &mut kept);
-    }
-    assert_eq!(kept.len(), 6);
-    assert!(kept.iter().all(|e| e.trace_id() != traces[0][0].trace_id()));
-    let stats = sampler.stats();
-    assert_eq!(
-        (stats.traces_evicted, stats.dropped_evicted, stats.traces_kept_ratio),
-        (1, 3, 2)
-    );
-    assert_eq!((stats.kept, stats.held, stats.offered()), (6, 0, 9));
-}
-
-#[test]
-fn events_beyond_the_per_trace_limit_are_dropped_and_counted_the_root_still_decides() {
-    let mut sampler = TailSampler::new(TailSampling::new().ratio(1.0).max_events_per_trace(3));
-    let t = &traces(1, 5)[0];
-    let mut kept = Vec::new();
-    offer_all(&mut sampler, t, Instant::now(), &mut kept);
-    let stats = sampler.stats();
-    assert_eq!(
-        (stats.kept, stats.dropped_over_limit, stats.traces_kept_ratio),
-        (4, 2, 1)
-    );
-    assert_eq!(kept.last().unwrap().name(), "root.tail");
-    assert_eq!(stats.offered(), 6);
-}
-
-#[test]
-fn a_trace_whose_root_does_not_come_expires_after_max_wait_and_late_events_follow_the_decision() {
-    let wait = Duration::from_secs(5);
-    let mut sampler = TailSampler::new(TailSampling::new().max_wait(wait));
-    let plain = &traces(1, 2)[0];
-    let failing = {
-        let notifier = Notifier::new();
-        let collect = Collect::default();
-        let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(collect.clone()));
-        notifier.instrument("root.tail", Payload::new, |_| {
-            let _ = notifier.instrument_result("child.tail", Payload::new, |_| Err::<(), _>("refused"));
-        });
-        let events = collect.0.lock().unwrap().clone();
-        events
-    };
-    let start = Instant::now();
-    let mut kept = Vec::new();
-    offer_all(&mut sampler, &plain[..2], start, &mut kept);
-    sampler.offer(failing[0].clone(), start, &mut kept);
-    sampler.expire(start + wait - Duration::from_millis(1), &mut kept);
-    assert_eq!((sampler.traces_held(), sampler.stats().held), (2, 3));
-    sampler.expire(start + wait, &mut kept);
-    // The plain trace is dropped as expired, the failing one kept; their roots come late.
-    assert_eq!(kept.len(), 1);
-    sampler.offer(plain[2].clone(), start + wait, &mut kept);
-    sampler.offer(failing[1].clone(), start + wait, &mut kept);
-    assert_eq!(kept.len(), 2);
-    assert_eq!(kept[1].name(), "root.tail");
-    let stats = sampler.stats();
-    assert_eq!(
-        (
-            stats.traces_kept_error,
-            stats.traces_expired,
-            stats.kept,
-            stats.kept_late
-        ),
-        (1, 2, 2, 1)
-    );
-    assert_eq!(
-        (stats.dropped_expired, stats.dropped_late, stats.dropped(), stats.held),
-        (2, 1, 3, 0)
-    );
-    assert_eq!(
-        (stats.traces_kept_slow, stats.traces_kept_ratio, stats.traces_dropped),
-        (0, 0, 0)
-    );
-    assert_eq!(stats.offered(), 5);
-}
-
 #[test]
 fn shutdown_decides_held_traces_and_exports_the_kept_ones() {
     let memory = InMemorySpanExporter::default();
@@ -220,9 +97,22 @@ fn shutdown_decides_held_traces_and_exports_the_kept_ones() {
         .tail_sampling(TailSampling::new().ratio(1.0))
         .build();
     // Children whose root never finishes before shutdown: held, then decided by the ratio.
-    for event in &traces(1, 3)[0][..3] {
-        exporter.export(event);
-    }
+    let notifier = Notifier::new();
+    let _s = notifier.subscribe(
+        Pattern::all(),
+        notify_core::Subscriber::event(|_: &notify_core::Event| {}),
+    );
+    let now = std::time::Instant::now();
+    notifier.instrument("root.tail", Payload::new, |_| {
+        for _ in 0..3 {
+            exporter.export(&std::sync::Arc::new(notify_core::Event::new(
+                "child.tail",
+                now,
+                now,
+                Payload::new(),
+            )));
+        }
+    });
     let flushed = exporter.force_flush().unwrap();
     assert_eq!((flushed.exported, flushed.held), (0, 3), "{flushed:?}");
     let stats = exporter.shutdown(Duration::from_secs(30)).unwrap();
@@ -248,28 +138,4 @@ fn the_ratio_decides_as_opentelemetrys_trace_id_ratio_sampler() {
         let expected = ratio * 2_000.0;
         assert!((kept as f64 - expected).abs() <= 100.0, "ratio {ratio}: {kept}");
     }
-}
-
-#[test]
-fn a_local_root_with_a_remote_parent_decides_its_trace() {
-    // A request that arrived with a traceparent: its root has a parent, in another process.
-    let header: notify_core::trace_context::TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        .parse()
-        .unwrap();
-    let notifier = Notifier::new();
-    let collect = Collect::default();
-    let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(collect.clone()));
-    notify_core::Context::from_traceparent(&header).in_scope(|| {
-        notifier.instrument("request.tail", Payload::new, |_| {
-            let _ = notifier.instrument_result("query.tail", Payload::new, |_| Err::<(), _>("refused"));
-        });
-    });
-    let events = collect.0.lock().unwrap().clone();
-    assert!(events[1].parent_is_remote() && events[1].parent_id().is_some());
-    let mut sampler = TailSampler::new(TailSampling::new());
-    let mut kept = Vec::new();
-    offer_all(&mut sampler, &events, Instant::now(), &mut kept);
-    // Decided at once (not held until max_wait), kept whole for its error.
-    assert_eq!((kept.len(), sampler.traces_held()), (2, 0));
-    assert_eq!(sampler.stats().traces_kept_error, 1);
 }

@@ -30,10 +30,11 @@ use crate::sync_spans::{self, SyncOpen};
 ///   (see below; a value the block replaces, or a key it removes, is not reflected), plus
 ///   [`BRIDGE_FIELD`](crate::BRIDGE_FIELD) = the notify event id;
 /// * whose parent is the innermost unfinished of either API: the tracing span current on the
-///   thread when the event starts if the event's notify parent is a synchronous bridged event
-///   of this thread (its span, or a tracing span entered inside it), else the span of the
-///   event's notify parent when that event is bridged (an async parent, a context from another
-///   thread), else the tracing span current on the thread;
+///   thread when the event starts if the span of the event's notify parent is entered on this
+///   thread (a synchronous bridged event of this thread, or an async one whose future is being
+///   polled here: then the current span is that span or a tracing span entered inside it), else
+///   the span of the event's notify parent when that event is bridged (a context attached from
+///   another thread or task), else the tracing span current on the thread;
 /// * entered for exactly as long as the event is current: a synchronous event from start to
 ///   finish, an async event (instrumented future, `async fn` under `#[instrument_event]`) around
 ///   each poll, on the polling thread — so concurrent tasks never nest under each other;
@@ -261,13 +262,26 @@ impl EventedSubscriber for TracingForwarder {
         if !site.is_enabled() {
             return;
         }
-        // One parent rule (issue 35, item 3): when the parent's span is a synchronous one entered
-        // on this thread, tracing's current span is that span or one entered inside it, the
-        // innermost unfinished of either API: take it (contextual parent). Otherwise (an async
-        // parent, or a context attached from elsewhere) the parent's span, wherever it is open.
+        // One parent rule (issue 35, item 3): when the parent's span is entered on this thread (a
+        // synchronous event's, or an async event's during its poll), tracing's current span is
+        // that span or one entered inside it, the innermost unfinished of either API: take it
+        // (contextual parent). Otherwise (a context attached from elsewhere) the parent's span,
+        // wherever it is open.
         let parent = match event.parent_id() {
-            Some(parent) if sync_spans::span_id(self.owner(), parent).is_some() => None,
-            Some(parent) => self.inner.open.span(parent).and_then(|span| span.id()),
+            Some(parent)
+                if sync_spans::span_id(self.owner(), parent).is_some() || entered::is_entered(self.owner(), parent) =>
+            {
+                None
+            }
+            // A task spawned with the notify context (`in_current_context`) and tracing's
+            // (`in_current_span`): when tracing's current span is the parent's span or inside it,
+            // it is the innermost; only a registry can tell (its span ancestry).
+            Some(parent) => self
+                .inner
+                .open
+                .span(parent)
+                .filter(|span| !current_span_is_within(span))
+                .and_then(|span| span.id()),
             None => None,
         };
         let span = with_values(site, name, event.id(), None, payload, |meta, values| match parent {
@@ -300,11 +314,13 @@ impl EventedSubscriber for TracingForwarder {
     fn enter(&self, _name: &str, event: &EventContext) {
         if let Some(span) = self.inner.open.span(event.id()) {
             span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
+            entered::push(self.owner(), event.id());
         }
     }
 
     fn exit(&self, _name: &str, event: &EventContext) {
         if let Some(span) = self.inner.open.span(event.id()) {
+            entered::pop(self.owner(), event.id());
             span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
         }
     }
@@ -355,6 +371,63 @@ impl EventedSubscriber for TracingForwarder {
 impl TracingForwarder {
     fn owner(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
+    }
+}
+
+/// Whether the current span of `span`'s subscriber on this thread is `span` or a descendant of
+/// it, as a tracing-subscriber [`Registry`](tracing_subscriber::Registry) records the ancestry
+/// (false with another subscriber: it cannot tell).
+fn current_span_is_within(span: &Span) -> bool {
+    use tracing_subscriber::registry::LookupSpan;
+    span.with_subscriber(|(ancestor, dispatch)| {
+        let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>() else {
+            return false;
+        };
+        let current = dispatch.current_span();
+        let mut next = current.id().and_then(|id| registry.span(id));
+        while let Some(span) = next {
+            if span.id() == *ancestor {
+                return true;
+            }
+            next = span.parent();
+        }
+        false
+    })
+    .unwrap_or(false)
+}
+
+/// The async events whose spans are entered on this thread now (during a poll of their future),
+/// innermost last: a child event started inside such a poll takes tracing's current span as its
+/// parent, which is that span or a tracing span entered inside it (the innermost of either API).
+mod entered {
+    use std::cell::RefCell;
+
+    use notify_core::event::EventId;
+
+    thread_local! {
+        static ENTERED: RefCell<Vec<(usize, EventId)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// `event`'s span (of bridge `owner`) was entered on this thread.
+    pub(super) fn push(owner: usize, event: EventId) {
+        let _ = ENTERED.try_with(|entered| entered.borrow_mut().push((owner, event)));
+    }
+
+    /// `event`'s span was exited on this thread (the innermost entry of it goes).
+    pub(super) fn pop(owner: usize, event: EventId) {
+        let _ = ENTERED.try_with(|entered| {
+            let mut entered = entered.borrow_mut();
+            if let Some(at) = entered.iter().rposition(|&e| e == (owner, event)) {
+                entered.remove(at);
+            }
+        });
+    }
+
+    /// Whether `event`'s span (of bridge `owner`) is entered on this thread now.
+    pub(super) fn is_entered(owner: usize, event: EventId) -> bool {
+        ENTERED
+            .try_with(|entered| entered.borrow().iter().rev().any(|&e| e == (owner, event)))
+            .unwrap_or(false)
     }
 }
 

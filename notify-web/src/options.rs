@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use notify_core::export::TailSampling;
+
 use crate::record::TraceEvent;
 
 /// What a [`TraceRecorder`](crate::TraceRecorder) keeps and how its page is guarded.
@@ -39,6 +41,7 @@ pub struct WebOptions {
     pub(crate) response_timeout: Duration,
     pub(crate) max_request_body: u64,
     pub(crate) response_memory: usize,
+    pub(crate) tail: Option<TailSampling>,
 }
 
 /// Every setting, the token only as `Some("<redacted>")`: options get logged, the token is a secret.
@@ -67,6 +70,7 @@ impl std::fmt::Debug for WebOptions {
             .field("response_timeout", &self.response_timeout)
             .field("max_request_body", &self.max_request_body)
             .field("response_memory", &self.response_memory)
+            .field("tail_sampling", &self.tail)
             .finish()
     }
 }
@@ -90,6 +94,7 @@ impl Default for WebOptions {
             response_timeout: Duration::from_secs(30),
             max_request_body: 16 * 1024,
             response_memory: 256 * 1024 * 1024,
+            tail: None,
         }
     }
 }
@@ -252,6 +257,28 @@ impl WebOptions {
     /// `max_connections` × the largest page.
     pub fn response_memory(mut self, bytes: usize) -> WebOptions {
         self.response_memory = bytes;
+        self
+    }
+
+    /// Feeds the trace store through a tail-sampling stage ([`notify_core::export::TailSampler`],
+    /// on the pool worker that records): a trace is held until its local root arrives, then
+    /// stored whole when it has an error, a root slower than the threshold, or falls in the ratio,
+    /// and left out whole otherwise. The per-name statistics still see every event. What the
+    /// stage drops is counted by cause in [`TraceRecorder::tail_stats`](crate::TraceRecorder::tail_stats)
+    /// and in [`RecorderCounts::tail_dropped`](crate::RecorderCounts::tail_dropped); the events it
+    /// holds (at most `max_traces` × (`max_events_per_trace` + 1) shared events) are in
+    /// [`RecorderCounts::tail_held`](crate::RecorderCounts::tail_held), not in
+    /// [`memory_bytes`](crate::TraceRecorder::memory_bytes). Default: off, every event stored.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use notify_core::export::TailSampling;
+    /// let options = notify_web::WebOptions::new()
+    ///     .tail_sampling(TailSampling::new().slower_than(Duration::from_millis(250)).ratio(0.01));
+    /// assert!(format!("{options:?}").contains("tail_sampling: Some("));
+    /// ```
+    pub fn tail_sampling(mut self, config: TailSampling) -> WebOptions {
+        self.tail = Some(config);
         self
     }
 

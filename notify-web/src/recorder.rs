@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use notify_core::export::{TailSampler, TailStats};
 use notify_core::{Event, Notifier, Pattern, TraceId};
 use notify_pool::{AsyncOptions, AsyncSubscriber, AsyncSubscription, WorkerPool};
 
@@ -18,6 +19,11 @@ use crate::traces::TraceBuffer;
 pub struct RecorderCounts {
     /// Events received.
     pub events: u64,
+    /// Events the tail-sampling stage ([`WebOptions::tail_sampling`]) left out of the trace store,
+    /// whatever the cause (0 without it; the causes are in [`TraceRecorder::tail_stats`]).
+    pub tail_dropped: u64,
+    /// Events the tail-sampling stage holds now, waiting for their trace's local root.
+    pub tail_held: u64,
     /// Events not kept in a trace: over [`WebOptions::events_per_trace`], or in an unfinished
     /// trace evicted by [`WebOptions::pending_traces`] (they still count in the statistics).
     pub dropped_events: u64,
@@ -44,6 +50,38 @@ struct State {
     traces: TraceBuffer,
     stats: Stats,
     events: u64,
+    /// The tail-sampling stage in front of `traces`, when configured.
+    tail: Option<TailSampler>,
+    /// What the stage keeps, on its way into `traces` (reused).
+    kept: Vec<Arc<Event>>,
+}
+
+impl State {
+    /// Stores `event` in its trace (its name shared with the statistics' copy while kept).
+    fn store(&mut self, event: &Event, now: Instant, payload_bytes: usize) {
+        let name: Arc<str> = self
+            .stats
+            .interned(event.name())
+            .unwrap_or_else(|| Arc::from(event.name()));
+        let stored = TraceEvent::new(event, name, payload_bytes);
+        self.traces.push(event.trace_id(), stored, now);
+    }
+
+    /// Decides the traces the tail-sampling stage held past its `max_wait`, storing those kept.
+    fn expire(&mut self, now: Instant, payload_bytes: usize) {
+        let Some(tail) = &mut self.tail else {
+            return;
+        };
+        if tail.next_expiry().is_none_or(|due| due > now) {
+            return;
+        }
+        let mut kept = std::mem::take(&mut self.kept);
+        tail.expire(now, &mut kept);
+        for event in kept.drain(..) {
+            self.store(&event, now, payload_bytes);
+        }
+        self.kept = kept;
+    }
 }
 
 /// An async subscriber that groups events into traces by trace id (a trace is finished when its
@@ -92,6 +130,8 @@ impl TraceRecorder {
             ),
             stats: Stats::new(options.slot_length(), options.slots, options.names),
             events: 0,
+            tail: options.tail.clone().map(TailSampler::new),
+            kept: Vec::new(),
         };
         TraceRecorder {
             options: Arc::new(options),
@@ -118,33 +158,74 @@ impl TraceRecorder {
     }
 
     /// Records one event (what the pool's worker calls; call it directly to feed events from
-    /// elsewhere, an importer say).
+    /// elsewhere, an importer say). With [`WebOptions::tail_sampling`], the event is copied into
+    /// an `Arc` for the stage; [`record_shared`](Self::record_shared) spares the copy.
     pub fn record(&self, event: &Event) {
+        if self.options.tail.is_some() {
+            self.record_shared(&Arc::new(event.clone()));
+        } else {
+            self.record_shared_or_not(event, None);
+        }
+    }
+
+    /// Records one shared event (as [`record`](Self::record)); the tail-sampling stage, when
+    /// configured, holds this `Arc` rather than a copy.
+    pub fn record_shared(&self, event: &Arc<Event>) {
+        self.record_shared_or_not(event, Some(event));
+    }
+
+    fn record_shared_or_not(&self, event: &Event, shared: Option<&Arc<Event>>) {
         let mut state = self.state.lock();
         let state = &mut *state;
         state.events += 1;
-        // Stored events share the statistics' copy of their name while it is kept.
+        let now = Instant::now();
+        let payload_bytes = self.options.payload_bytes;
+        // The statistics see every event; the trace store what tail sampling keeps.
         let name: Arc<str> = state
             .stats
             .interned(event.name())
             .unwrap_or_else(|| Arc::from(event.name()));
-        let now = Instant::now();
         state.stats.record(&name, event.end(), event.duration(), now);
-        let stored = TraceEvent::new(event, name, self.options.payload_bytes);
-        state.traces.push(event.trace_id(), stored, now);
+        match (&mut state.tail, shared) {
+            (Some(tail), Some(shared)) => {
+                let mut kept = std::mem::take(&mut state.kept);
+                tail.offer(shared.clone(), now, &mut kept);
+                for kept in kept.drain(..) {
+                    state.store(&kept, now, payload_bytes);
+                }
+                state.kept = kept;
+                state.expire(now, payload_bytes);
+            }
+            _ => {
+                let stored = TraceEvent::new(event, name, payload_bytes);
+                state.traces.push(event.trace_id(), stored, now);
+            }
+        }
+    }
+
+    /// The tail-sampling stage's counters (traces by decision, events by fate), when
+    /// [`WebOptions::tail_sampling`] is on. Traces held past their `max_wait` are decided first.
+    pub fn tail_stats(&self) -> Option<TailStats> {
+        let mut state = self.state.lock();
+        state.expire(Instant::now(), self.options.payload_bytes);
+        state.tail.as_ref().map(TailSampler::stats)
     }
 
     /// The finished traces kept, newest first.
     pub fn traces(&self) -> Vec<Arc<Trace>> {
         let mut state = self.state.lock();
-        state.traces.settle(Instant::now());
+        let now = Instant::now();
+        state.expire(now, self.options.payload_bytes);
+        state.traces.settle(now);
         state.traces.finished()
     }
 
     /// A kept trace, finished or not.
     pub fn trace(&self, trace_id: TraceId) -> Option<Arc<Trace>> {
         let mut state = self.state.lock();
-        state.traces.settle(Instant::now());
+        let now = Instant::now();
+        state.expire(now, self.options.payload_bytes);
+        state.traces.settle(now);
         state.traces.get(trace_id)
     }
 
@@ -172,9 +253,13 @@ impl TraceRecorder {
         let mut state = self.state.lock();
         let now = Instant::now();
         state.stats.expire(now);
+        state.expire(now, self.options.payload_bytes);
         state.traces.settle(now);
+        let tail = state.tail.as_ref().map(TailSampler::stats).unwrap_or_default();
         RecorderCounts {
             events: state.events,
+            tail_dropped: tail.dropped(),
+            tail_held: tail.held,
             dropped_events: state.traces.dropped_events,
             evicted_traces: state.traces.evicted_traces,
             events_held: state.traces.events_held(),
@@ -202,7 +287,7 @@ impl AsyncSubscriber for TraceRecorder {
     fn call(&self, event: &Arc<Event>) {
         // Head sampling: the page shows sampled traces only (notify_core::export::Sampler).
         if event.is_sampled() {
-            self.record(event);
+            self.record_shared(event);
         }
     }
 }
