@@ -13,7 +13,8 @@ use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
 use notify_core::export::{Overflow, TailSampler, TailSampling, TailStats};
-use notify_core::{Event, OwnedEventSubscriber, Subscriber};
+use notify_core::failure::ExportDrops;
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use parking_lot::{Condvar, Mutex};
 
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
@@ -161,6 +162,8 @@ impl ExporterBuilder {
             batches: AtomicU64::new(0),
             not_reexported: AtomicU64::new(0),
             tail: Mutex::new(None),
+            subscriptions: Mutex::new(Vec::new()),
+            reported: Mutex::new((Dropped::default(), Instant::now())),
         });
         let thread_shared = shared.clone();
         let servers = self.options.servers().to_owned();
@@ -191,9 +194,49 @@ struct Shared {
     /// The tail sampler's counters as of its last batch (one lock: an event moving from held to
     /// dropped is never seen in both).
     tail: Mutex<Option<TailStats>>,
+    /// Where drops are reported: the first subscriptions made with [`Exporter::subscribe`].
+    subscriptions: Mutex<Vec<Subscription>>,
+    /// The drops last reported, and when.
+    reported: Mutex<(Dropped, Instant)>,
 }
 
+/// How many of its subscriptions an exporter keeps for drop reports (the first ones).
+const REPORT_SUBSCRIPTIONS: usize = 16;
+/// During a burst of drops, at most one report per this interval; the rest when the burst ends.
+const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
 impl Shared {
+    /// Reports the drops (tail sampling's choices excepted) since the last report through the
+    /// failure hook of the first live notifier subscribed with [`Exporter::subscribe`], else as a
+    /// `log` warning: when the burst is over (`quiet`: the queue is empty, or shutdown) or once
+    /// [`REPORT_INTERVAL`] has passed since the last report.
+    fn report_drops(&self, quiet: bool) {
+        let now = self.stats().dropped;
+        let drops = {
+            let mut reported = self.reported.lock();
+            let (last, at) = &mut *reported;
+            let burst = [
+                ("queue full", now.overflow - last.overflow),
+                ("disconnected", now.disconnected - last.disconnected),
+                ("too large", now.too_large - last.too_large),
+                ("encode", now.encode - last.encode),
+                ("shutdown", now.shutdown - last.shutdown),
+            ];
+            if burst.iter().all(|(_, n)| *n == 0) || (!quiet && at.elapsed() < REPORT_INTERVAL) {
+                return;
+            }
+            *last = now;
+            *at = Instant::now();
+            burst
+                .into_iter()
+                .fold(ExportDrops::new("nats"), |drops, (cause, n)| drops.with(cause, n))
+        };
+        let subscriptions = self.subscriptions.lock().clone();
+        if !subscriptions.iter().any(|s| s.report_export_drops(drops.clone())) {
+            log::warn!(target: "notify::nats", "{drops}");
+        }
+    }
+
     fn stats(&self) -> ExporterStats {
         let c = &self.queue.counts;
         // Consumer counts first: an event moves from pending to a consumer count, never back, so
@@ -359,6 +402,37 @@ impl Exporter {
         Subscriber::owned(ExportSubscriber(self.shared.clone())).named("notify-nats exporter")
     }
 
+    /// Subscribes [`Exporter::subscriber`] to `pattern` on `notifier`, and reports this
+    /// exporter's drops through that notifier's failure hook
+    /// ([`Notifier::set_failure_hook`]; [`Subscription::report_export_drops`]): one
+    /// [`SubscriberFailure`](notify_core::failure::SubscriberFailure) per burst of drops, whose
+    /// [`export_drops`](notify_core::failure::SubscriberFailure::export_drops) gives the counts by
+    /// cause (`queue full`, `disconnected`, `too large`, `encode`, `shutdown`: the fields of
+    /// [`Dropped`]), counted in [`Notifier::failures`]. A report goes out when the queue runs
+    /// empty after drops, at most once a second while they go on, and at shutdown. Tail
+    /// sampling's drops are choices, not failures: never reported. With several subscriptions,
+    /// through the first whose notifier is alive (among the first 16); with none, or none alive,
+    /// as a `log` warning (target `notify::nats`).
+    ///
+    /// ```no_run
+    /// use notify_core::{Notifier, Pattern};
+    /// use notify_nats::{Exporter, NatsOptions};
+    ///
+    /// let notifier = Notifier::new();
+    /// notifier.set_failure_hook(|failure| eprintln!("{failure}"));
+    /// let exporter = Exporter::builder(NatsOptions::new("nats://127.0.0.1:4222")).start()?;
+    /// let subscription = exporter.subscribe(&notifier, Pattern::all());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subscribe(&self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
+        let subscription = notifier.subscribe(pattern, self.subscriber());
+        let mut kept = self.shared.subscriptions.lock();
+        if kept.len() < REPORT_SUBSCRIPTIONS {
+            kept.push(subscription.clone());
+        }
+        subscription
+    }
+
     /// Hands one event to the exporter (what [`Exporter::subscriber`] does for each event).
     #[inline]
     pub fn export(&self, event: &Arc<Event>) {
@@ -433,6 +507,7 @@ impl Exporter {
         }
         self.shared.queue.wake.notify_one();
         let _ = thread.join();
+        self.shared.report_drops(true);
         ShutdownReport {
             stats: self.stats(),
             drained,
@@ -659,8 +734,12 @@ impl Round {
                         return;
                     }
                     decided = true;
-                } else if taken.is_empty() && !self.wait_for_work().await {
-                    continue;
+                } else if taken.is_empty() {
+                    // Idle: the end of a burst of drops, if there was one.
+                    self.shared.report_drops(true);
+                    if !self.wait_for_work().await {
+                        continue;
+                    }
                 }
             }
             if !decided {
@@ -680,6 +759,7 @@ impl Round {
             self.encode(&mut taken);
             self.send().await;
             self.shared.progressed();
+            self.shared.report_drops(false);
         }
     }
 
