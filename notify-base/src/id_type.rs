@@ -45,6 +45,22 @@ macro_rules! id_type {
 
     };
 
+    // Made from any `u64` (ids other processes send: importers, bridges, `publish`).
+    (@new $name:ident, $new_doc:literal) => {
+        impl $name {
+            #[doc = $new_doc]
+            pub const fn new(id: u64) -> $name {
+                $name(id)
+            }
+        }
+
+        impl From<u64> for $name {
+            fn from(id: u64) -> $name {
+                $name(id)
+            }
+        }
+    };
+
     // Serialized as the bare number.
     (@serde number $name:ident) => {
         #[cfg(feature = "serde")]
@@ -98,12 +114,7 @@ macro_rules! id_type {
         id_type!(@common $(#[$meta])* $name, $get_doc, "{}");
         id_type!(@serde number $name);
 
-        impl $name {
-            #[doc = $new_doc]
-            pub const fn new(id: u64) -> $name {
-                $name(id)
-            }
-        }
+        id_type!(@new $name, $new_doc);
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,12 +136,6 @@ macro_rules! id_type {
 
             fn from_str(text: &str) -> Result<$name, std::num::ParseIntError> {
                 text.parse().map($name)
-            }
-        }
-
-        impl From<u64> for $name {
-            fn from(id: u64) -> $name {
-                $name(id)
             }
         }
     };
@@ -159,12 +164,7 @@ macro_rules! id_type {
         id_type!(@common $(#[$meta])* $name, $get_doc, "{:016x}");
         id_type!(@serde hex number $name);
 
-        impl $name {
-            #[doc = $new_doc]
-            pub const fn new(id: u64) -> $name {
-                $name(id)
-            }
-        }
+        id_type!(@new $name, $new_doc);
 
         /// 16 lowercase hex digits (`00f067aa0ba902b7`), as a W3C `traceparent` writes a span id.
         impl std::fmt::Display for $name {
@@ -179,25 +179,25 @@ macro_rules! id_type {
             type Err = $crate::id_type::EventIdError;
 
             fn from_str(text: &str) -> Result<$name, $crate::id_type::EventIdError> {
-                match text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    true => match u64::from_str_radix(text, 16) {
-                        Ok(0) | Err(_) => Err($crate::id_type::EventIdError::new(text)),
-                        Ok(id) => Ok($name(id)),
-                    },
-                    false => Err($crate::id_type::EventIdError::new(text)),
+                match $crate::id_type::hex_u64(text) {
+                    Some(id) if id != 0 => Ok($name(id)),
+                    _ => Err($crate::id_type::EventIdError::new(text)),
                 }
-            }
-        }
-
-        impl From<u64> for $name {
-            fn from(id: u64) -> $name {
-                $name(id)
             }
         }
     };
 }
 
 pub(crate) use id_type;
+
+/// Exactly 16 hex digits (either case) as a number: the text form of `hex` ids.
+pub(crate) fn hex_u64(text: &str) -> Option<u64> {
+    if text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        u64::from_str_radix(text, 16).ok()
+    } else {
+        None
+    }
+}
 
 /// Why a text is not an [`EventId`](crate::EventId): it must be exactly 16 hex digits, not all
 /// zero (a W3C trace-context span id).
@@ -251,11 +251,7 @@ impl serde::de::Visitor<'_> for HexOrNumber {
     }
 
     fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<u64, E> {
-        if text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            u64::from_str_radix(text, 16).map_err(E::custom)
-        } else {
-            Err(E::invalid_value(serde::de::Unexpected::Str(text), &self))
-        }
+        hex_u64(text).ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(text), &self))
     }
 }
 

@@ -341,8 +341,9 @@ pub mod export {
     //! [`recycle_all`] (the events an exporter is done with become the next events' allocations)
     //! and tail sampling ([`TailSampler`]: on an exporter's thread, keep the traces with an error,
     //! a slow root or in a ratio, whole; notify-opentelemetry, notify-nats and notify-web run it).
-    //! An exporter reports what it dropped through the notifier's failure hook with
-    //! [`Subscription::report_export_drops`](crate::Subscription::report_export_drops).
+    //! An exporter reports what it dropped through the notifier's failure hook with a
+    //! [`DropReporter`] (the subscriptions it was made with;
+    //! [`Subscription::report_export_drops`](crate::Subscription::report_export_drops) underneath).
     //!
     //! ```
     //! use notify_core::export::{Overflow, Sampler};
@@ -353,7 +354,7 @@ pub mod export {
     //! assert_eq!(Overflow::default(), Overflow::DropNewest, "a full queue never blocks by default");
     //! ```
     #[doc(inline)]
-    pub use notify_base::export::{is_error, TailSampler, TailSampling, TailStats};
+    pub use notify_base::export::{is_error, DropReporter, TailSampler, TailSampling, TailStats};
     #[doc(inline)]
     pub use notify_base::{Overflow, Sampler};
     // The exporters' hand-off (issue 38): a queue per publishing thread, and the recycling of

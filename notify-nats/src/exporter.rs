@@ -12,7 +12,7 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
-use notify_core::export::{Overflow, TailSampler, TailSampling, TailStats};
+use notify_core::export::{DropReporter, Overflow, TailSampler, TailSampling, TailStats};
 use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use parking_lot::{Condvar, Mutex};
@@ -162,7 +162,7 @@ impl ExporterBuilder {
             batches: AtomicU64::new(0),
             not_reexported: AtomicU64::new(0),
             tail: Mutex::new(None),
-            subscriptions: Mutex::new(Vec::new()),
+            drop_reporter: DropReporter::new(),
             reported: Mutex::new((Dropped::default(), Instant::now())),
         });
         let thread_shared = shared.clone();
@@ -194,14 +194,12 @@ struct Shared {
     /// The tail sampler's counters as of its last batch (one lock: an event moving from held to
     /// dropped is never seen in both).
     tail: Mutex<Option<TailStats>>,
-    /// Where drops are reported: the first subscriptions made with [`Exporter::subscribe`].
-    subscriptions: Mutex<Vec<Subscription>>,
+    /// Where drops are reported: the subscriptions made with [`Exporter::subscribe`].
+    drop_reporter: DropReporter,
     /// The drops last reported, and when.
     reported: Mutex<(Dropped, Instant)>,
 }
 
-/// How many of its subscriptions an exporter keeps for drop reports (the first ones).
-const REPORT_SUBSCRIPTIONS: usize = 16;
 /// During a burst of drops, at most one report per this interval; the rest when the burst ends.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -231,8 +229,7 @@ impl Shared {
                 .into_iter()
                 .fold(ExportDrops::new("nats"), |drops, (cause, n)| drops.with(cause, n))
         };
-        let subscriptions = self.subscriptions.lock().clone();
-        if !subscriptions.iter().any(|s| s.report_export_drops(drops.clone())) {
+        if !self.drop_reporter.report(drops.clone()) {
             log::warn!(target: "notify::nats", "{drops}");
         }
     }
@@ -426,10 +423,7 @@ impl Exporter {
     /// ```
     pub fn subscribe(&self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
         let subscription = notifier.subscribe(pattern, self.subscriber());
-        let mut kept = self.shared.subscriptions.lock();
-        if kept.len() < REPORT_SUBSCRIPTIONS {
-            kept.push(subscription.clone());
-        }
+        self.shared.drop_reporter.keep(&subscription);
         subscription
     }
 

@@ -10,21 +10,9 @@ use notify_core::{
     context::TransactionId, event::EventId, event::Outcome, Event, Notifier, Pattern, Payload, Subscriber, Value,
 };
 use notify_nats::{ConnectErrorKind, DecodeError, Encoding, Exporter, ImportError, Importer, NatsOptions, Overflow};
-use support::NatsServer;
+use support::{recorder, NatsServer};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-type Seen = Arc<Mutex<Vec<Event>>>;
-
-fn recorder(notifier: &Notifier, pattern: impl Into<Pattern>) -> Seen {
-    let seen: Seen = Arc::default();
-    let sink = seen.clone();
-    let _ = notifier.subscribe(
-        pattern,
-        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
-    );
-    seen
-}
 
 #[test]
 fn events_round_trip_with_name_times_ids_outcome_and_payload_in_both_encodings() {

@@ -10,30 +10,18 @@
 mod secrets;
 mod support;
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
-use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
+use notify_core::{Event, Notifier, Pattern, Payload};
 use notify_nats::{Encoding, Exporter, Importer, NatsOptions};
 use secrets::SECRET;
-use support::NatsServer;
+use support::{recorder, NatsServer};
 
 const WAIT: Duration = Duration::from_secs(20);
 const END: &str = "notify.end.tap";
-
-type Seen = Arc<Mutex<Vec<Event>>>;
-
-fn recorder(notifier: &Notifier) -> Seen {
-    let seen: Seen = Arc::default();
-    let sink = seen.clone();
-    let _ = notifier.subscribe(
-        Pattern::all(),
-        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
-    );
-    seen
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -93,7 +81,7 @@ fn secrets_are_absent_from_nats_messages_and_imported_events() {
     let server = NatsServer::start();
     for encoding in [Encoding::Binary, Encoding::Json] {
         let remote = Notifier::new(); // no policy: whatever arrives is what was sent
-        let imported = recorder(&remote);
+        let imported = recorder(&remote, Pattern::all());
         let importer = Importer::builder(NatsOptions::new(server.url()))
             .subject("*.secrets")
             .start(&remote)
@@ -132,7 +120,7 @@ fn events_imported_from_a_process_without_a_policy_are_redacted_by_the_importing
     let server = NatsServer::start();
     let remote = Notifier::new();
     remote.set_redaction(secrets::policy());
-    let imported = recorder(&remote);
+    let imported = recorder(&remote, Pattern::all());
     let importer = Importer::builder(NatsOptions::new(server.url()))
         .subject("*.secrets")
         .start(&remote)

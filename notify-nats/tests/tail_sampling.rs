@@ -5,35 +5,23 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use notify_core::export::TailSampling;
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber, Value};
 use notify_nats::{Exporter, Importer, NatsOptions};
-use support::NatsServer;
+use support::{recorder, NatsServer};
 
 const WAIT: Duration = Duration::from_secs(20);
 const ERRORS: [u64; 3] = [7, 42, 77];
 const SLOW: [u64; 2] = [13, 55];
 
-type Seen = Arc<Mutex<Vec<Event>>>;
-
-fn recorder(notifier: &Notifier) -> Seen {
-    let seen: Seen = Arc::default();
-    let sink = seen.clone();
-    let _ = notifier.subscribe(
-        Pattern::all(),
-        Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.clone())),
-    );
-    seen
-}
-
 #[test]
 fn a_synthetic_mix_sends_exactly_the_error_and_slow_traces_whole_and_counts_the_rest() {
     let server = NatsServer::start();
     let remote = Notifier::new();
-    let seen = recorder(&remote);
+    let seen = recorder(&remote, Pattern::all());
     let importer = Importer::builder(NatsOptions::new(server.url()))
         .subject("*.tail")
         .start(&remote)

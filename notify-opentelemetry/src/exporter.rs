@@ -7,7 +7,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use notify_core::export::{Handoff, Overflow};
+use notify_core::export::{DropReporter, Handoff, Overflow};
 use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use opentelemetry::InstrumentationScope;
@@ -45,9 +45,6 @@ impl From<Overflow> for OverflowPolicy {
         }
     }
 }
-
-/// How many of its subscriptions an exporter keeps for the default drop report (the first ones).
-const MAX_REPORTING_SUBSCRIPTIONS: usize = 16;
 
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
@@ -211,7 +208,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             resource,
-            subscriptions: Mutex::new(Vec::new()),
+            drop_reporter: DropReporter::new(),
         });
         let worker = Worker {
             shared: shared.clone(),
@@ -322,7 +319,7 @@ struct Shared {
     resource: Resource,
     /// What [`OpenTelemetryExporter::subscribe`] made, in order: the default drop report goes
     /// through the first whose notifier is alive. (A `Subscription` holds its notifier weakly.)
-    subscriptions: Mutex<Vec<Subscription>>,
+    drop_reporter: DropReporter,
 }
 
 /// The exporter thread's counters (the hand-off counts what the producers dropped).
@@ -435,18 +432,7 @@ impl OpenTelemetryExporter {
     /// with several subscriptions, through the first whose notifier is alive, among the first 16).
     pub fn subscribe(&self, notifier: &Notifier, pattern: impl Into<Pattern>) -> Subscription {
         let subscription = notifier.subscribe(pattern, Subscriber::from(self.clone()));
-        let mut kept = self
-            .inner
-            .shared
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        // Reports go through the first live one: a few are enough, and an exporter subscribed
-        // and unsubscribed in a loop must not grow the list without bound.
-        if kept.len() < MAX_REPORTING_SUBSCRIPTIONS {
-            kept.push(subscription.clone());
-        }
-        drop(kept);
+        self.inner.shared.drop_reporter.keep(&subscription);
         subscription
     }
 
@@ -748,13 +734,7 @@ impl<E: SpanExporter> Worker<E> {
         if let Some(error) = &report.last_error {
             drops = drops.detail(error.clone());
         }
-        let subscriptions = self
-            .shared
-            .subscriptions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if !subscriptions.iter().any(|s| s.report_export_drops(drops.clone())) {
+        if !self.shared.drop_reporter.report(drops) {
             log::warn!(target: "notify::opentelemetry", "{report}");
         }
     }

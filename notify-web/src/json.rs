@@ -34,19 +34,15 @@ pub(crate) struct SpanId(pub(crate) EventId);
 
 impl std::fmt::Display for SpanId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016x}", self.0.get())
+        std::fmt::Display::fmt(&self.0, f)
     }
 }
 
 impl SpanId {
-    /// Reads `?open=`: 16 hex digits (the form the pages and the JSON write), or an event id as
-    /// notify writes it (`EventId`'s `FromStr`).
+    /// Reads `?open=`: 16 hex digits, the form the pages and the JSON write (`EventId`'s
+    /// `FromStr`).
     pub(crate) fn parse(text: &str) -> Option<EventId> {
-        if text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            u64::from_str_radix(text, 16).ok().map(EventId::new)
-        } else {
-            text.parse().ok()
-        }
+        text.parse().ok()
     }
 }
 

@@ -354,8 +354,8 @@ fn a_local_root_finishing_after_the_wait_joins_the_trace_and_becomes_its_root() 
     assert!(traces[0].is_complete());
 }
 
-/// The page writes event ids as the JSON does (16 hex digits), and `?open=` takes that form (or
-/// notify's own form of an event id).
+/// The page writes event ids as the JSON does (16 hex digits), and `?open=` takes that form
+/// (which is also `EventId`'s `Display`).
 #[test]
 fn open_takes_the_event_id_as_the_json_writes_it() {
     let notifier = Notifier::new();

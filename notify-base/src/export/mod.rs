@@ -20,11 +20,15 @@
 //!   notify-nats (`ExporterBuilder::tail_sampling`) and notify-web (`WebOptions::tail_sampling`)
 //!   run one. Head sampling (decided when a trace starts, by its trace id) is
 //!   [`Sampler`](crate::Sampler); tail sampling sees only what head sampling kept.
+//! * [`DropReporter`] — reports each burst of drops through the failure hook of a notifier the
+//!   exporter is subscribed to, where subscriber panics are reported too.
 
+mod drop_report;
 mod handoff;
 mod recycle;
 mod tail;
 
+pub use self::drop_report::DropReporter;
 pub use self::handoff::{Handoff, HandoffStats};
 pub use self::recycle::*;
 pub use self::tail::*;

@@ -5,6 +5,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running `nats-server -a 127.0.0.1 -p PORT` (plus `-js -sd DIR`, `--auth TOKEN` as asked).
@@ -140,4 +141,19 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// What a notifier publishes under `pattern`, as it arrives.
+pub type Seen = Arc<Mutex<Vec<notify_core::Event>>>;
+
+/// Subscribes a recorder of the events `notifier` publishes under `pattern` (kept for the
+/// notifier's life).
+pub fn recorder(notifier: &notify_core::Notifier, pattern: impl Into<notify_core::Pattern>) -> Seen {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let _ = notifier.subscribe(
+        pattern,
+        notify_core::Subscriber::event(move |e: &notify_core::Event| sink.lock().unwrap().push(e.clone())),
+    );
+    seen
 }
