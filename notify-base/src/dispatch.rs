@@ -874,14 +874,16 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                         sampled,
                         parent_remote,
                     } = event;
-                    *name = resolved.name().clone();
+                    if !name.is(resolved.name()) {
+                        *name = resolved.name().clone();
+                    }
                     *event_start = start;
                     *event_end = end;
                     *transaction_id = self.transaction_id;
                     *id = context.id;
                     *parent_id = context.parent_id;
                     *trace_id = context.trace_id;
-                    mem::swap(event_payload, payload);
+                    event_payload.fill_from(payload);
                     *cpu_time = measured.cpu_time;
                     *allocations = measured.allocations;
                     *event_outcome = outcome;

@@ -119,6 +119,20 @@ impl NameText {
     }
 }
 
+impl Name {
+    /// The same text by the same pointer: assigning `other` to this name would change nothing
+    /// (a recycled event refilled with the name it already holds skips the reference count, and
+    /// its cache line, shared with the exporter's thread).
+    #[inline]
+    pub(crate) fn is(&self, other: &Name) -> bool {
+        match (self, other) {
+            (Name::Static(a), Name::Static(b)) => std::ptr::eq(*a, *b),
+            (Name::Shared(a), Name::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 impl Clone for Name {
     fn clone(&self) -> Name {
         match self {
