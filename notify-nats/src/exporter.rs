@@ -696,6 +696,14 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
     });
 }
 
+/// At most this many events per round (the rest stay queued for the next rounds, which follow at
+/// once). Half the process-wide list of recycled events
+/// ([`notify_core::export::MAX_SPARE_EVENTS`]): every event of a round goes back for reuse after
+/// it is encoded, so that a steady flow allocates no owned event on the instrumenting threads (a
+/// round of all 8,192 events of a full queue would have half of them freed, and as many allocated
+/// again by the instrumenting thread).
+const MAX_ROUND: usize = notify_core::export::MAX_SPARE_EVENTS / 2;
+
 /// Event names whose grouping buffers are kept between rounds.
 const MAX_KEPT_GROUPS: usize = 64;
 
@@ -778,8 +786,8 @@ impl Round {
                 self.wait_connected().await;
             }
             let mut decided = false;
-            if self.shared.handoff.drain(&mut taken, usize::MAX) == 0 {
-                if self.shared.handoff.is_closed() && self.shared.handoff.drain(&mut taken, usize::MAX) == 0 {
+            if self.shared.handoff.drain(&mut taken, MAX_ROUND) == 0 {
+                if self.shared.handoff.is_closed() && self.shared.handoff.drain(&mut taken, MAX_ROUND) == 0 {
                     // Shutdown: decide what tail sampling holds, send what it keeps, then end.
                     if !self.finish_tail(&mut taken) {
                         return;
