@@ -1,6 +1,5 @@
 //! [`Exporter`]: finished events, batched onto NATS subjects from a thread of its own.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,14 +11,14 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
-use notify_core::export::{DropReporter, Overflow, TailSampler, TailSampling, TailStats};
+use notify_core::export::{DropReporter, Handoff, Overflow, TailSampler, TailSampling, TailStats};
 use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use parking_lot::{Condvar, Mutex};
 
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
-use crate::queue::{self, Queue};
+use crate::queue;
 use crate::subject::{check_prefix, subject_for};
 use crate::wire::{BatchEncoder, Encoding, PushError, WIRE_VERSION};
 
@@ -76,17 +75,24 @@ impl ExporterBuilder {
         self
     }
 
-    /// How many events may wait in the exporter's queue (default 65,536); beyond it the overflow
-    /// policy decides. Memory is bounded by this many events while the server is unreachable.
+    /// How many events may wait in each publishing thread's queue (default 8,192; at least 1);
+    /// beyond it the overflow policy decides. The instrumenting thread hands events over through
+    /// a queue of its own ([`notify_core::export::Handoff`]: no lock, no read-modify-write shared
+    /// with other threads), allocated whole on the thread's first event (8 bytes per event:
+    /// 64 KiB by default). Memory is bounded by this many events per publishing thread (a shared
+    /// event is about 480 bytes plus what its payload owns), also while the server is
+    /// unreachable, plus the round being sent.
     #[must_use]
     pub fn capacity(mut self, events: usize) -> ExporterBuilder {
         self.capacity = events.max(1);
         self
     }
 
-    /// What happens to an event when the queue is full (default [`Overflow::DropNewest`]: the
-    /// instrumenting thread never waits). [`Overflow::Block`] makes it wait for room, except on
-    /// the exporter's and importer's own threads, where the event is dropped and counted.
+    /// What happens to an event when its thread's queue is full (default
+    /// [`Overflow::DropNewest`]: the instrumenting thread never waits). [`Overflow::DropOldest`]
+    /// drops the oldest event of that queue. [`Overflow::Block`] makes the thread wait for room
+    /// (it looks again every 200 µs) or for shutdown, except on the exporter's and importer's own
+    /// threads, where the event is dropped and counted.
     #[must_use]
     pub fn overflow(mut self, overflow: Overflow) -> ExporterBuilder {
         self.overflow = overflow;
@@ -151,8 +157,18 @@ impl ExporterBuilder {
                 why,
             ));
         }
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let waker = wake.clone();
+        // Woken by the first event after the exporter's thread found every queue empty (one
+        // wake per idle period), by a full queue, and by shutdown.
+        let handoff = Handoff::new(self.capacity, self.overflow)
+            .wake_at(1)
+            .wake_with(move || waker.notify_one());
         let shared = Arc::new(Shared {
-            queue: Queue::new(self.capacity, self.overflow),
+            handoff,
+            wake,
+            counts: ConsumerCounts::default(),
+            finished: AtomicBool::new(false),
             connected: AtomicBool::new(true),
             connection: tokio::sync::Notify::new(),
             abandon: AtomicBool::new(false),
@@ -178,9 +194,26 @@ impl ExporterBuilder {
     }
 }
 
+/// What the exporter's thread counts (the hand-off counts what the instrumenting threads
+/// queued and dropped).
+#[derive(Default)]
+struct ConsumerCounts {
+    exported: AtomicU64,
+    disconnected: AtomicU64,
+    too_large: AtomicU64,
+    encode: AtomicU64,
+    shutdown: AtomicU64,
+}
+
 /// What the exporter's thread and its handles share.
 struct Shared {
-    queue: Queue,
+    /// The instrumenting threads' queues (one per thread), drained by the exporter's thread.
+    handoff: Handoff,
+    /// Wakes the exporter's task: the hand-off's wake hook, and shutdown.
+    wake: Arc<tokio::sync::Notify>,
+    counts: ConsumerCounts,
+    /// The exporter's thread ended: what a racing push left in a queue was dropped at shutdown.
+    finished: AtomicBool,
     connected: AtomicBool,
     connection: tokio::sync::Notify,
     /// Set when the shutdown deadline passed: stop retrying, count what is left.
@@ -235,7 +268,7 @@ impl Shared {
     }
 
     fn stats(&self) -> ExporterStats {
-        let c = &self.queue.counts;
+        let c = &self.counts;
         // Consumer counts first: an event moves from pending to a consumer count, never back, so
         // reading them before the producer side never shows more resolved than published.
         let exported = c.exported.load(Ordering::Acquire);
@@ -246,24 +279,37 @@ impl Shared {
         // After the other consumer counts: an event leaves `held` (for exported or a drop) only
         // after this is updated, so it is never counted twice.
         let tail = self.tail.lock().unwrap_or_default();
-        let p = self.queue.producer_counts();
+        // Last: every event the counts above resolved was drained before.
+        let handed = self.handoff.stats();
+        // Pushes that raced past the closed check after the thread's last drain.
+        let stranded = if self.finished.load(Ordering::Acquire) {
+            handed.queued
+        } else {
+            0
+        };
         let dropped = Dropped {
-            overflow: p.dropped_overflow,
+            overflow: handed.dropped_full,
             disconnected,
             too_large,
             encode,
-            shutdown: shutdown + p.dropped_closed,
+            shutdown: shutdown + handed.dropped_closed + stranded,
             tail_sampling: tail.dropped(),
         };
+        let published = handed.pushed();
         ExporterStats {
-            published: p.published,
+            published,
             exported,
-            pending: p.published - exported - dropped.total() - tail.held,
+            pending: published - exported - dropped.total() - tail.held,
             held: tail.held,
             dropped,
             messages: self.batches.load(Ordering::Relaxed),
             not_reexported: self.not_reexported.load(Ordering::Relaxed),
         }
+    }
+
+    /// Shutdown began and nothing is queued: nothing left to take.
+    fn closed_and_empty(&self) -> bool {
+        self.handoff.is_closed() && self.handoff.is_empty()
     }
 
     fn progressed(&self) {
@@ -276,8 +322,8 @@ impl Shared {
 /// once in [`ExporterStats::exported`], in one of these, or in [`ExporterStats::pending`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dropped {
-    /// The queue was full (see [`ExporterBuilder::overflow`]); with [`Overflow::DropOldest`] the
-    /// evicted events.
+    /// The publishing thread's queue was full (see [`ExporterBuilder::overflow`]); with
+    /// [`Overflow::DropOldest`] the evicted events.
     pub overflow: u64,
     /// Core mode: lost with the connection, or not confirmed: the publish failed, or the server
     /// did not echo the round's confirmation within [`ExporterBuilder::flush_timeout`] (a frozen
@@ -360,15 +406,22 @@ impl std::error::Error for FlushTimeout {}
 
 /// Exports finished events to NATS.
 ///
-/// The instrumenting thread only enqueues (an `Arc` clone and a push under a short lock); the
-/// exporter's thread takes everything queued, groups it by event name, encodes each group into
+/// The instrumenting thread only enqueues (an `Arc` clone and a push into a queue of its own,
+/// [`notify_core::export::Handoff`]: no lock, no read-modify-write shared with other threads); the
+/// exporter's thread takes everything queued (each thread's events in the order it published
+/// them), groups it by event name, encodes each group into
 /// messages of up to [`ExporterBuilder::max_message_bytes`], publishes them under
 /// `<prefix>.<event name>` ([`subject_for`]) with the headers [`ENCODING_HEADER`],
 /// [`VERSION_HEADER`] and [`TRACEPARENT_HEADER`], and confirms them (core mode: one message to a
 /// private inbox the exporter subscribes to, which the server echoes after it processed the round;
 /// JetStream: the publish acknowledgements, re-sending unacknowledged messages with the same
 /// `Nats-Msg-Id` until the server has them). Batches form by themselves: what queues while one
-/// round is on the wire goes in the next; no timer, no wake-up when idle.
+/// round is on the wire goes in the next; the exporter's thread is woken once per idle period
+/// (by the first event after it found every queue empty), never per event, and has no timer
+/// when idle (one of a millisecond as it goes idle, see
+/// [`Handoff::prepare_wait`](notify_core::export::Handoff::prepare_wait)). Encoded events are
+/// given back for reuse ([`notify_core::export::recycle_all`]), so in a steady flow the
+/// instrumenting thread allocates no owned event.
 pub struct Exporter {
     shared: Arc<Shared>,
     source: u64,
@@ -382,7 +435,7 @@ impl Exporter {
             options,
             prefix: "notify".into(),
             encoding: Encoding::default(),
-            capacity: 65_536,
+            capacity: 8_192,
             overflow: Overflow::DropNewest,
             max_message_bytes: 256 * 1024,
             flush_timeout: Duration::from_secs(2),
@@ -405,7 +458,7 @@ impl Exporter {
     /// [`SubscriberFailure`](notify_core::failure::SubscriberFailure) per burst of drops, whose
     /// [`export_drops`](notify_core::failure::SubscriberFailure::export_drops) gives the counts by
     /// cause (`queue full`, `disconnected`, `too large`, `encode`, `shutdown`: the fields of
-    /// [`Dropped`]), counted in [`Notifier::failures`]. A report goes out when the queue runs
+    /// [`Dropped`]), counted in [`Notifier::failures`]. A report goes out when the queues run
     /// empty after drops, at most once a second while they go on, and at shutdown. Tail
     /// sampling's drops are choices, not failures: never reported. With several subscriptions,
     /// through the first whose notifier is alive (among the first 16); with none, or none alive,
@@ -427,10 +480,12 @@ impl Exporter {
         subscription
     }
 
-    /// Hands one event to the exporter (what [`Exporter::subscriber`] does for each event).
+    /// Hands one event to the exporter (what [`Exporter::subscriber`] does for each event):
+    /// queued in the calling thread's queue, or counted as dropped (a full queue, by the
+    /// [`ExporterBuilder::overflow`] policy; after shutdown began).
     #[inline]
     pub fn export(&self, event: &Arc<Event>) {
-        self.shared.queue.push(event);
+        self.shared.handoff.push(event);
     }
 
     /// This exporter's random 64-bit id: with an event id it names an event across processes
@@ -458,13 +513,13 @@ impl Exporter {
     /// [`FlushTimeout`] with the counters when `timeout` passed first (server down, JetStream
     /// still re-sending).
     pub fn flush(&self, timeout: Duration) -> Result<ExporterStats, FlushTimeout> {
-        let target = self.shared.queue.producer_counts().published;
+        let target = self.shared.handoff.stats().pushed();
         let deadline = Instant::now() + timeout;
         let mut guard = self.shared.progress.lock();
         // Held events wait for their root, not for the network; after shutdown began the thread
         // decides them, and they are waited for.
         let unresolved =
-            |stats: &ExporterStats| stats.pending + if self.shared.queue.is_closed() { stats.held } else { 0 };
+            |stats: &ExporterStats| stats.pending + if self.shared.handoff.is_closed() { stats.held } else { 0 };
         loop {
             let stats = self.shared.stats();
             if stats.published - unresolved(&stats) >= target || unresolved(&stats) == 0 {
@@ -487,7 +542,8 @@ impl Exporter {
     /// Unsubscribe [`Exporter::subscriber`] first, or events published meanwhile are counted as
     /// dropped at shutdown.
     pub fn shutdown(&self, deadline: Duration) -> ShutdownReport {
-        self.shared.queue.close();
+        self.shared.handoff.close();
+        self.shared.wake.notify_one();
         let Some(thread) = self.thread.lock().take() else {
             return ShutdownReport {
                 stats: self.stats(),
@@ -499,8 +555,9 @@ impl Exporter {
             self.shared.abandon.store(true, Ordering::Release);
             self.shared.abandon_now.notify_one();
         }
-        self.shared.queue.wake.notify_one();
+        self.shared.wake.notify_one();
         let _ = thread.join();
+        self.shared.finished.store(true, Ordering::Release);
         self.shared.report_drops(true);
         ShutdownReport {
             stats: self.stats(),
@@ -540,7 +597,7 @@ impl OwnedEventSubscriber for ExportSubscriber {
             self.0.not_reexported.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        self.0.queue.push(event);
+        self.0.handoff.push(event);
     }
 }
 
@@ -639,6 +696,14 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
     });
 }
 
+/// At most this many events per round (the rest stay queued for the next rounds, which follow at
+/// once). Half the process-wide list of recycled events
+/// ([`notify_core::export::MAX_SPARE_EVENTS`]): every event of a round goes back for reuse after
+/// it is encoded, so that a steady flow allocates no owned event on the instrumenting threads (a
+/// round of all 8,192 events of a full queue would have half of them freed, and as many allocated
+/// again by the instrumenting thread).
+const MAX_ROUND: usize = notify_core::export::MAX_SPARE_EVENTS / 2;
+
 /// Event names whose grouping buffers are kept between rounds.
 const MAX_KEPT_GROUPS: usize = 64;
 
@@ -715,14 +780,14 @@ mod warning_tests {
 
 impl Round {
     async fn run(&mut self) {
-        let mut taken = VecDeque::new();
+        let mut taken = Vec::new();
         loop {
             if matches!(self.sink, Sink::Core { .. }) {
                 self.wait_connected().await;
             }
             let mut decided = false;
-            if self.shared.queue.take(&mut taken) == 0 {
-                if self.shared.queue.is_closed() && self.shared.queue.take(&mut taken) == 0 {
+            if self.shared.handoff.drain(&mut taken, MAX_ROUND) == 0 {
+                if self.shared.handoff.is_closed() && self.shared.handoff.drain(&mut taken, MAX_ROUND) == 0 {
                     // Shutdown: decide what tail sampling holds, send what it keeps, then end.
                     if !self.finish_tail(&mut taken) {
                         return;
@@ -745,8 +810,8 @@ impl Round {
             }
             if self.shared.abandon.load(Ordering::Acquire) {
                 let n = taken.len() as u64;
-                taken.clear();
-                self.shared.queue.counts.shutdown.fetch_add(n, Ordering::AcqRel);
+                notify_core::export::recycle_all(&mut taken);
+                self.shared.counts.shutdown.fetch_add(n, Ordering::AcqRel);
                 self.shared.progressed();
                 continue;
             }
@@ -758,25 +823,32 @@ impl Round {
     }
 
     /// Waits until events are queued, or until the oldest trace tail sampling holds is due
-    /// (`true`: decide it now). With nothing held, no timer: no wake-up when idle.
+    /// (`true`: decide it now). With nothing held, no timer once idle: one short look again
+    /// ([`WAIT_GRACE`]), then no wake-up until an event comes.
     async fn wait_for_work(&mut self) -> bool {
-        match self.tail.as_ref().and_then(TailSampler::next_expiry) {
-            None => {
-                self.shared.queue.wake.notified().await;
-                false
-            }
-            Some(due) => {
-                let notified = self.shared.queue.wake.notified();
-                let timer = tokio::time::sleep_until(due.into());
-                tokio::pin!(notified, timer);
-                matches!(future::select(notified, timer).await, future::Either::Right(_))
-            }
+        let handoff = &self.shared.handoff;
+        if !handoff.prepare_wait() {
+            return false;
         }
+        let due = self.tail.as_ref().and_then(TailSampler::next_expiry);
+        let grace = Instant::now() + WAIT_GRACE;
+        // A push racing with the announcement may have missed it: look again after the grace.
+        if wait(&self.shared.wake, Some(due.map_or(grace, |due| due.min(grace)))).await {
+            return false;
+        }
+        if due.is_some_and(|due| due <= Instant::now()) {
+            return true;
+        }
+        if !handoff.is_empty() || handoff.is_closed() {
+            return false;
+        }
+        // Still announced: every later push sees it.
+        !wait(&self.shared.wake, due).await
     }
 
     /// Passes `taken` through the tail-sampling stage (when configured): what it keeps stays in
     /// `taken`, with the traces now due; the counters are published before anything kept is sent.
-    fn tail_sample(&mut self, taken: &mut VecDeque<Arc<Event>>) {
+    fn tail_sample(&mut self, taken: &mut Vec<Arc<Event>>) {
         let Some(tail) = &mut self.tail else {
             return;
         };
@@ -792,7 +864,7 @@ impl Round {
 
     /// At shutdown: decides every held trace, leaving the kept events in `taken`; `false` when
     /// nothing was held (nothing more to do).
-    fn finish_tail(&mut self, taken: &mut VecDeque<Arc<Event>>) -> bool {
+    fn finish_tail(&mut self, taken: &mut Vec<Arc<Event>>) -> bool {
         let Some(tail) = &mut self.tail else {
             return false;
         };
@@ -807,12 +879,12 @@ impl Round {
         true
     }
 
-    /// Core mode: while disconnected, leave events in the bounded queue (the overflow policy
+    /// Core mode: while disconnected, leave events in the bounded queues (the overflow policy
     /// decides), unless shutdown gave up or was called with nothing left to send.
     async fn wait_connected(&self) {
         while !self.shared.connected.load(Ordering::Acquire)
             && !self.shared.abandon.load(Ordering::Acquire)
-            && !self.shared.queue.is_closed_and_empty()
+            && !self.shared.closed_and_empty()
         {
             let changed = self.shared.connection.notified();
             let abandoned = self.shared.abandon_now.notified();
@@ -826,7 +898,7 @@ impl Round {
         }
     }
 
-    fn encode(&mut self, taken: &mut VecDeque<Arc<Event>>) {
+    fn encode(&mut self, taken: &mut Vec<Arc<Event>>) {
         for event in taken.drain(..) {
             let name = event.name();
             let index = match self.groups.iter().position(|(n, _)| n == name) {
@@ -839,7 +911,7 @@ impl Round {
             self.groups[index].1.push(event);
         }
         let shared = self.shared.clone();
-        let counts = &shared.queue.counts;
+        let counts = &shared.counts;
         let mut groups = std::mem::take(&mut self.groups);
         for (name, events) in &mut groups {
             if events.is_empty() {
@@ -919,7 +991,7 @@ impl Round {
                 round_trip,
             } => {
                 let flush_timeout = *flush_timeout;
-                let counts = &self.shared.queue.counts;
+                let counts = &self.shared.counts;
                 let events: u64 = messages.iter().map(|m| m.events).sum();
                 let core = send_core(&self.client, round_trip, messages, flush_timeout);
                 match until_abandoned(&self.shared, core).await {
@@ -949,7 +1021,7 @@ impl Round {
     /// ones (same message id, so the server stores each once) until acknowledged or shutdown
     /// gives up.
     async fn send_jetstream(&self, context: &jetstream::Context, mut messages: Vec<Message>) {
-        let counts = &self.shared.queue.counts;
+        let counts = &self.shared.counts;
         let mut backoff = Duration::from_millis(50);
         loop {
             let mut acks = Vec::with_capacity(messages.len());
@@ -1060,6 +1132,22 @@ async fn send_core(
             messages: 0,
             lost: lost + sent,
         }
+    }
+}
+
+/// How long the exporter's thread, going idle, waits before it looks at the queues once more
+/// (then it waits without a timer): see [`Handoff::prepare_wait`].
+const WAIT_GRACE: Duration = Duration::from_millis(1);
+
+/// Waits for `wake` until `until` (without a limit when `None`); `true` when woken.
+async fn wait(wake: &tokio::sync::Notify, until: Option<Instant>) -> bool {
+    let notified = wake.notified();
+    match until {
+        None => {
+            notified.await;
+            true
+        }
+        Some(until) => tokio::time::timeout_at(until.into(), notified).await.is_ok(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`Handoff`]: how an exporter's subscription hands shared events to the exporter's thread, one
 //! wait-free queue per publishing thread.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::{self, Thread, ThreadId};
@@ -30,11 +30,13 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
 /// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
 /// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
-/// consumer thread, which drops instead). Every drop is counted ([`HandoffStats`]); after
-/// [`close`](Handoff::close), pushes are refused and counted.
+/// consumer thread nor on a thread marked with
+/// [`never_block_this_thread`](Handoff::never_block_this_thread), which drop instead). Every drop
+/// is counted ([`HandoffStats`]); after [`close`](Handoff::close), pushes are refused and counted.
 ///
 /// The consumer parks in [`park`](Handoff::park); a publisher wakes it when its queue holds
-/// `wake_at` events.
+/// `wake_at` events. A consumer that is not a thread of its own (an async task) waits by its own
+/// means instead: [`wake_with`](Handoff::wake_with) and [`prepare_wait`](Handoff::prepare_wait).
 ///
 /// [`OwnedEventSubscriber`]: crate::OwnedEventSubscriber
 ///
@@ -64,7 +66,9 @@ pub struct Handoff {
 }
 
 /// What a [`Handoff`] counted. Every event pushed ends in exactly one of: still queued, drained,
-/// `dropped_full`, `dropped_closed`.
+/// `dropped_full`, `dropped_closed`; a snapshot ([`Handoff::stats`]) counts each event pushed
+/// before it in exactly one of `queued`, `drained`, `dropped_full`, `dropped_closed` (their sum
+/// is what was pushed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HandoffStats {
@@ -75,6 +79,8 @@ pub struct HandoffStats {
     pub dropped_full: u64,
     /// Events pushed after [`Handoff::close`].
     pub dropped_closed: u64,
+    /// Events in the threads' queues when the snapshot was taken (neither drained nor dropped).
+    pub queued: u64,
 }
 
 impl HandoffStats {
@@ -82,6 +88,18 @@ impl HandoffStats {
     pub fn dropped(&self) -> u64 {
         self.dropped_full + self.dropped_closed
     }
+
+    /// Every event pushed: `queued + drained + dropped()`.
+    pub fn pushed(&self) -> u64 {
+        self.queued + self.drained + self.dropped()
+    }
+}
+
+/// What wakes the consumer: its thread (unparked) and a hook ([`Handoff::wake_with`]).
+#[derive(Default)]
+struct Waker {
+    thread: Option<(Thread, ThreadId)>,
+    hook: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 type Ring = Arc<Mutex<Consumer<Arc<Event>>>>;
@@ -95,7 +113,9 @@ struct Shared {
     rings: Mutex<Vec<Ring>>,
     /// Where `drain` starts, so that a bounded drain does not always favour the first threads.
     next: AtomicUsize,
-    consumer: Mutex<Option<(Thread, ThreadId)>>,
+    consumer: Mutex<Waker>,
+    /// The consumer waits (`park`, `prepare_wait`): the next push that brings its queue to
+    /// `wake_at` events wakes it.
     sleeping: AtomicBool,
     closed: AtomicBool,
     drained: AtomicU64,
@@ -113,6 +133,8 @@ struct Local {
 
 thread_local! {
     static LOCALS: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+    /// [`Handoff::never_block_this_thread`].
+    static NEVER_BLOCK: Cell<bool> = const { Cell::new(false) };
 }
 
 impl Handoff {
@@ -128,7 +150,7 @@ impl Handoff {
                 block_limit: Mutex::new(None),
                 rings: Mutex::new(Vec::new()),
                 next: AtomicUsize::new(0),
-                consumer: Mutex::new(None),
+                consumer: Mutex::new(Waker::default()),
                 sleeping: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 drained: AtomicU64::new(0),
@@ -155,6 +177,44 @@ impl Handoff {
         self
     }
 
+    /// Makes [`wake`](Handoff::wake) (and so a push that finds the consumer waiting with its
+    /// queue at `wake_at` events, or a full queue) also call `hook`, on the waking thread, after
+    /// unparking the consumer thread if one is set: how a consumer that is not a thread of its own
+    /// is woken, e.g. an async task waiting on a `tokio::sync::Notify` that `hook` notifies. The
+    /// hook runs on the instrumenting threads, at most once per wait announced by
+    /// [`prepare_wait`](Handoff::prepare_wait) (or [`park`](Handoff::park)) as a push goes, plus
+    /// once per push onto a full queue and per explicit [`wake`](Handoff::wake): keep it short,
+    /// and make it not block, not panic and not push to this hand-off. A later call replaces the
+    /// hook.
+    ///
+    /// ```
+    /// use notify_core::export::{Handoff, Overflow};
+    /// use notify_core::{Event, Payload};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    ///
+    /// let wakes = Arc::new(AtomicUsize::new(0));
+    /// let counter = wakes.clone();
+    /// let handoff = Handoff::new(64, Overflow::DropNewest)
+    ///     .wake_at(1)
+    ///     .wake_with(move || {
+    ///         counter.fetch_add(1, Ordering::Relaxed);
+    ///     });
+    /// // The consumer found nothing queued: it announces its wait, then waits for the hook.
+    /// assert!(handoff.prepare_wait());
+    /// let now = Instant::now();
+    /// for _ in 0..3 {
+    ///     handoff.push(&Arc::new(Event::new("job.run", now, now, Payload::new())));
+    /// }
+    /// assert_eq!(wakes.load(Ordering::Relaxed), 1, "one wake for the wait, not one per event");
+    /// assert!(!handoff.prepare_wait(), "events are queued: drain instead of waiting");
+    /// ```
+    pub fn wake_with(self, hook: impl Fn() + Send + Sync + 'static) -> Handoff {
+        lock(&self.shared.consumer).hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Events per publishing thread's queue.
     pub fn per_thread(&self) -> usize {
         self.shared.per_thread
@@ -165,7 +225,16 @@ impl Handoff {
     pub fn set_consumer_thread(&self) {
         let current = thread::current();
         let id = current.id();
-        *lock(&self.shared.consumer) = Some((current, id));
+        lock(&self.shared.consumer).thread = Some((current, id));
+    }
+
+    /// Marks the calling thread, for every hand-off of the process and for the rest of its life,
+    /// as one that must never wait for room in a full queue: with [`Overflow::Block`], its push
+    /// onto a full queue drops the event at once (counted `dropped_full`), as on the consumer
+    /// thread. For threads that a consumer may itself be waiting for (an exporter's or importer's
+    /// own threads, which may publish events of their own): waiting there could wait for ever.
+    pub fn never_block_this_thread() {
+        NEVER_BLOCK.with(|never| never.set(true));
     }
 
     /// Hands `event` over (a clone of the `Arc`), or counts it as dropped; see [`Handoff`].
@@ -240,9 +309,17 @@ impl Handoff {
         self.wake();
         match shared.overflow {
             Overflow::DropOldest => {
-                if lock(&local.ring).pop().is_ok() {
-                    shared.dropped_full.fetch_add(1, Ordering::Relaxed);
-                }
+                // Counted under the ring's lock: a `stats` snapshot sees it queued or dropped.
+                let evicted = {
+                    let mut ring = lock(&local.ring);
+                    let evicted = ring.pop().ok();
+                    if evicted.is_some() {
+                        shared.dropped_full.fetch_add(1, Ordering::Relaxed);
+                    }
+                    evicted
+                };
+                // Freed outside the lock.
+                drop(evicted);
                 match local.producer.push(event) {
                     Ok(()) => true,
                     // Unreachable (one slot was freed, and only this thread pushes); counted.
@@ -252,7 +329,7 @@ impl Handoff {
                     }
                 }
             }
-            Overflow::Block if !self.is_consumer_thread() => {
+            Overflow::Block if !self.is_consumer_thread() && !NEVER_BLOCK.with(Cell::get) => {
                 let limit = *lock(&shared.block_limit);
                 let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
                 loop {
@@ -272,7 +349,7 @@ impl Handoff {
                     self.wake();
                 }
             }
-            // DropNewest, and Block on the consumer thread.
+            // DropNewest, and Block on the consumer thread or a thread that must never block.
             _ => {
                 shared.dropped_full.fetch_add(1, Ordering::Relaxed);
                 false
@@ -282,14 +359,21 @@ impl Handoff {
 
     fn is_consumer_thread(&self) -> bool {
         lock(&self.shared.consumer)
+            .thread
             .as_ref()
             .is_some_and(|(_, id)| *id == thread::current().id())
     }
 
     /// Moves up to `max` queued events, from every thread's queue, into `out` (appended); returns
-    /// how many. Queues of threads that exited are dropped once empty.
+    /// how many. Queues of threads that exited are dropped once empty. Events of one publishing
+    /// thread come in the order it pushed them; the threads' queues are taken one after the
+    /// other. A drain ends the consumer's wait: pushes do not wake it until it announces its next
+    /// one ([`park`](Handoff::park), [`prepare_wait`](Handoff::prepare_wait)).
     pub fn drain(&self, out: &mut Vec<Arc<Event>>, max: usize) -> usize {
         let shared = &*self.shared;
+        if shared.sleeping.load(Ordering::Relaxed) {
+            shared.sleeping.store(false, Ordering::Relaxed);
+        }
         let mut rings = lock(&shared.rings);
         let n = rings.len();
         if n == 0 {
@@ -335,21 +419,51 @@ impl Handoff {
     /// `wake_at` events; a publisher whose queue reaches that wakes it, and so does
     /// [`wake`](Handoff::wake) (or an `unpark` of the thread).
     pub fn park(&self, timeout: Duration) {
+        if self.prepare_wait() {
+            thread::park_timeout(timeout);
+        }
+        self.shared.sleeping.store(false, Ordering::Relaxed);
+    }
+
+    /// For a consumer that waits by its own means (an async task woken through
+    /// [`wake_with`](Handoff::wake_with)) instead of [`park`](Handoff::park): announces that it is
+    /// about to wait, and returns whether it may, i.e. no thread's queue holds `wake_at` events
+    /// (`false`: drain instead). From the announcement on, the first push that brings its
+    /// thread's queue to `wake_at` events calls [`wake`](Handoff::wake), which ends the
+    /// announcement (so one wake per wait, not one per event); so does the next
+    /// [`drain`](Handoff::drain).
+    ///
+    /// **Look again once, shortly after.** A publisher reads the announcement without a fence
+    /// (the push stays free of one), so a push made while the consumer announces may miss it,
+    /// and the consumer's look may miss that push. Such a push is visible a moment later: a
+    /// consumer that would wait without a time limit first waits a short while (a millisecond
+    /// is ample), then, when not woken, checks [`is_empty`](Handoff::is_empty) (or
+    /// [`len`](Handoff::len)) *without announcing again* before waiting for good: every later
+    /// push sees the announcement. (`park` has its timeout for this.)
+    ///
+    /// See [`wake_with`](Handoff::wake_with) for an example.
+    pub fn prepare_wait(&self) -> bool {
         let shared = &*self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);
         let wake_at = shared.wake_at.load(Ordering::Relaxed);
         let ready = lock(&shared.rings).iter().any(|ring| lock(ring).slots() >= wake_at);
-        if !ready {
-            thread::park_timeout(timeout);
-        }
-        shared.sleeping.store(false, Ordering::Relaxed);
+        !ready
     }
 
-    /// Wakes the consumer thread (set by [`set_consumer_thread`](Handoff::set_consumer_thread)).
+    /// Wakes the consumer: unparks its thread (set by
+    /// [`set_consumer_thread`](Handoff::set_consumer_thread)) and calls the hook of
+    /// [`wake_with`](Handoff::wake_with), if set.
     pub fn wake(&self) {
         self.shared.sleeping.store(false, Ordering::Relaxed);
-        if let Some((thread, _)) = &*lock(&self.shared.consumer) {
-            thread.unpark();
+        let hook = {
+            let consumer = lock(&self.shared.consumer);
+            if let Some((thread, _)) = &consumer.thread {
+                thread.unpark();
+            }
+            consumer.hook.clone()
+        };
+        if let Some(hook) = hook {
+            hook();
         }
     }
 
@@ -363,14 +477,25 @@ impl Handoff {
         self.shared.closed.load(Ordering::SeqCst)
     }
 
-    /// The counters now.
+    /// The counters now: a consistent snapshot (an event moving from a queue to `drained`, or
+    /// evicted by [`Overflow::DropOldest`], is counted once), taken under the lock of every
+    /// thread's queue.
     pub fn stats(&self) -> HandoffStats {
         let shared = &*self.shared;
-        HandoffStats {
+        // Drains hold this lock until `drained` is updated; evictions hold their ring's lock
+        // until `dropped_full` is.
+        let rings = lock(&shared.rings);
+        let guards: Vec<_> = rings.iter().map(|ring| lock(ring)).collect();
+        let queued = guards.iter().map(|ring| ring.slots() as u64).sum();
+        let stats = HandoffStats {
             drained: shared.drained.load(Ordering::Acquire),
             dropped_full: shared.dropped_full.load(Ordering::Acquire),
             dropped_closed: shared.dropped_closed.load(Ordering::Acquire),
-        }
+            queued,
+        };
+        drop(guards);
+        drop(rings);
+        stats
     }
 }
 
@@ -428,7 +553,8 @@ mod tests {
             HandoffStats {
                 drained: 5,
                 dropped_full: 0,
-                dropped_closed: 0
+                dropped_closed: 0,
+                queued: 0
             }
         );
     }
@@ -539,6 +665,92 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(second.drain(&mut out, usize::MAX), 1);
         assert_eq!(ids(&out), [2]);
+    }
+
+    #[test]
+    fn a_snapshot_counts_every_pushed_event_once() {
+        let handoff = Handoff::new(3, Overflow::DropOldest);
+        assert!((1..=5).all(|n| handoff.push(&event(n))));
+        let stats = handoff.stats();
+        assert_eq!(
+            (stats.queued, stats.drained, stats.dropped_full, stats.pushed()),
+            (3, 0, 2, 5)
+        );
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, 2), 2);
+        handoff.close();
+        assert!(!handoff.push(&event(6)));
+        let stats = handoff.stats();
+        assert_eq!(
+            (
+                stats.queued,
+                stats.drained,
+                stats.dropped_full,
+                stats.dropped_closed,
+                stats.pushed()
+            ),
+            (1, 2, 2, 1, 6)
+        );
+    }
+
+    #[test]
+    fn the_wake_hook_runs_once_per_announced_wait_not_per_event() {
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let counter = wakes.clone();
+        let handoff = Handoff::new(8, Overflow::DropNewest).wake_at(1).wake_with(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+        let wakes = || wakes.load(Ordering::Relaxed);
+        // Not waiting: pushes wake nobody.
+        handoff.push(&event(1));
+        assert_eq!(wakes(), 0);
+        assert!(!handoff.prepare_wait(), "an event is queued: do not wait");
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, usize::MAX), 1);
+        handoff.push(&event(2));
+        assert_eq!(wakes(), 0, "the drain ended the announcement");
+        handoff.drain(&mut out, usize::MAX);
+
+        assert!(handoff.prepare_wait(), "nothing queued: wait");
+        (3..=6).for_each(|n| assert!(handoff.push(&event(n))));
+        assert_eq!(wakes(), 1, "the first push woke it, the others did not");
+        handoff.drain(&mut out, usize::MAX);
+        assert!(handoff.prepare_wait());
+        handoff.push(&event(7));
+        assert_eq!(wakes(), 2);
+        // An explicit wake calls the hook too.
+        handoff.wake();
+        assert_eq!(wakes(), 3);
+        handoff.drain(&mut out, usize::MAX);
+        assert_eq!(ids(&out), [1, 2, 3, 4, 5, 6, 7]);
+
+        // Announced from another thread, woken by a push of this one.
+        let waiter = handoff.clone();
+        thread::spawn(move || assert!(waiter.prepare_wait())).join().unwrap();
+        handoff.push(&event(8));
+        assert_eq!(wakes(), 4);
+    }
+
+    #[test]
+    fn a_thread_that_must_never_block_drops_on_a_full_blocking_queue() {
+        let handoff = Handoff::new(2, Overflow::Block);
+        let marked = handoff.clone();
+        let pushed = thread::spawn(move || {
+            Handoff::never_block_this_thread();
+            (1..=4).map(|n| marked.push(&event(n))).collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(pushed, [true, true, false, false], "dropped at once, never waited");
+        assert_eq!((handoff.stats().dropped_full, handoff.stats().queued), (2, 2));
+        // An unmarked thread (this one, with a queue of its own) still waits, here until its
+        // limit.
+        let handoff = handoff.block_limit(Duration::from_millis(10));
+        assert!(handoff.push(&event(5)) && handoff.push(&event(6)));
+        let started = Instant::now();
+        assert!(!handoff.push(&event(7)));
+        assert!(started.elapsed() >= Duration::from_millis(10));
+        assert_eq!((handoff.stats().dropped_full, handoff.stats().queued), (3, 4));
     }
 
     #[test]
