@@ -18,6 +18,8 @@
 //!   `nats-server` the bench starts on a free loopback port (`Overflow::Block`: nothing dropped,
 //!   the producer is paced by the exporter's thread); skipped, with a note, when `nats-server` is
 //!   not installed. benches/nats.rs measures NATS end to end.
+//! * `export/notify_event_noop`: the floor of making the event at all, the same event to a
+//!   do-nothing event-object subscriber (built on the stack, nothing shared, nothing handed off).
 //! * `export/notify_owned_noop`: the floor of any owned-event exporter, the same event to a
 //!   do-nothing owned subscriber (notify-core builds the shared `Arc<Event>`, nothing queues it).
 //! * `export/nobody_notify`, `export/nobody_tracing`, `export/nobody_fastrace`: the same calls with
@@ -25,7 +27,9 @@
 //!
 //! After criterion, a table measures N events per case (default 200,000;
 //! `NOTIFY_EXPORT_EVENTS=N`): calling-thread CPU and process CPU per event (until everything was
-//! handed to the SpanExporter: flushed), and how many of the N reached it.
+//! handed to the SpanExporter: flushed), and how many of the N reached it; with
+//! `NOTIFY_EXPORT_TABLE_JSON=PATH` also as JSON lines to PATH (what `scripts/bench-report --export`
+//! reads).
 //!
 //! ```sh
 //! cargo bench --bench export -- --warm-up-time 1 --measurement-time 3
@@ -33,7 +37,7 @@
 //! NOTIFY_EXPORT_CALLGRIND=notify cargo bench --bench export --no-run  # then, with the printed binary:
 //! NOTIFY_EXPORT_CALLGRIND=notify valgrind --tool=callgrind --toggle-collect='export::calling_thread*' target/release/deps/export-HASH
 //! ```
-//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `owned_noop`, `nats`, `tracing`, `fastrace` or `nobody_notify` runs only that
+//! `NOTIFY_EXPORT_CALLGRIND` = `notify`, `notify_callsite`, `event_noop`, `owned_noop`, `nats`, `tracing`, `fastrace` or `nobody_notify` runs only that
 //! case's loop (100,000 events) and exits; divide the collected instructions by 100,000.
 
 #[path = "../notify-nats/tests/support/mod.rs"]
@@ -168,6 +172,20 @@ impl notify_core::OwnedEventSubscriber for Noop {
     }
 }
 
+/// The floor of making the event at all: the same event to a do-nothing event-object subscriber
+/// (built on the calling thread's stack, no `Arc`, nothing handed off): clocks, ids, the lookup,
+/// the payload. An exporter's calling-thread cost is this plus its hand-off.
+fn event_noop_notifier() -> Notifier {
+    let notifier = Notifier::new();
+    let _ = notifier.subscribe(
+        Pattern::all(),
+        notify_core::Subscriber::event(|event: &notify_core::Event| {
+            black_box(event);
+        }),
+    );
+    notifier
+}
+
 /// A notifier with one do-nothing owned subscriber on everything.
 fn owned_noop_notifier() -> Notifier {
     let notifier = Notifier::new();
@@ -255,6 +273,14 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
         b.iter(|| {
             i += 1;
             fastrace_span(i)
+        })
+    });
+
+    let event_floor = event_noop_notifier();
+    group.bench_function("notify_event_noop", |b| {
+        b.iter(|| {
+            i += 1;
+            notify_event(&event_floor, i)
         })
     });
 
@@ -364,6 +390,20 @@ fn table(n: u64, fastrace_sink: &Nothing) {
         |n| calling_thread_notify(&Notifier::new(), n),
         || (0, String::new()),
     ));
+    let event_floor = event_noop_notifier();
+    rows.push(measure(
+        "notify_event_noop",
+        n,
+        |n| calling_thread_notify(&event_floor, n),
+        || (n, "floor: the event itself, nothing handed off".to_owned()),
+    ));
+    let owned_floor = owned_noop_notifier();
+    rows.push(measure(
+        "notify_owned_noop",
+        n,
+        |n| calling_thread_notify(&owned_floor, n),
+        || (n, "floor: a new Arc<Event> per event, dropped at once".to_owned()),
+    ));
     for (case, policy) in [
         ("notify_opentelemetry", WAIT),
         ("notify_opentelemetry_drop_newest", OverflowPolicy::DropNewest),
@@ -400,6 +440,22 @@ fn table(n: u64, fastrace_sink: &Nothing) {
     ));
     let _ = subscription.unsubscribe();
     let _ = exporter.shutdown(Duration::from_secs(30));
+    if let Some(server) = nats_server() {
+        let (notifier, exporter) = nats_pipeline(&server);
+        rows.push(measure(
+            "notify_nats_enqueue",
+            n,
+            |n| calling_thread_notify(&notifier, n),
+            || {
+                let report = exporter.shutdown(Duration::from_secs(60));
+                let stats = report.stats;
+                (
+                    stats.exported,
+                    format!("exported {} dropped {}", stats.exported, stats.dropped.total()),
+                )
+            },
+        ));
+    }
     let sink = Nothing::default();
     let (provider, dispatch) = tracing_pipeline(&sink);
     rows.push(tracing::dispatcher::with_default(&dispatch, || {
@@ -421,6 +477,21 @@ fn table(n: u64, fastrace_sink: &Nothing) {
         "case", "calling thread ns", "process CPU ns", "delivered"
     );
     println!("|{:-<36}|{:->19}|{:->16}|{:->11}|------|", "", "", "", "");
+    // For scripts/bench-report: the rows as JSON lines, to the file it names.
+    if let Ok(path) = std::env::var("NOTIFY_EXPORT_TABLE_JSON") {
+        let lines: String = rows
+            .iter()
+            .map(|row| {
+                format!(
+                    "{{\"case\":\"{}\",\"thread_ns\":{:.2},\"process_ns\":{:.2},\"delivered\":{},\"events\":{}}}\n",
+                    row.case, row.thread_ns, row.process_ns, row.delivered, n
+                )
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, lines) {
+            eprintln!("export: cannot write {path}: {e}");
+        }
+    }
     for row in rows {
         println!(
             "| {:<34} | {:>17.1} | {:>14.1} | {:>8.1}% | {} |",
@@ -440,6 +511,7 @@ fn callgrind(case: &str) {
     match case {
         "nobody_notify" => calling_thread_notify(&Notifier::new(), N),
         "owned_noop" => calling_thread_notify(&owned_noop_notifier(), N),
+        "event_noop" => calling_thread_notify(&event_noop_notifier(), N),
         "notify" => {
             let (notifier, exporter) = notify_pipeline(&sink, WAIT);
             calling_thread_notify(&notifier, N);
@@ -468,7 +540,7 @@ fn callgrind(case: &str) {
             fastrace::flush();
         }
         other => panic!(
-            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, owned_noop, notify, notify_callsite, nats, tracing, fastrace)"
+            "NOTIFY_EXPORT_CALLGRIND: no case {other:?} (nobody_notify, event_noop, owned_noop, notify, notify_callsite, nats, tracing, fastrace)"
         ),
     }
     println!("{case}: {N} events; delivered {}", sink.count());
