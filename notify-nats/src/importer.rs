@@ -324,6 +324,8 @@ struct Republisher {
     shared: Arc<Shared>,
     on_error: ErrorHook,
     seen: Option<Seen>,
+    /// The events of the message being republished: one buffer for every message.
+    events: Vec<notify_core::Event>,
 }
 
 impl Republisher {
@@ -349,20 +351,24 @@ impl Republisher {
             },
             None => Encoding::sniff(body),
         };
-        match wire::decode(encoding, body) {
-            Ok(batch) => {
+        match wire::decode_into(encoding, body, &mut self.events) {
+            Ok((_, source)) => {
                 let mut events = 0;
                 let mut duplicates = 0;
-                for event in batch.events {
-                    if let Some(seen) = &mut self.seen {
-                        if !seen.first((batch.source, event.id)) {
-                            duplicates += 1;
-                            continue;
+                let notifier = &self.notifier;
+                let seen = &mut self.seen;
+                crate::imported::republishing(|| {
+                    for event in self.events.drain(..) {
+                        if let Some(seen) = seen {
+                            if !seen.first((source, event.id().get())) {
+                                duplicates += 1;
+                                continue;
+                            }
                         }
+                        notifier.publish_event(event);
+                        events += 1;
                     }
-                    crate::imported::republishing(|| self.notifier.publish_event(event.into_event()));
-                    events += 1;
-                }
+                });
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }
@@ -424,6 +430,7 @@ fn run_thread(
             shared: shared.clone(),
             on_error: config.on_error.clone(),
             seen: config.jetstream.as_ref().map(|_| Seen::new(config.duplicate_memory)),
+            events: Vec::new(),
         };
         match &config.jetstream {
             None => {

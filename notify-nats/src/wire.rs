@@ -17,6 +17,7 @@ use notify_core::escape::Escaped;
 use notify_core::{
     context::TransactionId,
     event::{EventId, Outcome},
+    payload::Text,
     Event, Payload, TraceId, Value,
 };
 use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
@@ -735,8 +736,43 @@ impl EventIn {
     /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
     /// count.
     pub(crate) fn into_event(self) -> Event {
+        Envelope {
+            start_unix_ns: self.start_unix_ns,
+            duration_ns: self.duration_ns,
+            id: self.id,
+            parent_id: self.parent_id,
+            transaction_id: self.transaction_id,
+            trace_id: self.trace_id,
+            outcome: self.outcome,
+            cpu_time_ns: self.cpu_time_ns,
+            allocations: self.allocations,
+        }
+        .into_event(self.name, self.payload)
+    }
+}
+
+/// The fields of an event but its name and payload, as read from the wire: what both decoders
+/// ([`decode`] and [`decode_into`]) turn into an [`Event`] the same way.
+#[derive(Clone, Copy)]
+struct Envelope {
+    start_unix_ns: u64,
+    duration_ns: u64,
+    id: u64,
+    parent_id: Option<u64>,
+    transaction_id: u64,
+    trace_id: u128,
+    outcome: WireOutcome,
+    cpu_time_ns: Option<u64>,
+    allocations: Option<u64>,
+}
+
+impl Envelope {
+    /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
+    /// count.
+    #[inline]
+    fn into_event(self, name: String, payload: Payload) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
-        let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), self.payload)
+        let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
             .with_ids(
                 EventId::new(self.id),
                 self.parent_id.map(EventId::new),
@@ -835,6 +871,440 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
             e => e.to_string(),
         }),
         Encoding::Json => serde_json::from_slice(body).map_err(|e| json_reason(&e)),
+    }
+}
+
+/// Decodes a batch into `out` (cleared first; its capacity is kept, so that an importer reuses
+/// one buffer for every message) and returns its version and source. The same events and the
+/// same errors as [`decode`] followed by [`EventIn::into_event`]; a binary batch is read in one
+/// pass without intermediate copies: names, keys and text values are read borrowed from `body`,
+/// each payload is built in place, each event is built as soon as its fields are read. `out` is
+/// empty after an error (nothing of a refused message is kept). JSON batches (for humans, not
+/// the fast path) go through [`decode`].
+pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>) -> Result<(u16, u64), DecodeError> {
+    out.clear();
+    if encoding == Encoding::Json {
+        let batch = decode(encoding, body)?;
+        out.extend(batch.events.into_iter().map(EventIn::into_event));
+        return Ok((batch.version, batch.source));
+    }
+    let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
+    let body = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
+    let version = postcard::take_from_bytes::<u16>(body)
+        .map(|(v, _)| v)
+        .map_err(|e| malformed(e.to_string()))?;
+    if version > WIRE_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            found: version,
+            supported: WIRE_VERSION,
+        });
+    }
+    if version == 0 {
+        return Err(malformed("version 0 does not exist".to_owned()));
+    }
+    REFUSED_TOO_DEEP.with(|refused| refused.set(false));
+    let mut impossible = None;
+    let seed = BatchSeed {
+        // Version 1 events lack the last two fields (CPU time, allocations).
+        fields: if version == 1 {
+            &EVENT_FIELDS[..10]
+        } else {
+            EVENT_FIELDS
+        },
+        out: &mut *out,
+        impossible: &mut impossible,
+    };
+    let parsed = seed
+        .deserialize(&mut postcard::Deserializer::from_bytes(body))
+        .map_err(|e| match e {
+            // As `parse`: the one custom error this decoder raises is the nesting limit's.
+            postcard::Error::SerdeDeCustom if REFUSED_TOO_DEEP.with(|refused| refused.take()) => too_deep(),
+            e => e.to_string(),
+        });
+    // A parse error wins over an impossible value, as in `decode` (which checks values after
+    // parsing the whole message).
+    match (parsed, impossible) {
+        (Ok(header), None) => Ok(header),
+        (Err(reason), _) | (Ok(_), Some(reason)) => {
+            out.clear();
+            Err(malformed(reason))
+        }
+    }
+}
+
+/// The fields of an event on the wire, in order (version 2; version 1 has the first 10).
+const EVENT_FIELDS: &[&str] = &[
+    "name",
+    "start_unix_ns",
+    "end_unix_ns",
+    "duration_ns",
+    "id",
+    "parent_id",
+    "transaction_id",
+    "trace_id",
+    "outcome",
+    "payload",
+    "cpu_time_ns",
+    "allocations",
+];
+
+/// Reads a binary batch `{ version, source, events }` (postcard: its fields back to back), pushing
+/// each event into `out`; the first impossible value (a time or duration out of range, in the
+/// order of the message) goes to `impossible`, named as [`RawEvent::check`] names it, and reading
+/// goes on (a later parse error wins, as in [`decode`]).
+struct BatchSeed<'a> {
+    fields: &'static [&'static str],
+    out: &'a mut Vec<Event>,
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for BatchSeed<'_> {
+    type Value = (u16, u64);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(u16, u64), D::Error> {
+        d.deserialize_struct("RawBatch", &["version", "source", "events"], self)
+    }
+}
+
+impl<'de> Visitor<'de> for BatchSeed<'_> {
+    type Value = (u16, u64);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct RawBatch")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(u16, u64), A::Error> {
+        let version: u16 = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(0, &"struct RawBatch with 3 elements"))?;
+        let source: u64 = seq
+            .next_element()?
+            .ok_or_else(|| de::Error::invalid_length(1, &"struct RawBatch with 3 elements"))?;
+        seq.next_element_seed(EventsSeed {
+            fields: self.fields,
+            out: self.out,
+            impossible: self.impossible,
+        })?
+        .ok_or_else(|| de::Error::invalid_length(2, &"struct RawBatch with 3 elements"))?;
+        Ok((version, source))
+    }
+}
+
+/// The events of a batch, pushed into `out`.
+struct EventsSeed<'a> {
+    fields: &'static [&'static str],
+    out: &'a mut Vec<Event>,
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        // The count comes from the message: trusted for no more than a modest reservation.
+        self.out.reserve(seq.size_hint().unwrap_or(0).min(4_096));
+        while let Some(event) = seq.next_element_seed(EventSeed {
+            fields: self.fields,
+            impossible: &mut *self.impossible,
+        })? {
+            self.out.push(event);
+        }
+        Ok(())
+    }
+}
+
+/// One event, built as soon as its fields are read.
+struct EventSeed<'a> {
+    fields: &'static [&'static str],
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
+    type Value = Event;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Event, D::Error> {
+        d.deserialize_struct("RawEvent", self.fields, self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_> {
+    type Value = Event;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct RawEvent")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Event, A::Error> {
+        let fields = self.fields.len();
+        let mut at = 0;
+        macro_rules! field {
+            () => {
+                field!(seq.next_element()?)
+            };
+            ($next:expr) => {{
+                let value = $next.ok_or_else(|| de::Error::invalid_length(at, &self))?;
+                at += 1;
+                value
+            }};
+        }
+        let name: &'de str = field!(seq.next_element_seed(BorrowedStr)?);
+        let start_unix_ns: u64 = field!();
+        let _end_unix_ns: u64 = field!();
+        let duration_ns: u64 = field!();
+        let id: u64 = field!();
+        let parent_id: Option<u64> = field!();
+        let transaction_id: u64 = field!();
+        let trace_id: u128 = field!();
+        let outcome: WireOutcome = field!();
+        let mut impossible = None;
+        let payload = field!(seq.next_element_seed(PayloadSeed {
+            depth: 0,
+            impossible: &mut impossible,
+        })?);
+        let (cpu_time_ns, allocations) = if fields > 10 {
+            let cpu_time_ns: Option<u64> = field!();
+            let allocations: Option<u64> = field!();
+            (cpu_time_ns, allocations)
+        } else {
+            (None, None)
+        };
+        debug_assert_eq!(at, fields);
+        if let (Some(reason), None) = (impossible, &self.impossible) {
+            *self.impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
+        }
+        Ok(Envelope {
+            start_unix_ns,
+            duration_ns,
+            id,
+            parent_id,
+            transaction_id,
+            trace_id,
+            outcome,
+            cpu_time_ns,
+            allocations,
+        }
+        .into_event(name.to_owned(), payload))
+    }
+}
+
+/// Text borrowed from the message (postcard always lends it; a deserializer that cannot gets
+/// serde's error for `&str`, as `String` would be read otherwise).
+struct BorrowedStr;
+
+impl<'de> DeserializeSeed<'de> for BorrowedStr {
+    type Value = &'de str;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'de str, D::Error> {
+        <&'de str>::deserialize(d)
+    }
+}
+
+/// A payload (a list of `(key, value)` pairs) built in place, its values at `depth`; the first
+/// impossible value goes to `impossible` (replaced by `Null`, never seen: the message is refused).
+struct PayloadSeed<'a> {
+    depth: usize,
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
+    type Value = Payload;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Payload, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PayloadSeed<'_> {
+    type Value = Payload;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Payload, A::Error> {
+        let mut payload = Payload::new();
+        while let Some((key, value)) = seq.next_element_seed(EntryInto {
+            depth: self.depth,
+            impossible: &mut *self.impossible,
+        })? {
+            // As `payload_from`: a key given twice keeps its first position and its last value.
+            payload.insert(key, value);
+        }
+        Ok(payload)
+    }
+}
+
+/// One `(key, value)` pair of a payload or map, its value at `depth`.
+struct EntryInto<'a> {
+    depth: usize,
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for EntryInto<'_> {
+    type Value = (String, Value);
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(String, Value), D::Error> {
+        d.deserialize_tuple(2, self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntryInto<'_> {
+    type Value = (String, Value);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a (key, payload value) pair")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(String, Value), A::Error> {
+        let key = seq
+            .next_element_seed(BorrowedStr)?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let value = seq
+            .next_element_seed(ValueInto {
+                depth: self.depth,
+                impossible: &mut *self.impossible,
+            })?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        Ok((key.to_owned(), value))
+    }
+}
+
+/// A payload value read straight into a [`Value`] (what [`WireSeed`] then
+/// [`WireValue::into_value`] make of it, without the intermediate [`WireValue`]): text borrowed
+/// from the message and copied once (inline when short), lists and maps nested at most
+/// [`Value::MAX_NESTING`] deep (the same refusal as [`WireSeed`]'s).
+struct ValueInto<'a> {
+    depth: usize,
+    impossible: &'a mut Option<String>,
+}
+
+impl ValueInto<'_> {
+    /// Records the first impossible value; the value read stands as `Null` (never seen).
+    fn refuse(self, reason: &str) -> Value {
+        if self.impossible.is_none() {
+            *self.impossible = Some(reason.to_owned());
+        }
+        Value::Null
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ValueInto<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_enum("WireValue", VARIANTS, self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueInto<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a payload value")
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
+        let (Tag(tag), v) = data.variant::<Tag>()?;
+        // The messages of `WireValue::into_value`, in the order it checks.
+        Ok(match VARIANTS[tag] {
+            "Bool" => Value::Bool(v.newtype_variant()?),
+            "I64" => Value::I64(v.newtype_variant()?),
+            "U64" => Value::U64(v.newtype_variant()?),
+            "F64" => Value::F64(v.newtype_variant()?),
+            "Str" => Value::Str(Text::new(v.newtype_variant_seed(BorrowedStr)?)),
+            "Duration" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                if nanos >= 1_000_000_000 {
+                    return Ok(self.refuse("duration with nanoseconds out of range (at most 999999999)"));
+                }
+                Value::Duration(Duration::new(secs, nanos))
+            }
+            "Exception" => {
+                let ExceptionParts { type_name, message } = v.newtype_variant()?;
+                Value::Exception {
+                    type_name: Cow::Owned(type_name),
+                    message,
+                }
+            }
+            "Null" => {
+                v.unit_variant()?;
+                Value::Null
+            }
+            "I128" => Value::I128(v.newtype_variant()?),
+            "U128" => Value::U128(v.newtype_variant()?),
+            "Time" => {
+                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+                if nanos >= 1_000_000_000 {
+                    return Ok(self.refuse("time with nanoseconds out of range (at most 999999999)"));
+                }
+                match time_from_parts(secs, nanos) {
+                    Some(time) => Value::Time(time),
+                    None => return Ok(self.refuse("time out of the range this platform represents")),
+                }
+            }
+            "List" => {
+                let depth = WireSeed { depth: self.depth }.inner()?;
+                Value::List(v.newtype_variant_seed(ListInto {
+                    depth,
+                    impossible: self.impossible,
+                })?)
+            }
+            _ => {
+                let depth = WireSeed { depth: self.depth }.inner()?;
+                Value::Map(Box::new(v.newtype_variant_seed(PayloadSeed {
+                    depth,
+                    impossible: self.impossible,
+                })?))
+            }
+        })
+    }
+}
+
+/// A list whose items are at `depth`, read straight into values.
+struct ListInto<'a> {
+    depth: usize,
+    impossible: &'a mut Option<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for ListInto<'_> {
+    type Value = Vec<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Value>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListInto<'_> {
+    type Value = Vec<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of payload values")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
+        // The length comes from the message: not trusted for more than a small reservation.
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element_seed(ValueInto {
+            depth: self.depth,
+            impossible: &mut *self.impossible,
+        })? {
+            items.push(item);
+        }
+        Ok(items)
     }
 }
 
@@ -1009,11 +1479,9 @@ impl BatchEncoder {
 /// [`DecodeError::UnsupportedVersion`] for a batch of a newer wire version, else
 /// [`DecodeError::Malformed`] when the body is not a batch in `encoding`.
 pub fn decode_batch(encoding: Encoding, body: &[u8]) -> Result<(u64, Vec<Event>), DecodeError> {
-    let batch = decode(encoding, body)?;
-    Ok((
-        batch.source,
-        batch.events.into_iter().map(EventIn::into_event).collect(),
-    ))
+    let mut events = Vec::new();
+    let (_, source) = decode_into(encoding, body, &mut events)?;
+    Ok((source, events))
 }
 
 /// Encodes `events` as one batch with no size limit, `source` standing for the exporter's id
@@ -1062,6 +1530,12 @@ mod tests {
     }
 
     fn assert_same(a: &Event, b: &Event) {
+        assert_same_envelope(a, b);
+        assert_eq!(a.payload(), b.payload());
+    }
+
+    /// Everything but the payloads.
+    fn assert_same_envelope(a: &Event, b: &Event) {
         assert_eq!(a.name(), b.name());
         assert_eq!(a.start_time(), b.start_time());
         assert_eq!(a.duration(), b.duration());
@@ -1072,7 +1546,6 @@ mod tests {
         assert_eq!(a.outcome(), b.outcome());
         assert_eq!(a.trace_id(), b.trace_id());
         assert_eq!((a.cpu_time(), a.allocations()), (b.cpu_time(), b.allocations()));
-        assert_eq!(a.payload(), b.payload());
     }
 
     #[test]
@@ -1335,6 +1808,248 @@ mod tests {
             DecodeError::Malformed {
                 encoding: Encoding::Json,
                 reason: "event 3 (a.b): time with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+    }
+
+    /// What [`decode_into`] gives for `body`, as [`decode`] + [`EventIn::into_event`] would give
+    /// it: `(version, source, events)` or the error.
+    fn decoded_both_ways(encoding: Encoding, body: &[u8]) -> Result<(u16, u64, Vec<Event>), DecodeError> {
+        let mut fast = vec![Event::new(
+            "stale.event",
+            std::time::Instant::now(),
+            std::time::Instant::now(),
+            Payload::new(),
+        )];
+        let one_pass = decode_into(encoding, body, &mut fast);
+        let reference = decode(encoding, body);
+        match (one_pass, reference) {
+            (Ok((version, source)), Ok(batch)) => {
+                assert_eq!((version, source), (batch.version, batch.source));
+                assert_eq!(fast.len(), batch.events.len());
+                for (got, want) in fast.iter().zip(batch.events) {
+                    let want = want.into_event();
+                    // Payloads compared by their Debug form: a damaged message may hold a NaN.
+                    assert_eq!(format!("{:?}", got.payload()), format!("{:?}", want.payload()));
+                    assert_same_envelope(got, &want);
+                }
+                Ok((version, source, fast))
+            }
+            (Err(got), Err(want)) => {
+                assert_eq!(got, want, "{body:?}");
+                assert!(fast.is_empty(), "nothing of a refused message is kept");
+                Err(got)
+            }
+            (got, want) => panic!(
+                "{body:?}: one pass {got:?}, reference {:?}",
+                want.map(|b| b.events.len())
+            ),
+        }
+    }
+
+    /// The one-pass decoder gives the events of the two-pass one (its reference, kept for
+    /// JSON) for every kind of value, both wire versions, and an empty batch.
+    #[test]
+    fn decode_into_gives_the_events_of_the_reference_decoder() {
+        let mixed: Vec<Arc<Event>> = vec![
+            Arc::new(sample()),
+            nested_event(32, 0),
+            nested_event(16, 16),
+            Arc::new(sample()),
+        ];
+        for encoding in [Encoding::Binary, Encoding::Json] {
+            for events in [&mixed[..], &mixed[..1], &[]] {
+                let body = encode_batch(encoding, 0xfeed, events);
+                let (version, source, got) = decoded_both_ways(encoding, &body).unwrap();
+                assert_eq!((version, source, got.len()), (WIRE_VERSION, 0xfeed, events.len()));
+                for (sent, got) in events.iter().zip(&got) {
+                    assert_same(sent, got);
+                }
+            }
+        }
+        // Short text is stored inline, long text owned: the same value either way.
+        let long = "x".repeat(Text::INLINE_CAPACITY + 1);
+        let now = std::time::Instant::now();
+        let texts = Arc::new(Event::new(
+            "text.test",
+            now,
+            now,
+            Payload::new()
+                .with("short", "abc")
+                .with("long", long.as_str())
+                .with("short", "replaced"),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, std::slice::from_ref(&texts));
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        assert_eq!(got[0].payload(), texts.payload());
+        assert_eq!(got[0].payload().keys().collect::<Vec<_>>(), ["short", "long"]);
+    }
+
+    /// Every prefix of a batch and every byte of it changed: the one-pass decoder errs exactly
+    /// as the reference decoder (same variant, same reason) or gives the same events.
+    #[test]
+    fn decode_into_errs_exactly_as_the_reference_decoder_on_damaged_batches() {
+        let events: Vec<Arc<Event>> = vec![Arc::new(sample()), nested_event(2, 1), Arc::new(sample())];
+        let body = encode_batch(Encoding::Binary, 9, &events);
+        let (mut errors, mut decoded) = (0, 0);
+        let mut tally = |result: Result<(u16, u64, Vec<Event>), DecodeError>| match result {
+            Ok(_) => decoded += 1,
+            Err(_) => errors += 1,
+        };
+        for end in 0..body.len() {
+            tally(decoded_both_ways(Encoding::Binary, &body[..end]));
+        }
+        for at in 0..body.len() {
+            for byte in [0x00, 0x01, 0x0a, 0x0d, 0x7f, 0x80, 0xc3, 0xff, body[at].wrapping_add(1)] {
+                let mut damaged = body.clone();
+                damaged[at] = byte;
+                tally(decoded_both_ways(Encoding::Binary, &damaged));
+            }
+        }
+        // Both kinds of outcome were exercised (most damage is an error, some is a valid batch).
+        assert!(errors > body.len() && decoded > 0, "{errors} errors, {decoded} decoded");
+    }
+
+    /// A time or duration out of range refuses the whole message, naming the first such value
+    /// (in message order) and its event, never the value; a parse error later in the message
+    /// wins, as in the reference decoder.
+    #[test]
+    fn decode_into_refuses_impossible_values_as_the_reference_decoder() {
+        // WireValue's positions up to Time (10); only Duration (5) and Time are written.
+        #[derive(Serialize)]
+        #[allow(dead_code)]
+        enum Wire {
+            Bool(bool),
+            I64(i64),
+            U64(u64),
+            F64(f64),
+            Str(String),
+            Duration { secs: u64, nanos: u32 },
+            Exception(String, String),
+            Null,
+            I128(i128),
+            U128(u128),
+            Time { secs: i64, nanos: u32 },
+        }
+        #[derive(Serialize)]
+        struct Ev {
+            name: &'static str,
+            start_unix_ns: u64,
+            end_unix_ns: u64,
+            duration_ns: u64,
+            id: u64,
+            parent_id: Option<u64>,
+            transaction_id: u64,
+            trace_id: u128,
+            outcome: WireOutcome,
+            payload: Vec<(&'static str, Wire)>,
+            cpu_time_ns: Option<u64>,
+            allocations: Option<u64>,
+        }
+        let event = |id: u64, name: &'static str, payload: Vec<(&'static str, Wire)>| Ev {
+            name,
+            start_unix_ns: 1,
+            end_unix_ns: 2,
+            duration_ns: 1,
+            id,
+            parent_id: None,
+            transaction_id: 1,
+            trace_id: 5,
+            outcome: WireOutcome::Completed,
+            payload,
+            cpu_time_ns: None,
+            allocations: None,
+        };
+        let body = |events: Vec<Ev>| {
+            let mut body = MAGIC.to_vec();
+            postcard::to_io(&(WIRE_VERSION, 1_u64, events), &mut body).unwrap();
+            body
+        };
+        let ok = body(vec![
+            event(
+                1,
+                "a.b",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 1,
+                        nanos: 999_999_999,
+                    },
+                )],
+            ),
+            event(2, "a.b", vec![("t", Wire::Time { secs: -1, nanos: 0 })]),
+        ]);
+        assert_eq!(decoded_both_ways(Encoding::Binary, &ok).unwrap().2.len(), 2);
+        let bad = body(vec![
+            event(1, "a.b", vec![("ok", Wire::U64(1))]),
+            event(
+                2,
+                "a\nb",
+                vec![
+                    (
+                        "t",
+                        Wire::Time {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                    (
+                        "d",
+                        Wire::Duration {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                ],
+            ),
+            event(
+                3,
+                "c.d",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: 2_000_000_000,
+                    },
+                )],
+            ),
+        ]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &bad).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: r"event 2 (a\nb): time with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // In a nested list and map: the same refusal.
+        let nested = body(vec![event(
+            7,
+            "a.b",
+            vec![
+                ("ok", Wire::U64(1)),
+                (
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: u32::MAX,
+                    },
+                ),
+            ],
+        )]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &nested).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "event 7 (a.b): duration with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // Cut after the impossible value: the parse error is reported.
+        let cut = &bad[..bad.len() - 3];
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, cut).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "Hit the end of buffer, expected more data".to_owned()
             }
         );
     }
