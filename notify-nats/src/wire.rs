@@ -875,12 +875,13 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
 }
 
 /// Decodes a batch into `out` (cleared first; its capacity is kept, so that an importer reuses
-/// one buffer for every message) and returns its version and source. The same events and the
-/// same errors as [`decode`] followed by [`EventIn::into_event`]; a binary batch is read in one
-/// pass without intermediate copies: names, keys and text values are read borrowed from `body`,
-/// each payload is built in place, each event is built as soon as its fields are read. `out` is
-/// empty after an error (nothing of a refused message is kept). JSON batches (for humans, not
-/// the fast path) go through [`decode`].
+/// one buffer for every message) and returns its version and source: the same events and the
+/// same errors as [`decode`] followed by [`EventIn::into_event`]. A binary batch is read in one
+/// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
+/// values are read borrowed from `body` (text copied once, inline when short), each payload is
+/// built in place and each event as soon as its fields are read. `out` is empty after an error
+/// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
+/// through [`decode`].
 pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>) -> Result<(u16, u64), DecodeError> {
     out.clear();
     if encoding == Encoding::Json {
@@ -892,9 +893,8 @@ pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>)
     let body = body
         .strip_prefix(MAGIC)
         .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
-    let version = postcard::take_from_bytes::<u16>(body)
-        .map(|(v, _)| v)
-        .map_err(|e| malformed(e.to_string()))?;
+    let mut reader = Reader { rest: body };
+    let version = reader.varint_u16().map_err(|e| malformed(e.reason()))?;
     if version > WIRE_VERSION {
         return Err(DecodeError::UnsupportedVersion {
             found: version,
@@ -904,187 +904,219 @@ pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>)
     if version == 0 {
         return Err(malformed("version 0 does not exist".to_owned()));
     }
-    REFUSED_TOO_DEEP.with(|refused| refused.set(false));
     let mut impossible = None;
-    let seed = BatchSeed {
-        // Version 1 events lack the last two fields (CPU time, allocations).
-        fields: if version == 1 {
-            &EVENT_FIELDS[..10]
-        } else {
-            EVENT_FIELDS
-        },
-        out: &mut *out,
-        impossible: &mut impossible,
-    };
-    let parsed = seed
-        .deserialize(&mut postcard::Deserializer::from_bytes(body))
-        .map_err(|e| match e {
-            // As `parse`: the one custom error this decoder raises is the nesting limit's.
-            postcard::Error::SerdeDeCustom if REFUSED_TOO_DEEP.with(|refused| refused.take()) => too_deep(),
-            e => e.to_string(),
-        });
-    // A parse error wins over an impossible value, as in `decode` (which checks values after
-    // parsing the whole message).
-    match (parsed, impossible) {
-        (Ok(header), None) => Ok(header),
-        (Err(reason), _) | (Ok(_), Some(reason)) => {
+    // Version 1 events lack the last two fields (CPU time, allocations).
+    match reader.batch(version > 1, out, &mut impossible) {
+        // A parse error wins over an impossible value, as in `decode` (which checks values after
+        // parsing the whole message).
+        Ok(source) if impossible.is_none() => Ok((version, source)),
+        Ok(_) => {
             out.clear();
-            Err(malformed(reason))
+            Err(malformed(impossible.unwrap_or_default()))
+        }
+        Err(e) => {
+            out.clear();
+            Err(malformed(e.reason()))
         }
     }
 }
 
-/// The fields of an event on the wire, in order (version 2; version 1 has the first 10).
-const EVENT_FIELDS: &[&str] = &[
-    "name",
-    "start_unix_ns",
-    "end_unix_ns",
-    "duration_ns",
-    "id",
-    "parent_id",
-    "transaction_id",
-    "trace_id",
-    "outcome",
-    "payload",
-    "cpu_time_ns",
-    "allocations",
-];
-
-/// Reads a binary batch `{ version, source, events }` (postcard: its fields back to back), pushing
-/// each event into `out`; the first impossible value (a time or duration out of range, in the
-/// order of the message) goes to `impossible`, named as [`RawEvent::check`] names it, and reading
-/// goes on (a later parse error wins, as in [`decode`]).
-struct BatchSeed<'a> {
-    fields: &'static [&'static str],
-    out: &'a mut Vec<Event>,
-    impossible: &'a mut Option<String>,
+/// Why [`Reader`] stopped: postcard's own error for the same bytes (what [`decode`] reports), or
+/// the nesting limit.
+#[derive(Debug)]
+enum ReadError {
+    Postcard(postcard::Error),
+    TooDeep,
 }
 
-impl<'de> DeserializeSeed<'de> for BatchSeed<'_> {
-    type Value = (u16, u64);
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(u16, u64), D::Error> {
-        d.deserialize_struct("RawBatch", &["version", "source", "events"], self)
+impl ReadError {
+    /// The reason [`decode`] gives for the same bytes.
+    fn reason(&self) -> String {
+        match self {
+            ReadError::Postcard(e) => e.to_string(),
+            ReadError::TooDeep => too_deep(),
+        }
     }
 }
 
-impl<'de> Visitor<'de> for BatchSeed<'_> {
-    type Value = (u16, u64);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("struct RawBatch")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(u16, u64), A::Error> {
-        let version: u16 = seq
-            .next_element()?
-            .ok_or_else(|| de::Error::invalid_length(0, &"struct RawBatch with 3 elements"))?;
-        let source: u64 = seq
-            .next_element()?
-            .ok_or_else(|| de::Error::invalid_length(1, &"struct RawBatch with 3 elements"))?;
-        seq.next_element_seed(EventsSeed {
-            fields: self.fields,
-            out: self.out,
-            impossible: self.impossible,
-        })?
-        .ok_or_else(|| de::Error::invalid_length(2, &"struct RawBatch with 3 elements"))?;
-        Ok((version, source))
+impl From<postcard::Error> for ReadError {
+    fn from(e: postcard::Error) -> ReadError {
+        ReadError::Postcard(e)
     }
 }
 
-/// The events of a batch, pushed into `out`.
-struct EventsSeed<'a> {
-    fields: &'static [&'static str],
-    out: &'a mut Vec<Event>,
-    impossible: &'a mut Option<String>,
+type Read<T> = Result<T, ReadError>;
+
+/// Generates a varint reader for one integer type, read as postcard 1 reads it (the same
+/// values, the same errors for the same bytes): 7 bits a byte, least significant first, at most
+/// `ceil(bits / 7)` bytes, the last one holding only the bits left.
+macro_rules! varint {
+    ($name:ident, $t:ty) => {
+        #[inline]
+        fn $name(&mut self) -> Read<$t> {
+            const MAX: usize = (<$t>::BITS as usize).div_ceil(7);
+            const LAST: u8 = (1 << (<$t>::BITS % 7)) - 1;
+            if let Some((&byte, rest)) = self.rest.split_first() {
+                if byte < 0x80 {
+                    self.rest = rest;
+                    return Ok(<$t>::from(byte));
+                }
+            }
+            let mut out: $t = 0;
+            for i in 0..MAX {
+                let byte = self.byte()?;
+                out |= <$t>::from(byte & 0x7f) << (7 * i);
+                if byte & 0x80 == 0 {
+                    return if i == MAX - 1 && byte > LAST {
+                        Err(postcard::Error::DeserializeBadVarint.into())
+                    } else {
+                        Ok(out)
+                    };
+                }
+            }
+            Err(postcard::Error::DeserializeBadVarint.into())
+        }
+    };
 }
 
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
+/// Reads a binary batch (after its magic) field by field, as the derived and hand-written serde
+/// implementations [`decode`] uses read it through postcard: the same fields in the same order,
+/// the same checks, the same [`postcard::Error`] for the same bytes (the damaged-batch test
+/// compares the two on every prefix and every byte changed of a batch).
+struct Reader<'a> {
+    rest: &'a [u8],
 }
 
-impl<'de> Visitor<'de> for EventsSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a sequence")
+impl<'a> Reader<'a> {
+    #[inline]
+    fn byte(&mut self) -> Read<u8> {
+        let (&byte, rest) = self
+            .rest
+            .split_first()
+            .ok_or(postcard::Error::DeserializeUnexpectedEnd)?;
+        self.rest = rest;
+        Ok(byte)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    #[inline]
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err(postcard::Error::DeserializeUnexpectedEnd.into());
+        }
+        let (taken, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(taken)
+    }
+
+    varint!(varint_u16, u16);
+    varint!(varint_u32, u32);
+    varint!(varint_u64, u64);
+    varint!(varint_u128, u128);
+
+    /// A length (postcard's `usize`: a `u64` varint on 64-bit targets, a `u32` one on 32-bit).
+    #[inline]
+    fn len(&mut self) -> Read<usize> {
+        #[cfg(target_pointer_width = "64")]
+        let len = self.varint_u64()? as usize;
+        #[cfg(not(target_pointer_width = "64"))]
+        let len = self.varint_u32()? as usize;
+        Ok(len)
+    }
+
+    #[inline]
+    fn i64(&mut self) -> Read<i64> {
+        let n = self.varint_u64()?;
+        Ok(((n >> 1) as i64) ^ (-((n & 1) as i64)))
+    }
+
+    #[inline]
+    fn i128(&mut self) -> Read<i128> {
+        let n = self.varint_u128()?;
+        Ok(((n >> 1) as i128) ^ (-((n & 1) as i128)))
+    }
+
+    #[inline]
+    fn bool(&mut self) -> Read<bool> {
+        match self.byte()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(postcard::Error::DeserializeBadBool.into()),
+        }
+    }
+
+    #[inline]
+    fn f64(&mut self) -> Read<f64> {
+        let bytes = self.take(8)?;
+        Ok(f64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    #[inline]
+    fn str(&mut self) -> Read<&'a str> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes).map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
+    #[inline]
+    fn option_u64(&mut self) -> Read<Option<u64>> {
+        match self.byte()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.varint_u64()?)),
+            _ => Err(postcard::Error::DeserializeBadOption.into()),
+        }
+    }
+
+    /// An enum's variant index below `variants` (serde's derived and [`Tag`]'s refusal of
+    /// another is a custom error, which postcard reports without its text).
+    #[inline]
+    fn variant(&mut self, variants: usize) -> Read<usize> {
+        let index = self.varint_u32()? as usize;
+        if index < variants {
+            Ok(index)
+        } else {
+            Err(postcard::Error::SerdeDeCustom.into())
+        }
+    }
+
+    /// `{ source, events }` after the version; each event pushed into `out` as read. `v2`: the
+    /// events have version 2's CPU time and allocations.
+    fn batch(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<u64> {
+        let source = self.varint_u64()?;
+        let count = self.len()?;
         // The count comes from the message: trusted for no more than a modest reservation.
-        self.out.reserve(seq.size_hint().unwrap_or(0).min(4_096));
-        while let Some(event) = seq.next_element_seed(EventSeed {
-            fields: self.fields,
-            impossible: &mut *self.impossible,
-        })? {
-            self.out.push(event);
+        out.reserve(count.min(4_096));
+        for _ in 0..count {
+            let event = self.event(v2, impossible)?;
+            out.push(event);
         }
-        Ok(())
-    }
-}
-
-/// One event, built as soon as its fields are read.
-struct EventSeed<'a> {
-    fields: &'static [&'static str],
-    impossible: &'a mut Option<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
-    type Value = Event;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Event, D::Error> {
-        d.deserialize_struct("RawEvent", self.fields, self)
-    }
-}
-
-impl<'de> Visitor<'de> for EventSeed<'_> {
-    type Value = Event;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("struct RawEvent")
+        Ok(source)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Event, A::Error> {
-        let fields = self.fields.len();
-        let mut at = 0;
-        macro_rules! field {
-            () => {
-                field!(seq.next_element()?)
-            };
-            ($next:expr) => {{
-                let value = $next.ok_or_else(|| de::Error::invalid_length(at, &self))?;
-                at += 1;
-                value
-            }};
-        }
-        let name: &'de str = field!(seq.next_element_seed(BorrowedStr)?);
-        let start_unix_ns: u64 = field!();
-        let _end_unix_ns: u64 = field!();
-        let duration_ns: u64 = field!();
-        let id: u64 = field!();
-        let parent_id: Option<u64> = field!();
-        let transaction_id: u64 = field!();
-        let trace_id: u128 = field!();
-        let outcome: WireOutcome = field!();
-        let mut impossible = None;
-        let payload = field!(seq.next_element_seed(PayloadSeed {
-            depth: 0,
-            impossible: &mut impossible,
-        })?);
-        let (cpu_time_ns, allocations) = if fields > 10 {
-            let cpu_time_ns: Option<u64> = field!();
-            let allocations: Option<u64> = field!();
-            (cpu_time_ns, allocations)
+    /// One event ([`EventOut`]'s fields in order); the first impossible value of the batch goes
+    /// to `impossible`, named as [`RawEvent::check`] names it.
+    fn event(&mut self, v2: bool, impossible: &mut Option<String>) -> Read<Event> {
+        let name = self.str()?;
+        let start_unix_ns = self.varint_u64()?;
+        let _end_unix_ns = self.varint_u64()?;
+        let duration_ns = self.varint_u64()?;
+        let id = self.varint_u64()?;
+        let parent_id = self.option_u64()?;
+        let transaction_id = self.varint_u64()?;
+        let trace_id = self.varint_u128()?;
+        let outcome = match self.variant(3)? {
+            0 => WireOutcome::Completed,
+            1 => WireOutcome::Panicked,
+            _ => WireOutcome::Cancelled,
+        };
+        let mut refused = None;
+        let payload = self.payload(0, &mut refused)?;
+        let (cpu_time_ns, allocations) = if v2 {
+            (self.option_u64()?, self.option_u64()?)
         } else {
             (None, None)
         };
-        debug_assert_eq!(at, fields);
-        if let (Some(reason), None) = (impossible, &self.impossible) {
-            *self.impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
+        if let (Some(reason), None) = (refused, &impossible) {
+            *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
         }
         Ok(Envelope {
             start_unix_ns,
@@ -1099,212 +1131,86 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
         }
         .into_event(name.to_owned(), payload))
     }
-}
 
-/// Text borrowed from the message (postcard always lends it; a deserializer that cannot gets
-/// serde's error for `&str`, as `String` would be read otherwise).
-struct BorrowedStr;
-
-impl<'de> DeserializeSeed<'de> for BorrowedStr {
-    type Value = &'de str;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'de str, D::Error> {
-        <&'de str>::deserialize(d)
-    }
-}
-
-/// A payload (a list of `(key, value)` pairs) built in place, its values at `depth`; the first
-/// impossible value goes to `impossible` (replaced by `Null`, never seen: the message is refused).
-struct PayloadSeed<'a> {
-    depth: usize,
-    impossible: &'a mut Option<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for PayloadSeed<'_> {
-    type Value = Payload;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Payload, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for PayloadSeed<'_> {
-    type Value = Payload;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a sequence")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Payload, A::Error> {
+    /// A payload or map (a list of `(key, value)` pairs) built in place, its values at `depth`;
+    /// a key given twice keeps its first position and its last value, as in [`payload_from`].
+    fn payload(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Payload> {
         let mut payload = Payload::new();
-        while let Some((key, value)) = seq.next_element_seed(EntryInto {
-            depth: self.depth,
-            impossible: &mut *self.impossible,
-        })? {
-            // As `payload_from`: a key given twice keeps its first position and its last value.
-            payload.insert(key, value);
+        for _ in 0..self.len()? {
+            let key = self.str()?;
+            let value = self.value(depth, refused)?;
+            payload.insert(key.to_owned(), value);
         }
         Ok(payload)
     }
-}
 
-/// One `(key, value)` pair of a payload or map, its value at `depth`.
-struct EntryInto<'a> {
-    depth: usize,
-    impossible: &'a mut Option<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for EntryInto<'_> {
-    type Value = (String, Value);
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(String, Value), D::Error> {
-        d.deserialize_tuple(2, self)
-    }
-}
-
-impl<'de> Visitor<'de> for EntryInto<'_> {
-    type Value = (String, Value);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a (key, payload value) pair")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(String, Value), A::Error> {
-        let key = seq
-            .next_element_seed(BorrowedStr)?
-            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
-        let value = seq
-            .next_element_seed(ValueInto {
-                depth: self.depth,
-                impossible: &mut *self.impossible,
-            })?
-            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
-        Ok((key.to_owned(), value))
-    }
-}
-
-/// A payload value read straight into a [`Value`] (what [`WireSeed`] then
-/// [`WireValue::into_value`] make of it, without the intermediate [`WireValue`]): text borrowed
-/// from the message and copied once (inline when short), lists and maps nested at most
-/// [`Value::MAX_NESTING`] deep (the same refusal as [`WireSeed`]'s).
-struct ValueInto<'a> {
-    depth: usize,
-    impossible: &'a mut Option<String>,
-}
-
-impl ValueInto<'_> {
-    /// Records the first impossible value; the value read stands as `Null` (never seen).
-    fn refuse(self, reason: &str) -> Value {
-        if self.impossible.is_none() {
-            *self.impossible = Some(reason.to_owned());
-        }
-        Value::Null
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for ValueInto<'_> {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_enum("WireValue", VARIANTS, self)
-    }
-}
-
-impl<'de> Visitor<'de> for ValueInto<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a payload value")
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
-        let (Tag(tag), v) = data.variant::<Tag>()?;
-        // The messages of `WireValue::into_value`, in the order it checks.
-        Ok(match VARIANTS[tag] {
-            "Bool" => Value::Bool(v.newtype_variant()?),
-            "I64" => Value::I64(v.newtype_variant()?),
-            "U64" => Value::U64(v.newtype_variant()?),
-            "F64" => Value::F64(v.newtype_variant()?),
-            "Str" => Value::Str(Text::new(v.newtype_variant_seed(BorrowedStr)?)),
-            "Duration" => {
-                let SecsNanos { secs, nanos } = v.newtype_variant()?;
-                if nanos >= 1_000_000_000 {
-                    return Ok(self.refuse("duration with nanoseconds out of range (at most 999999999)"));
-                }
-                Value::Duration(Duration::new(secs, nanos))
+    /// A payload value at `depth` (a list or map at [`Value::MAX_NESTING`] is refused before its
+    /// items are read, as [`WireSeed`] refuses it), straight into a [`Value`]: what [`WireSeed`]
+    /// then [`WireValue::into_value`] make of the same bytes. An impossible time or duration
+    /// stands as `Null` (never seen: the message is refused) and its reason goes to `refused`
+    /// if none is there yet.
+    fn value(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Value> {
+        let mut refuse = |reason: &'static str| {
+            refused.get_or_insert(reason);
+            Value::Null
+        };
+        let nested = || {
+            if depth >= Value::MAX_NESTING {
+                Err(ReadError::TooDeep)
+            } else {
+                Ok(depth + 1)
             }
-            "Exception" => {
-                let ExceptionParts { type_name, message } = v.newtype_variant()?;
+        };
+        Ok(match self.variant(VARIANTS.len())? as u32 {
+            i if i == variant::BOOL.0 => Value::Bool(self.bool()?),
+            i if i == variant::I64.0 => Value::I64(self.i64()?),
+            i if i == variant::U64.0 => Value::U64(self.varint_u64()?),
+            i if i == variant::F64.0 => Value::F64(self.f64()?),
+            i if i == variant::STR.0 => Value::Str(Text::new(self.str()?)),
+            i if i == variant::DURATION.0 => {
+                let secs = self.varint_u64()?;
+                let nanos = self.varint_u32()?;
+                if nanos >= 1_000_000_000 {
+                    refuse("duration with nanoseconds out of range (at most 999999999)")
+                } else {
+                    Value::Duration(Duration::new(secs, nanos))
+                }
+            }
+            i if i == variant::EXCEPTION.0 => {
+                let type_name = self.str()?.to_owned();
+                let message = self.str()?.to_owned();
                 Value::Exception {
                     type_name: Cow::Owned(type_name),
                     message,
                 }
             }
-            "Null" => {
-                v.unit_variant()?;
-                Value::Null
-            }
-            "I128" => Value::I128(v.newtype_variant()?),
-            "U128" => Value::U128(v.newtype_variant()?),
-            "Time" => {
-                let SecsNanos { secs, nanos } = v.newtype_variant()?;
+            i if i == variant::NULL.0 => Value::Null,
+            i if i == variant::I128.0 => Value::I128(self.i128()?),
+            i if i == variant::U128.0 => Value::U128(self.varint_u128()?),
+            i if i == variant::TIME.0 => {
+                let secs = self.i64()?;
+                let nanos = self.varint_u32()?;
                 if nanos >= 1_000_000_000 {
-                    return Ok(self.refuse("time with nanoseconds out of range (at most 999999999)"));
+                    refuse("time with nanoseconds out of range (at most 999999999)")
+                } else {
+                    match time_from_parts(secs, nanos) {
+                        Some(time) => Value::Time(time),
+                        None => refuse("time out of the range this platform represents"),
+                    }
                 }
-                match time_from_parts(secs, nanos) {
-                    Some(time) => Value::Time(time),
-                    None => return Ok(self.refuse("time out of the range this platform represents")),
+            }
+            i if i == variant::LIST.0 => {
+                let depth = nested()?;
+                let len = self.len()?;
+                // The length comes from the message: not trusted for more than a small reservation.
+                let mut items = Vec::with_capacity(len.min(64));
+                for _ in 0..len {
+                    items.push(self.value(depth, refused)?);
                 }
+                Value::List(items)
             }
-            "List" => {
-                let depth = WireSeed { depth: self.depth }.inner()?;
-                Value::List(v.newtype_variant_seed(ListInto {
-                    depth,
-                    impossible: self.impossible,
-                })?)
-            }
-            _ => {
-                let depth = WireSeed { depth: self.depth }.inner()?;
-                Value::Map(Box::new(v.newtype_variant_seed(PayloadSeed {
-                    depth,
-                    impossible: self.impossible,
-                })?))
-            }
+            _ => Value::Map(Box::new(self.payload(nested()?, refused)?)),
         })
-    }
-}
-
-/// A list whose items are at `depth`, read straight into values.
-struct ListInto<'a> {
-    depth: usize,
-    impossible: &'a mut Option<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for ListInto<'_> {
-    type Value = Vec<Value>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Value>, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ListInto<'_> {
-    type Value = Vec<Value>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list of payload values")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Value>, A::Error> {
-        // The length comes from the message: not trusted for more than a small reservation.
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element_seed(ValueInto {
-            depth: self.depth,
-            impossible: &mut *self.impossible,
-        })? {
-            items.push(item);
-        }
-        Ok(items)
     }
 }
 
@@ -1603,6 +1509,7 @@ mod tests {
         postcard::to_io(&(1_u16, 5_u64, vec![&event]), &mut binary).unwrap();
         let json = serde_json::json!({"version": 1, "source": 5, "events": [&event]}).to_string();
         for (encoding, body) in [(Encoding::Binary, binary), (Encoding::Json, json.into_bytes())] {
+            decoded_both_ways(encoding, &body).unwrap();
             let batch = decode(encoding, &body).unwrap();
             assert_eq!((batch.version, batch.source, batch.events.len()), (1, 5, 1));
             let got = batch.events.into_iter().next().unwrap().into_event();
@@ -1762,7 +1669,7 @@ mod tests {
             for (lists, maps) in [(33, 0), (0, 33), (17, 16)] {
                 // The encoder refuses such an event: written past it, as a hostile sender would.
                 let body = unchecked_batch(encoding, &nested_event(lists, maps));
-                let err = decode(encoding, &body).unwrap_err();
+                let err = decoded_both_ways(encoding, &body).unwrap_err();
                 let DecodeError::Malformed { reason, .. } = &err else {
                     panic!("{err:?}")
                 };
@@ -1792,7 +1699,7 @@ mod tests {
         body.extend_from_slice(&event);
         assert!((3_000..3_200).contains(&body.len()), "{}", body.len());
         assert_eq!(
-            decode(Encoding::Binary, &body).unwrap_err(),
+            decoded_both_ways(Encoding::Binary, &body).unwrap_err(),
             DecodeError::Malformed {
                 encoding: Encoding::Binary,
                 reason: "payload value nested deeper than 32 lists and maps".to_owned()
@@ -1892,9 +1799,16 @@ mod tests {
         let events: Vec<Arc<Event>> = vec![Arc::new(sample()), nested_event(2, 1), Arc::new(sample())];
         let body = encode_batch(Encoding::Binary, 9, &events);
         let (mut errors, mut decoded) = (0, 0);
+        let mut reasons = std::collections::BTreeSet::new();
         let mut tally = |result: Result<(u16, u64, Vec<Event>), DecodeError>| match result {
             Ok(_) => decoded += 1,
-            Err(_) => errors += 1,
+            Err(e) => {
+                errors += 1;
+                reasons.insert(match e {
+                    DecodeError::Malformed { reason, .. } => reason.split(" (").next().unwrap().to_owned(),
+                    other => other.to_string(),
+                });
+            }
         };
         for end in 0..body.len() {
             tally(decoded_both_ways(Encoding::Binary, &body[..end]));
@@ -1906,8 +1820,22 @@ mod tests {
                 tally(decoded_both_ways(Encoding::Binary, &damaged));
             }
         }
-        // Both kinds of outcome were exercised (most damage is an error, some is a valid batch).
+        // Both kinds of outcome were exercised (most damage is an error, some is a valid batch),
+        // and every kind of error the reader raises.
         assert!(errors > body.len() && decoded > 0, "{errors} errors, {decoded} decoded");
+        for reason in [
+            "Found a bool that wasn't 0 or 1",
+            "Found a varint that didn't terminate. Is the usize too big for this platform?",
+            "Found an Option discriminant that wasn't 0 or 1",
+            "Hit the end of buffer, expected more data",
+            "Serde Deserialization Error",
+            "Tried to parse invalid utf-8",
+            "event 10", // an impossible value (its time's nanoseconds changed)
+            "not a notify event batch",
+            "version 0 does not exist",
+        ] {
+            assert!(reasons.contains(reason), "{reason}: {reasons:?}");
+        }
     }
 
     /// A time or duration out of range refuses the whole message, naming the first such value
