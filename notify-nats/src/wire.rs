@@ -13,6 +13,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::intern::Recent;
 use notify_core::escape::Escaped;
 use notify_core::{
     context::TransactionId,
@@ -770,7 +771,7 @@ impl Envelope {
     /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
     /// count.
     #[inline]
-    fn into_event(self, name: String, payload: Payload) -> Event {
+    fn into_event(self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
         let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
             .with_ids(
@@ -878,8 +879,9 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
 /// one buffer for every message) and returns its version and source: the same events and the
 /// same errors as [`decode`] followed by [`EventIn::into_event`]. A binary batch is read in one
 /// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
-/// values are read borrowed from `body` (text copied once, inline when short), each payload is
-/// built in place and each event as soon as its fields are read. `out` is empty after an error
+/// values are read borrowed from `body`; names and keys are interned ([`crate::intern`]: shared
+/// by every event, copied only beyond its budget), text values copied once (inline when short);
+/// each payload is built in place and each event as soon as its fields are read. `out` is empty after an error
 /// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
 /// through [`decode`].
 pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>) -> Result<(u16, u64), DecodeError> {
@@ -893,7 +895,11 @@ pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>)
     let body = body
         .strip_prefix(MAGIC)
         .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
-    let mut reader = Reader { rest: body };
+    let mut reader = Reader {
+        rest: body,
+        names: Recent::new(),
+        keys: Recent::new(),
+    };
     let version = reader.varint_u16().map_err(|e| malformed(e.reason()))?;
     if version > WIRE_VERSION {
         return Err(DecodeError::UnsupportedVersion {
@@ -985,6 +991,9 @@ macro_rules! varint {
 /// compares the two on every prefix and every byte changed of a batch).
 struct Reader<'a> {
     rest: &'a [u8],
+    /// The event names and payload keys met in this batch, interned ([`crate::intern`]).
+    names: Recent<'a>,
+    keys: Recent<'a>,
 }
 
 impl<'a> Reader<'a> {
@@ -1118,6 +1127,10 @@ impl<'a> Reader<'a> {
         if let (Some(reason), None) = (refused, &impossible) {
             *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
         }
+        let name: Cow<'static, str> = match self.names.get(name) {
+            Some(interned) => Cow::Borrowed(interned),
+            None => Cow::Owned(name.to_owned()),
+        };
         Ok(Envelope {
             start_unix_ns,
             duration_ns,
@@ -1129,7 +1142,7 @@ impl<'a> Reader<'a> {
             cpu_time_ns,
             allocations,
         }
-        .into_event(name.to_owned(), payload))
+        .into_event(name, payload))
     }
 
     /// A payload or map (a list of `(key, value)` pairs) built in place, its values at `depth`;
@@ -1139,7 +1152,10 @@ impl<'a> Reader<'a> {
         for _ in 0..self.len()? {
             let key = self.str()?;
             let value = self.value(depth, refused)?;
-            payload.insert(key.to_owned(), value);
+            match self.keys.get(key) {
+                Some(interned) => payload.insert(interned, value),
+                None => payload.insert(key.to_owned(), value),
+            };
         }
         Ok(payload)
     }
@@ -1790,6 +1806,20 @@ mod tests {
         let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
         assert_eq!(got[0].payload(), texts.payload());
         assert_eq!(got[0].payload().keys().collect::<Vec<_>>(), ["short", "long"]);
+        // Keys are interned (shared, not copied per event); a key past the length limit is copied.
+        let long_key = "k".repeat(crate::intern::MAX_LEN + 1);
+        let keys = Arc::new(Event::new(
+            "keys.test",
+            now,
+            now,
+            Payload::new().with("rows", 1_u64).with(long_key.clone(), 2_u64),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, &[keys.clone(), keys]);
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        for event in &got {
+            let statics: Vec<_> = event.payload().entries().map(|(key, _)| key.as_static()).collect();
+            assert_eq!(statics, [Some("rows"), None]);
+        }
     }
 
     /// Every prefix of a batch and every byte of it changed: the one-pass decoder errs exactly
