@@ -985,6 +985,33 @@ macro_rules! varint {
     };
 }
 
+/// The 7-bit groups of the 8 bytes of `word` (little-endian), packed into 56 bits; the
+/// continuation bits are ignored.
+#[inline(always)]
+fn packed_7(word: u64) -> u64 {
+    let x = word & 0x7f7f_7f7f_7f7f_7f7f;
+    let x = (x & 0x7f00_7f00_7f00_7f00) >> 1 | (x & 0x007f_007f_007f_007f);
+    let x = (x & 0x3fff_0000_3fff_0000) >> 2 | (x & 0x0000_3fff_0000_3fff);
+    (x & 0x0fff_ffff_0000_0000) >> 4 | (x & 0x0000_0000_0fff_ffff)
+}
+
+/// The varint that ends within the 8 bytes of `word` (little-endian), and how many bytes it
+/// takes; `None` when all 8 have their continuation bit set.
+#[inline(always)]
+fn varint_word(word: u64) -> Option<(u64, usize)> {
+    let ends = !word & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    let used = ends.trailing_zeros() as usize / 8 + 1;
+    let word = if used == 8 {
+        word
+    } else {
+        word & ((1 << (used * 8)) - 1)
+    };
+    Some((packed_7(word), used))
+}
+
 /// Reads a binary batch (after its magic) field by field, as the derived and hand-written serde
 /// implementations [`decode`] uses read it through postcard: the same fields in the same order,
 /// the same checks, the same [`postcard::Error`] for the same bytes (the damaged-batch test
@@ -1019,8 +1046,66 @@ impl<'a> Reader<'a> {
 
     varint!(varint_u16, u16);
     varint!(varint_u32, u32);
-    varint!(varint_u64, u64);
-    varint!(varint_u128, u128);
+    varint!(varint_u64_bytewise, u64);
+    varint!(varint_u128_bytewise, u128);
+
+    /// The next 8 bytes as a little-endian word, if there are 8.
+    #[inline(always)]
+    fn word(&self, at: usize) -> Option<u64> {
+        let bytes = self.rest.get(at..at + 8)?;
+        Some(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    /// A `u64` varint; ids and times since 1970 take 8 to 10 bytes, read here 8 at a time. A
+    /// varint the fast path does not finish (near the end of the message, or invalid) is read
+    /// byte by byte, as postcard reads it, for the same value or error.
+    #[inline]
+    fn varint_u64(&mut self) -> Read<u64> {
+        if let (Some(low), Some(&[b8, b9])) = (self.word(0), self.rest.get(8..10)) {
+            let (value, used) = match varint_word(low) {
+                Some((value, used)) => (value, used),
+                None if b8 < 0x80 => (packed_7(low) | u64::from(b8) << 56, 9),
+                // The 10th byte holds the last bit.
+                None if b9 <= 1 => (packed_7(low) | u64::from(b8 & 0x7f) << 56 | u64::from(b9) << 63, 10),
+                None => return self.varint_u64_bytewise(),
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u64_bytewise()
+    }
+
+    /// A `u128` varint (trace ids: 19 bytes), 8 bytes at a time as [`Reader::varint_u64`].
+    #[inline]
+    fn varint_u128(&mut self) -> Read<u128> {
+        if let (Some(low), Some(high), Some(&[b16, b17, b18])) = (self.word(0), self.word(8), self.rest.get(16..19)) {
+            let (value, used) = match (varint_word(low), varint_word(high)) {
+                (Some((value, used)), _) => (u128::from(value), used),
+                (None, Some((value, used))) => (u128::from(packed_7(low)) | u128::from(value) << 56, 8 + used),
+                (None, None) => {
+                    let both = u128::from(packed_7(low)) | u128::from(packed_7(high)) << 56;
+                    if b16 < 0x80 {
+                        (both | u128::from(b16) << 112, 17)
+                    } else if b17 < 0x80 {
+                        (both | u128::from(b16 & 0x7f) << 112 | u128::from(b17) << 119, 18)
+                    } else if b18 <= 3 {
+                        // The 19th byte holds the last 2 bits.
+                        (
+                            both | u128::from(b16 & 0x7f) << 112
+                                | u128::from(b17 & 0x7f) << 119
+                                | u128::from(b18) << 126,
+                            19,
+                        )
+                    } else {
+                        return self.varint_u128_bytewise();
+                    }
+                }
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u128_bytewise()
+    }
 
     /// A length (postcard's `usize`: a `u64` varint on 64-bit targets, a `u32` one on 32-bit).
     #[inline]
@@ -2010,6 +2095,77 @@ mod tests {
                 reason: "Hit the end of buffer, expected more data".to_owned()
             }
         );
+    }
+
+    /// The word-at-a-time varint readers give the byte-by-byte reader's value, length and error
+    /// for every length of varint, with and without bytes after it.
+    #[test]
+    fn varints_read_a_word_at_a_time_match_the_bytewise_reader() {
+        fn reader(bytes: &[u8]) -> Reader<'_> {
+            Reader {
+                rest: bytes,
+                names: Recent::new(),
+                keys: Recent::new(),
+            }
+        }
+        let mut u64s = vec![0, 1, 127, 128, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1];
+        let mut u128s = vec![0, 1, u128::MAX, 1 << 127, u128::from(u64::MAX)];
+        for shift in 0..128 {
+            u128s.push(1 << shift);
+            u128s.push((1 << shift) - 1);
+            u128s.push(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834_u128.rotate_left(shift));
+            if shift < 64 {
+                u64s.push(1 << shift);
+                u64s.push((1 << shift) - 1);
+                u64s.push(0x9e37_79b9_7f4a_7c15_u64.rotate_left(shift));
+            }
+        }
+        for tail in [&[][..], &[0xff; 24][..], &[0; 24][..]] {
+            for &v in &u64s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u64().unwrap(), v);
+                assert_eq!(slow.varint_u64_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+            for &v in &u128s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u128().unwrap(), v);
+                assert_eq!(slow.varint_u128_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+        }
+        // Too long, or too large in the last byte: the bytewise reader's error either way.
+        for last in 0..=0xff_u8 {
+            for continued in [9, 18] {
+                let mut bytes = vec![0xff; continued];
+                bytes.push(last);
+                bytes.extend_from_slice(&[0; 24]);
+                let result = |v: Read<u128>| v.map_err(|e| e.reason());
+                let fast = if continued == 9 {
+                    result(reader(&bytes).varint_u64().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128())
+                };
+                let slow = if continued == 9 {
+                    result(reader(&bytes).varint_u64_bytewise().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128_bytewise())
+                };
+                assert_eq!(fast, slow, "{continued} bytes then {last:#x}");
+            }
+        }
     }
 
     #[test]
