@@ -80,20 +80,27 @@ impl<'a> Recent<'a> {
         }
     }
 
-    /// [`intern`]`(text)`, asked of the table only the first time this decoder meets `text`.
+    /// `bytes` as text, and [`intern`] of it: the table is asked, and `bytes` checked to be
+    /// UTF-8, only the first time this decoder meets these bytes (bytes equal to text met before
+    /// are that text).
+    ///
+    /// # Errors
+    ///
+    /// `bytes` are not UTF-8.
     #[inline]
-    pub(crate) fn get(&mut self, text: &'a str) -> Option<&'static str> {
-        if let Some((_, interned)) = self.texts.iter().find(|(seen, _)| *seen == text) {
-            return *interned;
+    pub(crate) fn get(&mut self, bytes: &'a [u8]) -> Result<(&'a str, Option<&'static str>), std::str::Utf8Error> {
+        if let Some(&found) = self.texts.iter().find(|(seen, _)| seen.as_bytes() == bytes) {
+            return Ok(found);
         }
-        let interned = intern(text);
+        let text = std::str::from_utf8(bytes)?;
+        let found = (text, intern(text));
         if self.texts.len() < Self::CAPACITY {
-            self.texts.push((text, interned));
+            self.texts.push(found);
         } else {
-            self.texts[self.next] = (text, interned);
+            self.texts[self.next] = found;
             self.next = (self.next + 1) % Self::CAPACITY;
         }
-        interned
+        Ok(found)
     }
 }
 
@@ -134,14 +141,17 @@ mod tests {
         let texts: Vec<String> = (0..Recent::CAPACITY + 2).map(|i| format!("recent.{i}")).collect();
         let mut recent = Recent::new();
         for text in &texts {
-            assert_eq!(recent.get(text), intern(text));
+            assert_eq!(recent.get(text.as_bytes()), Ok((text.as_str(), intern(text))));
         }
         assert_eq!(recent.texts.len(), Recent::CAPACITY);
         // The first two were replaced by the last two.
         assert!(!recent.texts.iter().any(|(t, _)| *t == texts[0] || *t == texts[1]));
-        assert_eq!(recent.get(&texts[17]), intern(&texts[17]));
+        assert_eq!(recent.get(texts[17].as_bytes()).unwrap().1, intern(&texts[17]));
         let long = "z".repeat(MAX_LEN + 1);
-        assert_eq!(recent.get(&long), None);
-        assert_eq!(recent.get(&long), None);
+        assert_eq!(recent.get(long.as_bytes()), Ok((long.as_str(), None)));
+        assert_eq!(recent.get(long.as_bytes()), Ok((long.as_str(), None)));
+        // Bytes that are not UTF-8 are refused, each time.
+        assert!(recent.get(b"bad \xff").is_err());
+        assert!(recent.get(b"bad \xff").is_err());
     }
 }

@@ -1151,6 +1151,19 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(bytes).map_err(|_| postcard::Error::DeserializeBadUtf8.into())
     }
 
+    /// An event name (`key` false) or a payload key (`key` true): its text and its interned form
+    /// ([`Recent::get`]); as [`Reader::str`], but the UTF-8 check is made only the first time the
+    /// batch holds these bytes.
+    #[inline]
+    fn recent_str(&mut self, key: bool) -> Read<(&'a str, Option<&'static str>)> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        let recent = if key { &mut self.keys } else { &mut self.names };
+        recent
+            .get(bytes)
+            .map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
     #[inline]
     fn option_u64(&mut self) -> Read<Option<u64>> {
         match self.byte()? {
@@ -1189,7 +1202,7 @@ impl<'a> Reader<'a> {
     /// One event ([`EventOut`]'s fields in order); the first impossible value of the batch goes
     /// to `impossible`, named as [`RawEvent::check`] names it.
     fn event(&mut self, v2: bool, impossible: &mut Option<String>) -> Read<Event> {
-        let name = self.str()?;
+        let (name, interned) = self.recent_str(false)?;
         let start_unix_ns = self.varint_u64()?;
         let _end_unix_ns = self.varint_u64()?;
         let duration_ns = self.varint_u64()?;
@@ -1212,7 +1225,7 @@ impl<'a> Reader<'a> {
         if let (Some(reason), None) = (refused, &impossible) {
             *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
         }
-        let name: Cow<'static, str> = match self.names.get(name) {
+        let name: Cow<'static, str> = match interned {
             Some(interned) => Cow::Borrowed(interned),
             None => Cow::Owned(name.to_owned()),
         };
@@ -1235,9 +1248,9 @@ impl<'a> Reader<'a> {
     fn payload(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Payload> {
         let mut payload = Payload::new();
         for _ in 0..self.len()? {
-            let key = self.str()?;
+            let (key, interned) = self.recent_str(true)?;
             let value = self.value(depth, refused)?;
-            match self.keys.get(key) {
+            match interned {
                 Some(interned) => payload.insert(interned, value),
                 None => payload.insert(key.to_owned(), value),
             };
