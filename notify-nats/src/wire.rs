@@ -666,23 +666,63 @@ impl EventOut<'_> {
     }
 }
 
-/// A varint as postcard writes one: 7 bits a byte, least significant first.
+/// The low 56 bits of `value` spread into 8 groups of 7 bits, one a byte (the inverse of
+/// [`packed_7`]); the high bit of each byte clear.
+#[inline(always)]
+fn spread_7(value: u64) -> u64 {
+    let x = (value & 0x0000_0000_0fff_ffff) | (value & 0x00ff_ffff_f000_0000) << 4;
+    let x = (x & 0x0000_3fff_0000_3fff) | (x & 0x0fff_c000_0fff_c000) << 2;
+    (x & 0x007f_007f_007f_007f) | (x & 0x3f80_3f80_3f80_3f80) << 1
+}
+
+/// Appends the 8 bytes of `word` (little-endian), keeping the first `used`.
+#[inline(always)]
+fn put_word(out: &mut Vec<u8>, word: u64, used: usize) {
+    let len = out.len();
+    out.extend_from_slice(&word.to_le_bytes());
+    out.truncate(len + used);
+}
+
+/// Continuation bits for the first `used - 1` bytes of a word (`used` in 1..=8).
+#[inline(always)]
+fn continued(used: usize) -> u64 {
+    0x8080_8080_8080_8080 & ((1_u64 << (8 * (used - 1))) - 1)
+}
+
+/// A varint as postcard writes one: 7 bits a byte, least significant first, each byte but the
+/// last with its high bit set; written 8 bytes at a time.
 #[inline]
-fn put_varint_u64(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
+fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
+    if value < 0x80 {
+        out.push(value as u8);
+        return;
     }
-    out.push(value as u8);
+    if value < 1 << 56 {
+        let used = (64 - value.leading_zeros() as usize).div_ceil(7);
+        put_word(out, spread_7(value) | continued(used), used);
+        return;
+    }
+    put_word(out, spread_7(value) | 0x8080_8080_8080_8080, 8);
+    let high = value >> 56;
+    if high < 0x80 {
+        out.push(high as u8);
+    } else {
+        out.extend_from_slice(&[high as u8 | 0x80, (high >> 7) as u8]);
+    }
 }
 
 #[inline]
-fn put_varint_u128(out: &mut Vec<u8>, mut value: u128) {
-    while value > u128::from(u64::MAX) {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
+fn put_varint_u128(out: &mut Vec<u8>, value: u128) {
+    if value < 1 << 56 {
+        return put_varint_u64(out, value as u64);
     }
-    put_varint_u64(out, value as u64);
+    put_word(out, spread_7(value as u64) | 0x8080_8080_8080_8080, 8);
+    let mut rest = value >> 56;
+    while rest > u128::from(u64::MAX) {
+        out.push(rest as u8 | 0x80);
+        rest >>= 7;
+    }
+    put_varint_u64(out, rest as u64);
 }
 
 #[inline]
@@ -2317,6 +2357,27 @@ mod tests {
                     result(reader(&bytes).varint_u128_bytewise())
                 };
                 assert_eq!(fast, slow, "{continued} bytes then {last:#x}");
+            }
+        }
+    }
+
+    /// The varint writers write postcard's bytes for every length of varint.
+    #[test]
+    fn varints_are_written_as_postcard_writes_them() {
+        for shift in 0..128 {
+            for v in [
+                1_u128 << shift,
+                (1 << shift) - 1,
+                0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834_u128.rotate_left(shift),
+                u128::MAX,
+            ] {
+                let mut hand = vec![7];
+                put_varint_u128(&mut hand, v);
+                assert_eq!(hand[1..], postcard::to_stdvec(&v).unwrap(), "{v:#x}");
+                let v = v as u64;
+                let mut hand = vec![7];
+                put_varint_u64(&mut hand, v);
+                assert_eq!(hand[1..], postcard::to_stdvec(&v).unwrap(), "{v:#x}");
             }
         }
     }
