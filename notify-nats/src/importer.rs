@@ -226,6 +226,10 @@ impl Shared {
 }
 
 /// Imports events from NATS into a local notifier, on a thread of its own.
+///
+/// Memory: the event names and payload keys it reads are interned for the life of the process
+/// (shared by every event, never freed), at most 256 KiB in all and 128 bytes each; past that they
+/// are copied per event. Payload values are never interned.
 pub struct Importer {
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
