@@ -952,7 +952,7 @@ struct Envelope {
 impl Envelope {
     /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
     /// count.
-    #[inline]
+    #[inline(always)]
     fn into_event(self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
         let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
@@ -1375,15 +1375,15 @@ impl<'a> Reader<'a> {
         // The count comes from the message: trusted for no more than a modest reservation.
         out.reserve(count.min(4_096));
         for _ in 0..count {
-            let event = self.event(v2, impossible)?;
-            out.push(event);
+            self.event(v2, out, impossible)?;
         }
         Ok(source)
     }
 
-    /// One event ([`EventOut`]'s fields in order); the first impossible value of the batch goes
-    /// to `impossible`, named as [`RawEvent::check`] names it.
-    fn event(&mut self, v2: bool, impossible: &mut Option<String>) -> Read<Event> {
+    /// One event ([`EventOut`]'s fields in order), pushed into `out` (built there rather than
+    /// returned: an `Event` is about 400 bytes, and each move is a copy); the first impossible
+    /// value of the batch goes to `impossible`, named as [`RawEvent::check`] names it.
+    fn event(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<()> {
         let (name, interned) = self.recent_str(false)?;
         let start_unix_ns = self.varint_u64()?;
         let _end_unix_ns = self.varint_u64()?;
@@ -1411,18 +1411,21 @@ impl<'a> Reader<'a> {
             Some(interned) => Cow::Borrowed(interned),
             None => Cow::Owned(name.to_owned()),
         };
-        Ok(Envelope {
-            start_unix_ns,
-            duration_ns,
-            id,
-            parent_id,
-            transaction_id,
-            trace_id,
-            outcome,
-            cpu_time_ns,
-            allocations,
-        }
-        .into_event(name, payload))
+        out.push(
+            Envelope {
+                start_unix_ns,
+                duration_ns,
+                id,
+                parent_id,
+                transaction_id,
+                trace_id,
+                outcome,
+                cpu_time_ns,
+                allocations,
+            }
+            .into_event(name, payload),
+        );
+        Ok(())
     }
 
     /// A payload or map (a list of `(key, value)` pairs) built in place, its values at `depth`;
