@@ -691,7 +691,7 @@ fn continued(used: usize) -> u64 {
 
 /// A varint as postcard writes one: 7 bits a byte, least significant first, each byte but the
 /// last with its high bit set; written 8 bytes at a time.
-#[inline]
+#[inline(always)]
 fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
     if value < 0x80 {
         out.push(value as u8);
@@ -725,13 +725,13 @@ fn put_varint_u128(out: &mut Vec<u8>, value: u128) {
     put_varint_u64(out, rest as u64);
 }
 
-#[inline]
+#[inline(always)]
 fn put_str(out: &mut Vec<u8>, text: &str) {
     put_varint_u64(out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
 }
 
-#[inline]
+#[inline(always)]
 fn put_option_u64(out: &mut Vec<u8>, value: Option<u64>) {
     match value {
         None => out.push(0),
