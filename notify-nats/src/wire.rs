@@ -1664,7 +1664,9 @@ impl BatchEncoder {
 
 /// Decodes one message body (a batch written by an exporter or [`encode_batch`]) into the
 /// exporter's id ([`Exporter::source`](crate::Exporter::source)) and its events, with their
-/// original names, times, ids, outcome and payload; for transports other than NATS.
+/// original names, times, ids, outcome and payload; for transports other than NATS. Event names
+/// and payload keys are interned as an [`Importer`](crate::Importer)'s are (kept for the life of
+/// the process, at most 256 KiB in all and 128 bytes each; past that, copied per event).
 ///
 /// ```
 /// use std::sync::Arc;
