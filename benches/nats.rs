@@ -18,7 +18,10 @@
 //!   exporter's own cost on the instrumenting thread is the last minus the second.
 //!
 //! `cargo bench --bench nats` (N = 1,000,000, about a minute); `NOTIFY_BENCH_QUICK=1` for N = 200,000;
-//! `NOTIFY_NATS_ONLY=end_to_end_1` runs only `end_to_end/importers=1` (for a per-thread profile).
+//! `NOTIFY_NATS_ONLY=end_to_end_1` runs only `end_to_end/importers=1`, `NOTIFY_NATS_ONLY=raw_tcp`
+//! only `baseline/raw_tcp_length_prefixed` (for a per-thread profile: `NOTIFY_BENCH_QUICK=1
+//! NOTIFY_NATS_ONLY=end_to_end_1 valgrind --tool=callgrind --separate-threads=yes
+//! target/release/deps/nats-* --bench`, instructions per event = a thread's total / 200,000).
 
 #[path = "../notify-nats/tests/support/mod.rs"]
 mod support;
@@ -58,8 +61,12 @@ fn main() {
     let server = NatsServer::start();
     // `NOTIFY_NATS_ONLY=end_to_end_1`: only the 1-importer end-to-end case, for a per-thread
     // profile (`perf record -s`, or `valgrind --tool=callgrind --separate-threads=yes`).
-    if std::env::var("NOTIFY_NATS_ONLY").as_deref() == Ok("end_to_end_1") {
-        let row = end_to_end(&server, n, 1);
+    let only = match std::env::var("NOTIFY_NATS_ONLY").as_deref() {
+        Ok("end_to_end_1") => Some(end_to_end(&server, n, 1)),
+        Ok("raw_tcp") => Some(raw_tcp(n)),
+        _ => None,
+    };
+    if let Some(row) = only {
         println!("{}: {} events in {:.3} s", row.case, row.events, row.seconds);
         return;
     }

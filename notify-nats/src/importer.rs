@@ -226,6 +226,10 @@ impl Shared {
 }
 
 /// Imports events from NATS into a local notifier, on a thread of its own.
+///
+/// Memory: the event names and payload keys it reads are interned for the life of the process
+/// (shared by every event, never freed), at most 256 KiB in all and 128 bytes each; past that they
+/// are copied per event. Payload values are never interned.
 pub struct Importer {
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -324,6 +328,8 @@ struct Republisher {
     shared: Arc<Shared>,
     on_error: ErrorHook,
     seen: Option<Seen>,
+    /// The events of the message being republished: one buffer for every message.
+    events: Vec<notify_core::Event>,
 }
 
 impl Republisher {
@@ -349,20 +355,24 @@ impl Republisher {
             },
             None => Encoding::sniff(body),
         };
-        match wire::decode(encoding, body) {
-            Ok(batch) => {
+        match wire::decode_into(encoding, body, &mut self.events) {
+            Ok((_, source)) => {
                 let mut events = 0;
                 let mut duplicates = 0;
-                for event in batch.events {
-                    if let Some(seen) = &mut self.seen {
-                        if !seen.first((batch.source, event.id)) {
-                            duplicates += 1;
-                            continue;
+                let notifier = &self.notifier;
+                let seen = &mut self.seen;
+                crate::imported::republishing(|| {
+                    for event in self.events.drain(..) {
+                        if let Some(seen) = seen {
+                            if !seen.first((source, event.id().get())) {
+                                duplicates += 1;
+                                continue;
+                            }
                         }
+                        notifier.publish_event(event);
+                        events += 1;
                     }
-                    crate::imported::republishing(|| self.notifier.publish_event(event.into_event()));
-                    events += 1;
-                }
+                });
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }
@@ -424,6 +434,7 @@ fn run_thread(
             shared: shared.clone(),
             on_error: config.on_error.clone(),
             seen: config.jetstream.as_ref().map(|_| Seen::new(config.duplicate_memory)),
+            events: Vec::new(),
         };
         match &config.jetstream {
             None => {

@@ -20,6 +20,7 @@ mod connect;
 mod exporter;
 mod imported;
 mod importer;
+mod intern;
 mod jetstream;
 mod queue;
 mod subject;

@@ -13,10 +13,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::intern::Recent;
 use notify_core::escape::Escaped;
 use notify_core::{
     context::TransactionId,
     event::{EventId, Outcome},
+    payload::Text,
     Event, Payload, TraceId, Value,
 };
 use serde::de::{self, DeserializeSeed, EnumAccess, SeqAccess, VariantAccess, Visitor};
@@ -637,6 +639,188 @@ impl<'a> EventOut<'a> {
     }
 }
 
+impl EventOut<'_> {
+    /// Appends the event's postcard encoding to `out`: the bytes `postcard::to_io(self, out)`
+    /// writes (the round-trip and byte-equality tests compare the two), without serde's layers
+    /// (about half the exporter's encoding instructions).
+    fn write_postcard(&self, out: &mut Vec<u8>) {
+        put_str(out, self.name);
+        put_varint_u64(out, self.start_unix_ns);
+        put_varint_u64(out, self.end_unix_ns);
+        put_varint_u64(out, self.duration_ns);
+        put_varint_u64(out, self.id);
+        put_option_u64(out, self.parent_id);
+        put_varint_u64(out, self.transaction_id);
+        put_varint_u128(out, self.trace_id);
+        put_varint_u64(
+            out,
+            match self.outcome {
+                WireOutcome::Completed => 0,
+                WireOutcome::Panicked => 1,
+                WireOutcome::Cancelled => 2,
+            },
+        );
+        put_payload(out, self.payload.0);
+        put_option_u64(out, self.cpu_time_ns);
+        put_option_u64(out, self.allocations);
+    }
+}
+
+/// The low 56 bits of `value` spread into 8 groups of 7 bits, one a byte (the inverse of
+/// [`packed_7`]); the high bit of each byte clear.
+#[inline(always)]
+fn spread_7(value: u64) -> u64 {
+    let x = (value & 0x0000_0000_0fff_ffff) | (value & 0x00ff_ffff_f000_0000) << 4;
+    let x = (x & 0x0000_3fff_0000_3fff) | (x & 0x0fff_c000_0fff_c000) << 2;
+    (x & 0x007f_007f_007f_007f) | (x & 0x3f80_3f80_3f80_3f80) << 1
+}
+
+/// Appends the 8 bytes of `word` (little-endian), keeping the first `used`.
+#[inline(always)]
+fn put_word(out: &mut Vec<u8>, word: u64, used: usize) {
+    let len = out.len();
+    out.extend_from_slice(&word.to_le_bytes());
+    out.truncate(len + used);
+}
+
+/// Continuation bits for the first `used - 1` bytes of a word (`used` in 1..=8).
+#[inline(always)]
+fn continued(used: usize) -> u64 {
+    0x8080_8080_8080_8080 & ((1_u64 << (8 * (used - 1))) - 1)
+}
+
+/// A varint as postcard writes one: 7 bits a byte, least significant first, each byte but the
+/// last with its high bit set; written 8 bytes at a time.
+#[inline(always)]
+fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
+    if value < 0x80 {
+        out.push(value as u8);
+        return;
+    }
+    if value < 1 << 56 {
+        let used = (64 - value.leading_zeros() as usize).div_ceil(7);
+        put_word(out, spread_7(value) | continued(used), used);
+        return;
+    }
+    put_word(out, spread_7(value) | 0x8080_8080_8080_8080, 8);
+    let high = value >> 56;
+    if high < 0x80 {
+        out.push(high as u8);
+    } else {
+        out.extend_from_slice(&[high as u8 | 0x80, (high >> 7) as u8]);
+    }
+}
+
+#[inline]
+fn put_varint_u128(out: &mut Vec<u8>, value: u128) {
+    if value < 1 << 56 {
+        return put_varint_u64(out, value as u64);
+    }
+    put_word(out, spread_7(value as u64) | 0x8080_8080_8080_8080, 8);
+    let mut rest = value >> 56;
+    while rest > u128::from(u64::MAX) {
+        out.push(rest as u8 | 0x80);
+        rest >>= 7;
+    }
+    put_varint_u64(out, rest as u64);
+}
+
+#[inline(always)]
+fn put_str(out: &mut Vec<u8>, text: &str) {
+    put_varint_u64(out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
+#[inline(always)]
+fn put_option_u64(out: &mut Vec<u8>, value: Option<u64>) {
+    match value {
+        None => out.push(0),
+        Some(value) => {
+            out.push(1);
+            put_varint_u64(out, value);
+        }
+    }
+}
+
+/// A payload or map: its length, then each key and value ([`PayloadOut`] through postcard).
+fn put_payload(out: &mut Vec<u8>, payload: &Payload) {
+    put_varint_u64(out, payload.len() as u64);
+    for (key, value) in payload.iter() {
+        put_str(out, key);
+        put_value(out, value);
+    }
+}
+
+/// A value as [`ValueOut`] writes it through postcard: its variant's position, then its fields.
+fn put_value(out: &mut Vec<u8>, value: &Value) {
+    let zigzag_64 = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
+    let zigzag_128 = |v: i128| ((v << 1) ^ (v >> 127)) as u128;
+    let tag = |out: &mut Vec<u8>, (index, _): (u32, &str)| put_varint_u64(out, u64::from(index));
+    match value {
+        Value::Null => tag(out, variant::NULL),
+        Value::Bool(v) => {
+            tag(out, variant::BOOL);
+            out.push(u8::from(*v));
+        }
+        Value::I64(v) => {
+            tag(out, variant::I64);
+            put_varint_u64(out, zigzag_64(*v));
+        }
+        Value::U64(v) => {
+            tag(out, variant::U64);
+            put_varint_u64(out, *v);
+        }
+        Value::I128(v) => {
+            tag(out, variant::I128);
+            put_varint_u128(out, zigzag_128(*v));
+        }
+        Value::U128(v) => {
+            tag(out, variant::U128);
+            put_varint_u128(out, *v);
+        }
+        Value::F64(v) => {
+            tag(out, variant::F64);
+            out.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        Value::Str(v) => {
+            tag(out, variant::STR);
+            put_str(out, v);
+        }
+        Value::Duration(d) => {
+            tag(out, variant::DURATION);
+            put_varint_u64(out, d.as_secs());
+            put_varint_u64(out, u64::from(d.subsec_nanos()));
+        }
+        Value::Time(t) => {
+            let (secs, nanos) = time_parts(*t);
+            tag(out, variant::TIME);
+            put_varint_u64(out, zigzag_64(secs));
+            put_varint_u64(out, u64::from(nanos));
+        }
+        Value::List(items) => {
+            tag(out, variant::LIST);
+            put_varint_u64(out, items.len() as u64);
+            for item in items {
+                put_value(out, item);
+            }
+        }
+        Value::Map(map) => {
+            tag(out, variant::MAP);
+            put_payload(out, map);
+        }
+        Value::Exception { type_name, message } => {
+            tag(out, variant::EXCEPTION);
+            put_str(out, type_name);
+            put_str(out, message);
+        }
+        // A variant added to notify-core after this wire version: its Display text (as ValueOut).
+        other => {
+            tag(out, variant::STR);
+            put_str(out, &other.to_string());
+        }
+    }
+}
+
 fn saturating_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -735,8 +919,43 @@ impl EventIn {
     /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
     /// count.
     pub(crate) fn into_event(self) -> Event {
+        Envelope {
+            start_unix_ns: self.start_unix_ns,
+            duration_ns: self.duration_ns,
+            id: self.id,
+            parent_id: self.parent_id,
+            transaction_id: self.transaction_id,
+            trace_id: self.trace_id,
+            outcome: self.outcome,
+            cpu_time_ns: self.cpu_time_ns,
+            allocations: self.allocations,
+        }
+        .into_event(self.name, self.payload)
+    }
+}
+
+/// The fields of an event but its name and payload, as read from the wire: what both decoders
+/// ([`decode`] and [`decode_into`]) turn into an [`Event`] the same way.
+#[derive(Clone, Copy)]
+struct Envelope {
+    start_unix_ns: u64,
+    duration_ns: u64,
+    id: u64,
+    parent_id: Option<u64>,
+    transaction_id: u64,
+    trace_id: u128,
+    outcome: WireOutcome,
+    cpu_time_ns: Option<u64>,
+    allocations: Option<u64>,
+}
+
+impl Envelope {
+    /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
+    /// count.
+    #[inline(always)]
+    fn into_event(self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
-        let event = Event::at_wall_clock(self.name, start, Duration::from_nanos(self.duration_ns), self.payload)
+        let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
             .with_ids(
                 EventId::new(self.id),
                 self.parent_id.map(EventId::new),
@@ -835,6 +1054,462 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
             e => e.to_string(),
         }),
         Encoding::Json => serde_json::from_slice(body).map_err(|e| json_reason(&e)),
+    }
+}
+
+/// Decodes a batch into `out` (cleared first; its capacity is kept, so that an importer reuses
+/// one buffer for every message) and returns its version and source: the same events and the
+/// same errors as [`decode`] followed by [`EventIn::into_event`]. A binary batch is read in one
+/// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
+/// values are read borrowed from `body`; names and keys are interned ([`crate::intern`]: shared
+/// by every event, copied only beyond its budget), text values copied once (inline when short);
+/// each payload is built in place and each event as soon as its fields are read. `out` is empty after an error
+/// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
+/// through [`decode`].
+pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>) -> Result<(u16, u64), DecodeError> {
+    out.clear();
+    if encoding == Encoding::Json {
+        let batch = decode(encoding, body)?;
+        out.extend(batch.events.into_iter().map(EventIn::into_event));
+        return Ok((batch.version, batch.source));
+    }
+    let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
+    let body = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
+    let mut reader = Reader {
+        rest: body,
+        names: Recent::new(),
+        keys: Recent::new(),
+    };
+    let version = reader.varint_u16().map_err(|e| malformed(e.reason()))?;
+    if version > WIRE_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            found: version,
+            supported: WIRE_VERSION,
+        });
+    }
+    if version == 0 {
+        return Err(malformed("version 0 does not exist".to_owned()));
+    }
+    let mut impossible = None;
+    // Version 1 events lack the last two fields (CPU time, allocations).
+    match reader.batch(version > 1, out, &mut impossible) {
+        // A parse error wins over an impossible value, as in `decode` (which checks values after
+        // parsing the whole message).
+        Ok(source) if impossible.is_none() => Ok((version, source)),
+        Ok(_) => {
+            out.clear();
+            Err(malformed(impossible.unwrap_or_default()))
+        }
+        Err(e) => {
+            out.clear();
+            Err(malformed(e.reason()))
+        }
+    }
+}
+
+/// Why [`Reader`] stopped: postcard's own error for the same bytes (what [`decode`] reports), or
+/// the nesting limit.
+#[derive(Debug)]
+enum ReadError {
+    Postcard(postcard::Error),
+    TooDeep,
+}
+
+impl ReadError {
+    /// The reason [`decode`] gives for the same bytes.
+    fn reason(&self) -> String {
+        match self {
+            ReadError::Postcard(e) => e.to_string(),
+            ReadError::TooDeep => too_deep(),
+        }
+    }
+}
+
+impl From<postcard::Error> for ReadError {
+    fn from(e: postcard::Error) -> ReadError {
+        ReadError::Postcard(e)
+    }
+}
+
+type Read<T> = Result<T, ReadError>;
+
+/// Generates a varint reader for one integer type, read as postcard 1 reads it (the same
+/// values, the same errors for the same bytes): 7 bits a byte, least significant first, at most
+/// `ceil(bits / 7)` bytes, the last one holding only the bits left.
+macro_rules! varint {
+    ($name:ident, $t:ty) => {
+        #[inline]
+        fn $name(&mut self) -> Read<$t> {
+            const MAX: usize = (<$t>::BITS as usize).div_ceil(7);
+            const LAST: u8 = (1 << (<$t>::BITS % 7)) - 1;
+            if let Some((&byte, rest)) = self.rest.split_first() {
+                if byte < 0x80 {
+                    self.rest = rest;
+                    return Ok(<$t>::from(byte));
+                }
+            }
+            let mut out: $t = 0;
+            for i in 0..MAX {
+                let byte = self.byte()?;
+                out |= <$t>::from(byte & 0x7f) << (7 * i);
+                if byte & 0x80 == 0 {
+                    return if i == MAX - 1 && byte > LAST {
+                        Err(postcard::Error::DeserializeBadVarint.into())
+                    } else {
+                        Ok(out)
+                    };
+                }
+            }
+            Err(postcard::Error::DeserializeBadVarint.into())
+        }
+    };
+}
+
+/// The 7-bit groups of the 8 bytes of `word` (little-endian), packed into 56 bits; the
+/// continuation bits are ignored.
+#[inline(always)]
+fn packed_7(word: u64) -> u64 {
+    let x = word & 0x7f7f_7f7f_7f7f_7f7f;
+    let x = (x & 0x7f00_7f00_7f00_7f00) >> 1 | (x & 0x007f_007f_007f_007f);
+    let x = (x & 0x3fff_0000_3fff_0000) >> 2 | (x & 0x0000_3fff_0000_3fff);
+    (x & 0x0fff_ffff_0000_0000) >> 4 | (x & 0x0000_0000_0fff_ffff)
+}
+
+/// The varint that ends within the 8 bytes of `word` (little-endian), and how many bytes it
+/// takes; `None` when all 8 have their continuation bit set.
+#[inline(always)]
+fn varint_word(word: u64) -> Option<(u64, usize)> {
+    let ends = !word & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    let used = ends.trailing_zeros() as usize / 8 + 1;
+    let word = if used == 8 {
+        word
+    } else {
+        word & ((1 << (used * 8)) - 1)
+    };
+    Some((packed_7(word), used))
+}
+
+/// Reads a binary batch (after its magic) field by field, as the derived and hand-written serde
+/// implementations [`decode`] uses read it through postcard: the same fields in the same order,
+/// the same checks, the same [`postcard::Error`] for the same bytes (the damaged-batch test
+/// compares the two on every prefix and every byte changed of a batch).
+struct Reader<'a> {
+    rest: &'a [u8],
+    /// The event names and payload keys met in this batch, interned ([`crate::intern`]).
+    names: Recent<'a>,
+    keys: Recent<'a>,
+}
+
+impl<'a> Reader<'a> {
+    #[inline]
+    fn byte(&mut self) -> Read<u8> {
+        let (&byte, rest) = self
+            .rest
+            .split_first()
+            .ok_or(postcard::Error::DeserializeUnexpectedEnd)?;
+        self.rest = rest;
+        Ok(byte)
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err(postcard::Error::DeserializeUnexpectedEnd.into());
+        }
+        let (taken, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(taken)
+    }
+
+    varint!(varint_u16, u16);
+    varint!(varint_u32, u32);
+    varint!(varint_u64_bytewise, u64);
+    varint!(varint_u128_bytewise, u128);
+
+    /// The next 8 bytes as a little-endian word, if there are 8.
+    #[inline(always)]
+    fn word(&self, at: usize) -> Option<u64> {
+        let bytes = self.rest.get(at..at + 8)?;
+        Some(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    /// A `u64` varint; ids and times since 1970 take 8 to 10 bytes, read here 8 at a time. A
+    /// varint the fast path does not finish (near the end of the message, or invalid) is read
+    /// byte by byte, as postcard reads it, for the same value or error.
+    #[inline]
+    fn varint_u64(&mut self) -> Read<u64> {
+        if let (Some(low), Some(&[b8, b9])) = (self.word(0), self.rest.get(8..10)) {
+            let (value, used) = match varint_word(low) {
+                Some((value, used)) => (value, used),
+                None if b8 < 0x80 => (packed_7(low) | u64::from(b8) << 56, 9),
+                // The 10th byte holds the last bit.
+                None if b9 <= 1 => (packed_7(low) | u64::from(b8 & 0x7f) << 56 | u64::from(b9) << 63, 10),
+                None => return self.varint_u64_bytewise(),
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u64_bytewise()
+    }
+
+    /// A `u128` varint (trace ids: 19 bytes), 8 bytes at a time as [`Reader::varint_u64`].
+    #[inline]
+    fn varint_u128(&mut self) -> Read<u128> {
+        if let (Some(low), Some(high), Some(&[b16, b17, b18])) = (self.word(0), self.word(8), self.rest.get(16..19)) {
+            let (value, used) = match (varint_word(low), varint_word(high)) {
+                (Some((value, used)), _) => (u128::from(value), used),
+                (None, Some((value, used))) => (u128::from(packed_7(low)) | u128::from(value) << 56, 8 + used),
+                (None, None) => {
+                    let both = u128::from(packed_7(low)) | u128::from(packed_7(high)) << 56;
+                    if b16 < 0x80 {
+                        (both | u128::from(b16) << 112, 17)
+                    } else if b17 < 0x80 {
+                        (both | u128::from(b16 & 0x7f) << 112 | u128::from(b17) << 119, 18)
+                    } else if b18 <= 3 {
+                        // The 19th byte holds the last 2 bits.
+                        (
+                            both | u128::from(b16 & 0x7f) << 112
+                                | u128::from(b17 & 0x7f) << 119
+                                | u128::from(b18) << 126,
+                            19,
+                        )
+                    } else {
+                        return self.varint_u128_bytewise();
+                    }
+                }
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u128_bytewise()
+    }
+
+    /// A length (postcard's `usize`: a `u64` varint on 64-bit targets, a `u32` one on 32-bit).
+    #[inline]
+    fn len(&mut self) -> Read<usize> {
+        #[cfg(target_pointer_width = "64")]
+        let len = self.varint_u64()? as usize;
+        #[cfg(not(target_pointer_width = "64"))]
+        let len = self.varint_u32()? as usize;
+        Ok(len)
+    }
+
+    #[inline]
+    fn i64(&mut self) -> Read<i64> {
+        let n = self.varint_u64()?;
+        Ok(((n >> 1) as i64) ^ (-((n & 1) as i64)))
+    }
+
+    #[inline]
+    fn i128(&mut self) -> Read<i128> {
+        let n = self.varint_u128()?;
+        Ok(((n >> 1) as i128) ^ (-((n & 1) as i128)))
+    }
+
+    #[inline]
+    fn bool(&mut self) -> Read<bool> {
+        match self.byte()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(postcard::Error::DeserializeBadBool.into()),
+        }
+    }
+
+    #[inline]
+    fn f64(&mut self) -> Read<f64> {
+        let bytes = self.take(8)?;
+        Ok(f64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    #[inline]
+    fn str(&mut self) -> Read<&'a str> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes).map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
+    /// An event name (`key` false) or a payload key (`key` true): its text and its interned form
+    /// ([`Recent::get`]); as [`Reader::str`], but the UTF-8 check is made only the first time the
+    /// batch holds these bytes.
+    #[inline]
+    fn recent_str(&mut self, key: bool) -> Read<(&'a str, Option<&'static str>)> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        let recent = if key { &mut self.keys } else { &mut self.names };
+        recent
+            .get(bytes)
+            .map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
+    #[inline]
+    fn option_u64(&mut self) -> Read<Option<u64>> {
+        match self.byte()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.varint_u64()?)),
+            _ => Err(postcard::Error::DeserializeBadOption.into()),
+        }
+    }
+
+    /// An enum's variant index below `variants` (serde's derived and [`Tag`]'s refusal of
+    /// another is a custom error, which postcard reports without its text).
+    #[inline]
+    fn variant(&mut self, variants: usize) -> Read<usize> {
+        let index = self.varint_u32()? as usize;
+        if index < variants {
+            Ok(index)
+        } else {
+            Err(postcard::Error::SerdeDeCustom.into())
+        }
+    }
+
+    /// `{ source, events }` after the version; each event pushed into `out` as read. `v2`: the
+    /// events have version 2's CPU time and allocations.
+    fn batch(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<u64> {
+        let source = self.varint_u64()?;
+        let count = self.len()?;
+        // The count comes from the message: trusted for no more than a modest reservation.
+        out.reserve(count.min(4_096));
+        for _ in 0..count {
+            self.event(v2, out, impossible)?;
+        }
+        Ok(source)
+    }
+
+    /// One event ([`EventOut`]'s fields in order), pushed into `out` (built there rather than
+    /// returned: an `Event` is about 400 bytes, and each move is a copy); the first impossible
+    /// value of the batch goes to `impossible`, named as [`RawEvent::check`] names it.
+    fn event(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<()> {
+        let (name, interned) = self.recent_str(false)?;
+        let start_unix_ns = self.varint_u64()?;
+        let _end_unix_ns = self.varint_u64()?;
+        let duration_ns = self.varint_u64()?;
+        let id = self.varint_u64()?;
+        let parent_id = self.option_u64()?;
+        let transaction_id = self.varint_u64()?;
+        let trace_id = self.varint_u128()?;
+        let outcome = match self.variant(3)? {
+            0 => WireOutcome::Completed,
+            1 => WireOutcome::Panicked,
+            _ => WireOutcome::Cancelled,
+        };
+        let mut refused = None;
+        let payload = self.payload(0, &mut refused)?;
+        let (cpu_time_ns, allocations) = if v2 {
+            (self.option_u64()?, self.option_u64()?)
+        } else {
+            (None, None)
+        };
+        if let (Some(reason), None) = (refused, &impossible) {
+            *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
+        }
+        let name: Cow<'static, str> = match interned {
+            Some(interned) => Cow::Borrowed(interned),
+            None => Cow::Owned(name.to_owned()),
+        };
+        out.push(
+            Envelope {
+                start_unix_ns,
+                duration_ns,
+                id,
+                parent_id,
+                transaction_id,
+                trace_id,
+                outcome,
+                cpu_time_ns,
+                allocations,
+            }
+            .into_event(name, payload),
+        );
+        Ok(())
+    }
+
+    /// A payload or map (a list of `(key, value)` pairs) built in place, its values at `depth`;
+    /// a key given twice keeps its first position and its last value, as in [`payload_from`].
+    fn payload(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Payload> {
+        let mut payload = Payload::new();
+        for _ in 0..self.len()? {
+            let (key, interned) = self.recent_str(true)?;
+            let value = self.value(depth, refused)?;
+            match interned {
+                Some(interned) => payload.insert(interned, value),
+                None => payload.insert(key.to_owned(), value),
+            };
+        }
+        Ok(payload)
+    }
+
+    /// A payload value at `depth` (a list or map at [`Value::MAX_NESTING`] is refused before its
+    /// items are read, as [`WireSeed`] refuses it), straight into a [`Value`]: what [`WireSeed`]
+    /// then [`WireValue::into_value`] make of the same bytes. An impossible time or duration
+    /// stands as `Null` (never seen: the message is refused) and its reason goes to `refused`
+    /// if none is there yet.
+    fn value(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Value> {
+        let mut refuse = |reason: &'static str| {
+            refused.get_or_insert(reason);
+            Value::Null
+        };
+        let nested = || {
+            if depth >= Value::MAX_NESTING {
+                Err(ReadError::TooDeep)
+            } else {
+                Ok(depth + 1)
+            }
+        };
+        Ok(match self.variant(VARIANTS.len())? as u32 {
+            i if i == variant::BOOL.0 => Value::Bool(self.bool()?),
+            i if i == variant::I64.0 => Value::I64(self.i64()?),
+            i if i == variant::U64.0 => Value::U64(self.varint_u64()?),
+            i if i == variant::F64.0 => Value::F64(self.f64()?),
+            i if i == variant::STR.0 => Value::Str(Text::new(self.str()?)),
+            i if i == variant::DURATION.0 => {
+                let secs = self.varint_u64()?;
+                let nanos = self.varint_u32()?;
+                if nanos >= 1_000_000_000 {
+                    refuse("duration with nanoseconds out of range (at most 999999999)")
+                } else {
+                    Value::Duration(Duration::new(secs, nanos))
+                }
+            }
+            i if i == variant::EXCEPTION.0 => {
+                let type_name = self.str()?.to_owned();
+                let message = self.str()?.to_owned();
+                Value::Exception {
+                    type_name: Cow::Owned(type_name),
+                    message,
+                }
+            }
+            i if i == variant::NULL.0 => Value::Null,
+            i if i == variant::I128.0 => Value::I128(self.i128()?),
+            i if i == variant::U128.0 => Value::U128(self.varint_u128()?),
+            i if i == variant::TIME.0 => {
+                let secs = self.i64()?;
+                let nanos = self.varint_u32()?;
+                if nanos >= 1_000_000_000 {
+                    refuse("time with nanoseconds out of range (at most 999999999)")
+                } else {
+                    match time_from_parts(secs, nanos) {
+                        Some(time) => Value::Time(time),
+                        None => refuse("time out of the range this platform represents"),
+                    }
+                }
+            }
+            i if i == variant::LIST.0 => {
+                let depth = nested()?;
+                let len = self.len()?;
+                // The length comes from the message: not trusted for more than a small reservation.
+                let mut items = Vec::with_capacity(len.min(64));
+                for _ in 0..len {
+                    items.push(self.value(depth, refused)?);
+                }
+                Value::List(items)
+            }
+            _ => Value::Map(Box::new(self.payload(nested()?, refused)?)),
+        })
     }
 }
 
@@ -941,9 +1616,7 @@ impl BatchEncoder {
         self.scratch.clear();
         let out = EventOut::new(event);
         match self.encoding {
-            Encoding::Binary => postcard::to_io(&out, &mut self.scratch)
-                .map(drop)
-                .map_err(|e| PushError::Encode(e.to_string()))?,
+            Encoding::Binary => out.write_postcard(&mut self.scratch),
             Encoding::Json => {
                 serde_json::to_writer(&mut self.scratch, &out).map_err(|e| PushError::Encode(e.to_string()))?
             }
@@ -991,7 +1664,9 @@ impl BatchEncoder {
 
 /// Decodes one message body (a batch written by an exporter or [`encode_batch`]) into the
 /// exporter's id ([`Exporter::source`](crate::Exporter::source)) and its events, with their
-/// original names, times, ids, outcome and payload; for transports other than NATS.
+/// original names, times, ids, outcome and payload; for transports other than NATS. Event names
+/// and payload keys are interned as an [`Importer`](crate::Importer)'s are (kept for the life of
+/// the process, at most 256 KiB in all and 128 bytes each; past that, copied per event).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -1009,11 +1684,9 @@ impl BatchEncoder {
 /// [`DecodeError::UnsupportedVersion`] for a batch of a newer wire version, else
 /// [`DecodeError::Malformed`] when the body is not a batch in `encoding`.
 pub fn decode_batch(encoding: Encoding, body: &[u8]) -> Result<(u64, Vec<Event>), DecodeError> {
-    let batch = decode(encoding, body)?;
-    Ok((
-        batch.source,
-        batch.events.into_iter().map(EventIn::into_event).collect(),
-    ))
+    let mut events = Vec::new();
+    let (_, source) = decode_into(encoding, body, &mut events)?;
+    Ok((source, events))
 }
 
 /// Encodes `events` as one batch with no size limit, `source` standing for the exporter's id
@@ -1062,6 +1735,12 @@ mod tests {
     }
 
     fn assert_same(a: &Event, b: &Event) {
+        assert_same_envelope(a, b);
+        assert_eq!(a.payload(), b.payload());
+    }
+
+    /// Everything but the payloads.
+    fn assert_same_envelope(a: &Event, b: &Event) {
         assert_eq!(a.name(), b.name());
         assert_eq!(a.start_time(), b.start_time());
         assert_eq!(a.duration(), b.duration());
@@ -1072,7 +1751,6 @@ mod tests {
         assert_eq!(a.outcome(), b.outcome());
         assert_eq!(a.trace_id(), b.trace_id());
         assert_eq!((a.cpu_time(), a.allocations()), (b.cpu_time(), b.allocations()));
-        assert_eq!(a.payload(), b.payload());
     }
 
     #[test]
@@ -1130,6 +1808,7 @@ mod tests {
         postcard::to_io(&(1_u16, 5_u64, vec![&event]), &mut binary).unwrap();
         let json = serde_json::json!({"version": 1, "source": 5, "events": [&event]}).to_string();
         for (encoding, body) in [(Encoding::Binary, binary), (Encoding::Json, json.into_bytes())] {
+            decoded_both_ways(encoding, &body).unwrap();
             let batch = decode(encoding, &body).unwrap();
             assert_eq!((batch.version, batch.source, batch.events.len()), (1, 5, 1));
             let got = batch.events.into_iter().next().unwrap().into_event();
@@ -1289,7 +1968,7 @@ mod tests {
             for (lists, maps) in [(33, 0), (0, 33), (17, 16)] {
                 // The encoder refuses such an event: written past it, as a hostile sender would.
                 let body = unchecked_batch(encoding, &nested_event(lists, maps));
-                let err = decode(encoding, &body).unwrap_err();
+                let err = decoded_both_ways(encoding, &body).unwrap_err();
                 let DecodeError::Malformed { reason, .. } = &err else {
                     panic!("{err:?}")
                 };
@@ -1319,7 +1998,7 @@ mod tests {
         body.extend_from_slice(&event);
         assert!((3_000..3_200).contains(&body.len()), "{}", body.len());
         assert_eq!(
-            decode(Encoding::Binary, &body).unwrap_err(),
+            decoded_both_ways(Encoding::Binary, &body).unwrap_err(),
             DecodeError::Malformed {
                 encoding: Encoding::Binary,
                 reason: "payload value nested deeper than 32 lists and maps".to_owned()
@@ -1337,6 +2016,435 @@ mod tests {
                 reason: "event 3 (a.b): time with nanoseconds out of range (at most 999999999)".to_owned()
             }
         );
+    }
+
+    /// What [`decode_into`] gives for `body`, as [`decode`] + [`EventIn::into_event`] would give
+    /// it: `(version, source, events)` or the error.
+    fn decoded_both_ways(encoding: Encoding, body: &[u8]) -> Result<(u16, u64, Vec<Event>), DecodeError> {
+        let mut fast = vec![Event::new(
+            "stale.event",
+            std::time::Instant::now(),
+            std::time::Instant::now(),
+            Payload::new(),
+        )];
+        let one_pass = decode_into(encoding, body, &mut fast);
+        let reference = decode(encoding, body);
+        match (one_pass, reference) {
+            (Ok((version, source)), Ok(batch)) => {
+                assert_eq!((version, source), (batch.version, batch.source));
+                assert_eq!(fast.len(), batch.events.len());
+                for (got, want) in fast.iter().zip(batch.events) {
+                    let want = want.into_event();
+                    // Payloads compared by their Debug form: a damaged message may hold a NaN.
+                    assert_eq!(format!("{:?}", got.payload()), format!("{:?}", want.payload()));
+                    assert_same_envelope(got, &want);
+                }
+                Ok((version, source, fast))
+            }
+            (Err(got), Err(want)) => {
+                assert_eq!(got, want, "{body:?}");
+                assert!(fast.is_empty(), "nothing of a refused message is kept");
+                Err(got)
+            }
+            (got, want) => panic!(
+                "{body:?}: one pass {got:?}, reference {:?}",
+                want.map(|b| b.events.len())
+            ),
+        }
+    }
+
+    /// The one-pass decoder gives the events of the two-pass one (its reference, kept for
+    /// JSON) for every kind of value, both wire versions, and an empty batch.
+    #[test]
+    fn decode_into_gives_the_events_of_the_reference_decoder() {
+        let mixed: Vec<Arc<Event>> = vec![
+            Arc::new(sample()),
+            nested_event(32, 0),
+            nested_event(16, 16),
+            Arc::new(sample()),
+        ];
+        for encoding in [Encoding::Binary, Encoding::Json] {
+            for events in [&mixed[..], &mixed[..1], &[]] {
+                let body = encode_batch(encoding, 0xfeed, events);
+                let (version, source, got) = decoded_both_ways(encoding, &body).unwrap();
+                assert_eq!((version, source, got.len()), (WIRE_VERSION, 0xfeed, events.len()));
+                for (sent, got) in events.iter().zip(&got) {
+                    assert_same(sent, got);
+                }
+            }
+        }
+        // Short text is stored inline, long text owned: the same value either way.
+        let long = "x".repeat(Text::INLINE_CAPACITY + 1);
+        let now = std::time::Instant::now();
+        let texts = Arc::new(Event::new(
+            "text.test",
+            now,
+            now,
+            Payload::new()
+                .with("short", "abc")
+                .with("long", long.as_str())
+                .with("short", "replaced"),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, std::slice::from_ref(&texts));
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        assert_eq!(got[0].payload(), texts.payload());
+        assert_eq!(got[0].payload().keys().collect::<Vec<_>>(), ["short", "long"]);
+        // Keys are interned (shared, not copied per event); a key past the length limit is copied.
+        let long_key = "k".repeat(crate::intern::MAX_LEN + 1);
+        let keys = Arc::new(Event::new(
+            "keys.test",
+            now,
+            now,
+            Payload::new().with("rows", 1_u64).with(long_key.clone(), 2_u64),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, &[keys.clone(), keys]);
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        for event in &got {
+            let statics: Vec<_> = event.payload().entries().map(|(key, _)| key.as_static()).collect();
+            assert_eq!(statics, [Some("rows"), None]);
+        }
+    }
+
+    /// Every prefix of a batch and every byte of it changed: the one-pass decoder errs exactly
+    /// as the reference decoder (same variant, same reason) or gives the same events.
+    #[test]
+    fn decode_into_errs_exactly_as_the_reference_decoder_on_damaged_batches() {
+        let events: Vec<Arc<Event>> = vec![Arc::new(sample()), nested_event(2, 1), Arc::new(sample())];
+        let body = encode_batch(Encoding::Binary, 9, &events);
+        let (mut errors, mut decoded) = (0, 0);
+        let mut reasons = std::collections::BTreeSet::new();
+        let mut tally = |result: Result<(u16, u64, Vec<Event>), DecodeError>| match result {
+            Ok(_) => decoded += 1,
+            Err(e) => {
+                errors += 1;
+                reasons.insert(match e {
+                    DecodeError::Malformed { reason, .. } => reason.split(" (").next().unwrap().to_owned(),
+                    other => other.to_string(),
+                });
+            }
+        };
+        for end in 0..body.len() {
+            tally(decoded_both_ways(Encoding::Binary, &body[..end]));
+        }
+        for at in 0..body.len() {
+            for byte in [0x00, 0x01, 0x0a, 0x0d, 0x7f, 0x80, 0xc3, 0xff, body[at].wrapping_add(1)] {
+                let mut damaged = body.clone();
+                damaged[at] = byte;
+                tally(decoded_both_ways(Encoding::Binary, &damaged));
+            }
+        }
+        // Both kinds of outcome were exercised (most damage is an error, some is a valid batch),
+        // and every kind of error the reader raises.
+        assert!(errors > body.len() && decoded > 0, "{errors} errors, {decoded} decoded");
+        for reason in [
+            "Found a bool that wasn't 0 or 1",
+            "Found a varint that didn't terminate. Is the usize too big for this platform?",
+            "Found an Option discriminant that wasn't 0 or 1",
+            "Hit the end of buffer, expected more data",
+            "Serde Deserialization Error",
+            "Tried to parse invalid utf-8",
+            "event 10", // an impossible value (its time's nanoseconds changed)
+            "not a notify event batch",
+            "version 0 does not exist",
+        ] {
+            assert!(reasons.contains(reason), "{reason}: {reasons:?}");
+        }
+    }
+
+    /// A time or duration out of range refuses the whole message, naming the first such value
+    /// (in message order) and its event, never the value; a parse error later in the message
+    /// wins, as in the reference decoder.
+    #[test]
+    fn decode_into_refuses_impossible_values_as_the_reference_decoder() {
+        // WireValue's positions up to Time (10); only Duration (5) and Time are written.
+        #[derive(Serialize)]
+        #[allow(dead_code)]
+        enum Wire {
+            Bool(bool),
+            I64(i64),
+            U64(u64),
+            F64(f64),
+            Str(String),
+            Duration { secs: u64, nanos: u32 },
+            Exception(String, String),
+            Null,
+            I128(i128),
+            U128(u128),
+            Time { secs: i64, nanos: u32 },
+        }
+        #[derive(Serialize)]
+        struct Ev {
+            name: &'static str,
+            start_unix_ns: u64,
+            end_unix_ns: u64,
+            duration_ns: u64,
+            id: u64,
+            parent_id: Option<u64>,
+            transaction_id: u64,
+            trace_id: u128,
+            outcome: WireOutcome,
+            payload: Vec<(&'static str, Wire)>,
+            cpu_time_ns: Option<u64>,
+            allocations: Option<u64>,
+        }
+        let event = |id: u64, name: &'static str, payload: Vec<(&'static str, Wire)>| Ev {
+            name,
+            start_unix_ns: 1,
+            end_unix_ns: 2,
+            duration_ns: 1,
+            id,
+            parent_id: None,
+            transaction_id: 1,
+            trace_id: 5,
+            outcome: WireOutcome::Completed,
+            payload,
+            cpu_time_ns: None,
+            allocations: None,
+        };
+        let body = |events: Vec<Ev>| {
+            let mut body = MAGIC.to_vec();
+            postcard::to_io(&(WIRE_VERSION, 1_u64, events), &mut body).unwrap();
+            body
+        };
+        let ok = body(vec![
+            event(
+                1,
+                "a.b",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 1,
+                        nanos: 999_999_999,
+                    },
+                )],
+            ),
+            event(2, "a.b", vec![("t", Wire::Time { secs: -1, nanos: 0 })]),
+        ]);
+        assert_eq!(decoded_both_ways(Encoding::Binary, &ok).unwrap().2.len(), 2);
+        let bad = body(vec![
+            event(1, "a.b", vec![("ok", Wire::U64(1))]),
+            event(
+                2,
+                "a\nb",
+                vec![
+                    (
+                        "t",
+                        Wire::Time {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                    (
+                        "d",
+                        Wire::Duration {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                ],
+            ),
+            event(
+                3,
+                "c.d",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: 2_000_000_000,
+                    },
+                )],
+            ),
+        ]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &bad).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: r"event 2 (a\nb): time with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // In a nested list and map: the same refusal.
+        let nested = body(vec![event(
+            7,
+            "a.b",
+            vec![
+                ("ok", Wire::U64(1)),
+                (
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: u32::MAX,
+                    },
+                ),
+            ],
+        )]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &nested).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "event 7 (a.b): duration with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // Cut after the impossible value: the parse error is reported.
+        let cut = &bad[..bad.len() - 3];
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, cut).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "Hit the end of buffer, expected more data".to_owned()
+            }
+        );
+    }
+
+    /// The word-at-a-time varint readers give the byte-by-byte reader's value, length and error
+    /// for every length of varint, with and without bytes after it.
+    #[test]
+    fn varints_read_a_word_at_a_time_match_the_bytewise_reader() {
+        fn reader(bytes: &[u8]) -> Reader<'_> {
+            Reader {
+                rest: bytes,
+                names: Recent::new(),
+                keys: Recent::new(),
+            }
+        }
+        let mut u64s = vec![0, 1, 127, 128, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1];
+        let mut u128s = vec![0, 1, u128::MAX, 1 << 127, u128::from(u64::MAX)];
+        for shift in 0..128 {
+            u128s.push(1 << shift);
+            u128s.push((1 << shift) - 1);
+            u128s.push(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834_u128.rotate_left(shift));
+            if shift < 64 {
+                u64s.push(1 << shift);
+                u64s.push((1 << shift) - 1);
+                u64s.push(0x9e37_79b9_7f4a_7c15_u64.rotate_left(shift));
+            }
+        }
+        for tail in [&[][..], &[0xff; 24][..], &[0; 24][..]] {
+            for &v in &u64s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u64().unwrap(), v);
+                assert_eq!(slow.varint_u64_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+            for &v in &u128s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u128().unwrap(), v);
+                assert_eq!(slow.varint_u128_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+        }
+        // Too long, or too large in the last byte: the bytewise reader's error either way.
+        for last in 0..=0xff_u8 {
+            for continued in [9, 18] {
+                let mut bytes = vec![0xff; continued];
+                bytes.push(last);
+                bytes.extend_from_slice(&[0; 24]);
+                let result = |v: Read<u128>| v.map_err(|e| e.reason());
+                let fast = if continued == 9 {
+                    result(reader(&bytes).varint_u64().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128())
+                };
+                let slow = if continued == 9 {
+                    result(reader(&bytes).varint_u64_bytewise().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128_bytewise())
+                };
+                assert_eq!(fast, slow, "{continued} bytes then {last:#x}");
+            }
+        }
+    }
+
+    /// The varint writers write postcard's bytes for every length of varint.
+    #[test]
+    fn varints_are_written_as_postcard_writes_them() {
+        for shift in 0..128 {
+            for v in [
+                1_u128 << shift,
+                (1 << shift) - 1,
+                0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834_u128.rotate_left(shift),
+                u128::MAX,
+            ] {
+                let mut hand = vec![7];
+                put_varint_u128(&mut hand, v);
+                assert_eq!(hand[1..], postcard::to_stdvec(&v).unwrap(), "{v:#x}");
+                let v = v as u64;
+                let mut hand = vec![7];
+                put_varint_u64(&mut hand, v);
+                assert_eq!(hand[1..], postcard::to_stdvec(&v).unwrap(), "{v:#x}");
+            }
+        }
+    }
+
+    /// The hand-written binary encoding is byte for byte what postcard writes for [`EventOut`].
+    #[test]
+    fn the_binary_encoding_is_postcards_byte_for_byte() {
+        let now = std::time::Instant::now();
+        let mut events = vec![
+            Arc::new(sample()),
+            nested_event(32, 0),
+            nested_event(16, 16),
+            nested_event(0, 32),
+        ];
+        for (i, value) in [
+            Value::I64(i64::MIN),
+            Value::I64(-1),
+            Value::I64(i64::MAX),
+            Value::U64(u64::MAX),
+            Value::I128(i128::MAX),
+            Value::I128(-1),
+            Value::U128(0),
+            Value::F64(f64::NAN),
+            Value::F64(-0.0),
+            Value::Bool(false),
+            Value::Str("é".repeat(100).into()),
+            Value::Duration(Duration::MAX),
+            Value::Time(SystemTime::UNIX_EPOCH + Duration::new(1 << 40, 7)),
+            Value::List(vec![]),
+            Value::Map(Box::default()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let event = Event::new(
+                "values.test",
+                now,
+                now + Duration::from_nanos(i as u64),
+                Payload::new().with("v", value),
+            )
+            .with_ids(
+                EventId::new(u64::MAX - i as u64),
+                None,
+                TransactionId::new(i as u64 + 1),
+            )
+            .with_outcome(if i % 2 == 0 {
+                Outcome::Cancelled
+            } else {
+                Outcome::Completed
+            })
+            .with_cpu_time(Some(Duration::from_nanos(1 << i)));
+            events.push(Arc::new(event));
+        }
+        for event in &events {
+            let out = EventOut::new(event);
+            let mut hand = Vec::new();
+            out.write_postcard(&mut hand);
+            assert_eq!(hand, postcard::to_stdvec(&out).unwrap(), "{event:?}");
+        }
+        let body = encode_batch(Encoding::Binary, 3, &events);
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        assert_eq!(got.len(), events.len());
     }
 
     #[test]
