@@ -1,0 +1,148 @@
+//! [`BatchEncoder`]: batches built event by event under a size limit.
+
+use notify_core::{Event, Value};
+
+use super::nesting::{nests_deeper_than, too_deep};
+use super::serde_form::EventOut;
+use super::{Encoding, MAGIC, WIRE_VERSION};
+
+/// Builds batches event by event under a size limit; one encoder per exporter, buffers reused.
+pub(crate) struct BatchEncoder {
+    encoding: Encoding,
+    source: u64,
+    /// The events of the batch being built, encoded back to back.
+    body: Vec<u8>,
+    /// One event's encoding (to check its size before it joins `body`).
+    scratch: Vec<u8>,
+    count: usize,
+}
+
+/// Why one event could not join a batch.
+#[derive(Debug)]
+pub(crate) enum PushError {
+    /// Its encoding alone exceeds the message size limit (bytes).
+    TooLarge(usize),
+    /// The serializer failed.
+    Encode(String),
+}
+
+impl BatchEncoder {
+    pub(crate) fn new(encoding: Encoding, source: u64) -> BatchEncoder {
+        BatchEncoder {
+            encoding,
+            source,
+            body: Vec::new(),
+            scratch: Vec::new(),
+            count: 0,
+        }
+    }
+
+    /// Number of events in the batch being built.
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Encodes `event` and adds it if the batch stays within `max_bytes`; returns `Ok(false)`
+    /// (event not added) when the batch is full, so the caller finishes it and tries again.
+    pub(crate) fn push(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        // An importer refuses the whole message holding such an event (the nesting limit of the
+        // decoder): refused here, alone, so that the other events of its batch arrive.
+        if event
+            .payload()
+            .iter()
+            .any(|(_, value)| nests_deeper_than(value, Value::MAX_NESTING))
+        {
+            return Err(PushError::Encode(too_deep()));
+        }
+        self.scratch.clear();
+        let out = EventOut::new(event);
+        match self.encoding {
+            Encoding::Binary => out.write_postcard(&mut self.scratch),
+            Encoding::Json => {
+                serde_json::to_writer(&mut self.scratch, &out).map_err(|e| PushError::Encode(e.to_string()))?
+            }
+        }
+        const FRAME: usize = 64; // version, source, count, JSON brackets: an upper bound
+        if self.scratch.len() + FRAME > max_bytes {
+            return Err(PushError::TooLarge(self.scratch.len()));
+        }
+        if self.count > 0 && self.body.len() + self.scratch.len() + 1 + FRAME > max_bytes {
+            return Ok(false);
+        }
+        if self.encoding == Encoding::Json && self.count > 0 {
+            self.body.push(b',');
+        }
+        self.body.extend_from_slice(&self.scratch);
+        self.count += 1;
+        Ok(true)
+    }
+
+    /// The finished message body (version, source, events); the encoder is empty afterwards.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.body.len() + 24);
+        match self.encoding {
+            Encoding::Binary => {
+                out.extend_from_slice(MAGIC);
+                // postcard's encoding of BatchIn: its fields back to back, the Vec as varint length + elements.
+                let header = (WIRE_VERSION, self.source, self.count);
+                postcard::to_io(&header, &mut out).expect("writing to a Vec cannot fail");
+            }
+            Encoding::Json => {
+                out.extend_from_slice(
+                    format!("{{\"version\":{WIRE_VERSION},\"source\":{},\"events\":[", self.source).as_bytes(),
+                );
+            }
+        }
+        out.extend_from_slice(&self.body);
+        if self.encoding == Encoding::Json {
+            out.extend_from_slice(b"]}");
+        }
+        self.body.clear();
+        self.count = 0;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::decode;
+    use crate::wire::tests::{nested_event, sample};
+
+    /// An event the importers would refuse is refused alone by the exporter (counted as an
+    /// encode drop), not sent to make its whole batch malformed.
+    #[test]
+    fn the_encoder_refuses_an_event_nested_past_the_limit_alone() {
+        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
+        assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
+        for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
+            match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
+                Err(PushError::Encode(reason)) => {
+                    assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+                }
+                other => panic!("{lists}+{maps}: {other:?}"),
+            }
+        }
+        assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
+        let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
+        assert_eq!(batch.events.len(), 2);
+        assert!(!nests_deeper_than(&Value::List(vec![]), 1));
+        assert!(nests_deeper_than(&Value::List(vec![]), 0));
+        assert!(!nests_deeper_than(&Value::U64(1), 0));
+    }
+
+    #[test]
+    fn batch_respects_the_size_limit_and_refuses_an_event_too_large_alone() {
+        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
+        let event = sample();
+        let mut added = 0;
+        while encoder.push(&event, 1_000).unwrap() {
+            added += 1;
+        }
+        let body = encoder.finish();
+        assert!(body.len() <= 1_000, "{}", body.len());
+        assert_eq!(decode(Encoding::Binary, &body).unwrap().events.len(), added);
+        assert!(matches!(encoder.push(&event, 80), Err(PushError::TooLarge(n)) if n > 16));
+        assert_eq!(encoder.len(), 0);
+    }
+}

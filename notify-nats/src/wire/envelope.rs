@@ -1,0 +1,63 @@
+//! The fields of an event but its name and payload, as both decoders read them.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use notify_core::{
+    context::TransactionId,
+    event::{EventId, Outcome},
+    Event, Payload, TraceId,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WireOutcome {
+    Completed,
+    Panicked,
+    Cancelled,
+}
+
+/// The fields of an event but its name and payload, as read from the wire: what both decoders
+/// ([`decode`] and [`decode_into`]) turn into an [`Event`] the same way.
+///
+/// [`decode`]: super::decode
+/// [`decode_into`]: super::decode_into
+#[derive(Clone, Copy)]
+pub(super) struct Envelope {
+    pub(super) start_unix_ns: u64,
+    pub(super) duration_ns: u64,
+    pub(super) id: u64,
+    pub(super) parent_id: Option<u64>,
+    pub(super) transaction_id: u64,
+    pub(super) trace_id: u128,
+    pub(super) outcome: WireOutcome,
+    pub(super) cpu_time_ns: Option<u64>,
+    pub(super) allocations: Option<u64>,
+}
+
+impl Envelope {
+    /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
+    /// count.
+    #[inline(always)]
+    pub(super) fn into_event(self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Event {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
+        let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
+            .with_ids(
+                EventId::new(self.id),
+                self.parent_id.map(EventId::new),
+                TransactionId::new(self.transaction_id),
+            )
+            .with_cpu_time(self.cpu_time_ns.map(Duration::from_nanos))
+            .with_allocations(self.allocations);
+        // 0 is no trace id (W3C forbids it): the event keeps the fresh one it was built with.
+        let event = match TraceId::new(self.trace_id) {
+            Some(trace_id) => event.with_trace_id(trace_id),
+            None => event,
+        };
+        event.with_outcome(match self.outcome {
+            WireOutcome::Completed => Outcome::Completed,
+            WireOutcome::Panicked => Outcome::Panicked,
+            WireOutcome::Cancelled => Outcome::Cancelled,
+        })
+    }
+}

@@ -1,0 +1,804 @@
+//! The one-pass binary reader: a binary batch read straight into events, without serde.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use crate::intern::Recent;
+use notify_core::escape::Escaped;
+use notify_core::payload::Text;
+use notify_core::{Event, Payload, Value};
+
+use super::envelope::{Envelope, WireOutcome};
+use super::nesting::too_deep;
+use super::serde_form::EventIn;
+use super::time::time_from_parts;
+use super::variant::{self, VARIANTS};
+use super::{decode, DecodeError, Encoding, MAGIC, WIRE_VERSION};
+
+/// Decodes a batch into `out` (cleared first; its capacity is kept, so that an importer reuses
+/// one buffer for every message) and returns its version and source: the same events and the
+/// same errors as [`decode`] followed by [`EventIn::into_event`]. A binary batch is read in one
+/// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
+/// values are read borrowed from `body`; names and keys are interned ([`crate::intern`]: shared
+/// by every event, copied only beyond its budget), text values copied once (inline when short);
+/// each payload is built in place and each event as soon as its fields are read. `out` is empty after an error
+/// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
+/// through [`decode`].
+pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>) -> Result<(u16, u64), DecodeError> {
+    out.clear();
+    if encoding == Encoding::Json {
+        let batch = decode(encoding, body)?;
+        out.extend(batch.events.into_iter().map(EventIn::into_event));
+        return Ok((batch.version, batch.source));
+    }
+    let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
+    let body = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
+    let mut reader = Reader {
+        rest: body,
+        names: Recent::new(),
+        keys: Recent::new(),
+    };
+    let version = reader.varint_u16().map_err(|e| malformed(e.reason()))?;
+    if version > WIRE_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            found: version,
+            supported: WIRE_VERSION,
+        });
+    }
+    if version == 0 {
+        return Err(malformed("version 0 does not exist".to_owned()));
+    }
+    let mut impossible = None;
+    // Version 1 events lack the last two fields (CPU time, allocations).
+    match reader.batch(version > 1, out, &mut impossible) {
+        // A parse error wins over an impossible value, as in `decode` (which checks values after
+        // parsing the whole message).
+        Ok(source) if impossible.is_none() => Ok((version, source)),
+        Ok(_) => {
+            out.clear();
+            Err(malformed(impossible.unwrap_or_default()))
+        }
+        Err(e) => {
+            out.clear();
+            Err(malformed(e.reason()))
+        }
+    }
+}
+
+/// Why [`Reader`] stopped: postcard's own error for the same bytes (what [`decode`] reports), or
+/// the nesting limit.
+#[derive(Debug)]
+enum ReadError {
+    Postcard(postcard::Error),
+    TooDeep,
+}
+
+impl ReadError {
+    /// The reason [`decode`] gives for the same bytes.
+    fn reason(&self) -> String {
+        match self {
+            ReadError::Postcard(e) => e.to_string(),
+            ReadError::TooDeep => too_deep(),
+        }
+    }
+}
+
+impl From<postcard::Error> for ReadError {
+    fn from(e: postcard::Error) -> ReadError {
+        ReadError::Postcard(e)
+    }
+}
+
+type Read<T> = Result<T, ReadError>;
+
+/// Generates a varint reader for one integer type, read as postcard 1 reads it (the same
+/// values, the same errors for the same bytes): 7 bits a byte, least significant first, at most
+/// `ceil(bits / 7)` bytes, the last one holding only the bits left.
+macro_rules! varint {
+    ($name:ident, $t:ty) => {
+        #[inline]
+        fn $name(&mut self) -> Read<$t> {
+            const MAX: usize = (<$t>::BITS as usize).div_ceil(7);
+            const LAST: u8 = (1 << (<$t>::BITS % 7)) - 1;
+            if let Some((&byte, rest)) = self.rest.split_first() {
+                if byte < 0x80 {
+                    self.rest = rest;
+                    return Ok(<$t>::from(byte));
+                }
+            }
+            let mut out: $t = 0;
+            for i in 0..MAX {
+                let byte = self.byte()?;
+                out |= <$t>::from(byte & 0x7f) << (7 * i);
+                if byte & 0x80 == 0 {
+                    return if i == MAX - 1 && byte > LAST {
+                        Err(postcard::Error::DeserializeBadVarint.into())
+                    } else {
+                        Ok(out)
+                    };
+                }
+            }
+            Err(postcard::Error::DeserializeBadVarint.into())
+        }
+    };
+}
+
+/// The 7-bit groups of the 8 bytes of `word` (little-endian), packed into 56 bits; the
+/// continuation bits are ignored.
+#[inline(always)]
+pub(super) fn packed_7(word: u64) -> u64 {
+    let x = word & 0x7f7f_7f7f_7f7f_7f7f;
+    let x = (x & 0x7f00_7f00_7f00_7f00) >> 1 | (x & 0x007f_007f_007f_007f);
+    let x = (x & 0x3fff_0000_3fff_0000) >> 2 | (x & 0x0000_3fff_0000_3fff);
+    (x & 0x0fff_ffff_0000_0000) >> 4 | (x & 0x0000_0000_0fff_ffff)
+}
+
+/// The varint that ends within the 8 bytes of `word` (little-endian), and how many bytes it
+/// takes; `None` when all 8 have their continuation bit set.
+#[inline(always)]
+fn varint_word(word: u64) -> Option<(u64, usize)> {
+    let ends = !word & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    let used = ends.trailing_zeros() as usize / 8 + 1;
+    let word = if used == 8 {
+        word
+    } else {
+        word & ((1 << (used * 8)) - 1)
+    };
+    Some((packed_7(word), used))
+}
+
+/// Reads a binary batch (after its magic) field by field, as the derived and hand-written serde
+/// implementations [`decode`] uses read it through postcard: the same fields in the same order,
+/// the same checks, the same [`postcard::Error`] for the same bytes (the damaged-batch test
+/// compares the two on every prefix and every byte changed of a batch).
+struct Reader<'a> {
+    rest: &'a [u8],
+    /// The event names and payload keys met in this batch, interned ([`crate::intern`]).
+    names: Recent<'a>,
+    keys: Recent<'a>,
+}
+
+impl<'a> Reader<'a> {
+    #[inline]
+    fn byte(&mut self) -> Read<u8> {
+        let (&byte, rest) = self
+            .rest
+            .split_first()
+            .ok_or(postcard::Error::DeserializeUnexpectedEnd)?;
+        self.rest = rest;
+        Ok(byte)
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Read<&'a [u8]> {
+        if self.rest.len() < n {
+            return Err(postcard::Error::DeserializeUnexpectedEnd.into());
+        }
+        let (taken, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(taken)
+    }
+
+    varint!(varint_u16, u16);
+    varint!(varint_u32, u32);
+    varint!(varint_u64_bytewise, u64);
+    varint!(varint_u128_bytewise, u128);
+
+    /// The next 8 bytes as a little-endian word, if there are 8.
+    #[inline(always)]
+    fn word(&self, at: usize) -> Option<u64> {
+        let bytes = self.rest.get(at..at + 8)?;
+        Some(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    /// A `u64` varint; ids and times since 1970 take 8 to 10 bytes, read here 8 at a time. A
+    /// varint the fast path does not finish (near the end of the message, or invalid) is read
+    /// byte by byte, as postcard reads it, for the same value or error.
+    #[inline]
+    fn varint_u64(&mut self) -> Read<u64> {
+        if let (Some(low), Some(&[b8, b9])) = (self.word(0), self.rest.get(8..10)) {
+            let (value, used) = match varint_word(low) {
+                Some((value, used)) => (value, used),
+                None if b8 < 0x80 => (packed_7(low) | u64::from(b8) << 56, 9),
+                // The 10th byte holds the last bit.
+                None if b9 <= 1 => (packed_7(low) | u64::from(b8 & 0x7f) << 56 | u64::from(b9) << 63, 10),
+                None => return self.varint_u64_bytewise(),
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u64_bytewise()
+    }
+
+    /// A `u128` varint (trace ids: 19 bytes), 8 bytes at a time as [`Reader::varint_u64`].
+    #[inline]
+    fn varint_u128(&mut self) -> Read<u128> {
+        if let (Some(low), Some(high), Some(&[b16, b17, b18])) = (self.word(0), self.word(8), self.rest.get(16..19)) {
+            let (value, used) = match (varint_word(low), varint_word(high)) {
+                (Some((value, used)), _) => (u128::from(value), used),
+                (None, Some((value, used))) => (u128::from(packed_7(low)) | u128::from(value) << 56, 8 + used),
+                (None, None) => {
+                    let both = u128::from(packed_7(low)) | u128::from(packed_7(high)) << 56;
+                    if b16 < 0x80 {
+                        (both | u128::from(b16) << 112, 17)
+                    } else if b17 < 0x80 {
+                        (both | u128::from(b16 & 0x7f) << 112 | u128::from(b17) << 119, 18)
+                    } else if b18 <= 3 {
+                        // The 19th byte holds the last 2 bits.
+                        (
+                            both | u128::from(b16 & 0x7f) << 112
+                                | u128::from(b17 & 0x7f) << 119
+                                | u128::from(b18) << 126,
+                            19,
+                        )
+                    } else {
+                        return self.varint_u128_bytewise();
+                    }
+                }
+            };
+            self.rest = &self.rest[used..];
+            return Ok(value);
+        }
+        self.varint_u128_bytewise()
+    }
+
+    /// A length (postcard's `usize`: a `u64` varint on 64-bit targets, a `u32` one on 32-bit).
+    #[inline]
+    fn len(&mut self) -> Read<usize> {
+        #[cfg(target_pointer_width = "64")]
+        let len = self.varint_u64()? as usize;
+        #[cfg(not(target_pointer_width = "64"))]
+        let len = self.varint_u32()? as usize;
+        Ok(len)
+    }
+
+    #[inline]
+    fn i64(&mut self) -> Read<i64> {
+        let n = self.varint_u64()?;
+        Ok(((n >> 1) as i64) ^ (-((n & 1) as i64)))
+    }
+
+    #[inline]
+    fn i128(&mut self) -> Read<i128> {
+        let n = self.varint_u128()?;
+        Ok(((n >> 1) as i128) ^ (-((n & 1) as i128)))
+    }
+
+    #[inline]
+    fn bool(&mut self) -> Read<bool> {
+        match self.byte()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(postcard::Error::DeserializeBadBool.into()),
+        }
+    }
+
+    #[inline]
+    fn f64(&mut self) -> Read<f64> {
+        let bytes = self.take(8)?;
+        Ok(f64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+    }
+
+    #[inline]
+    fn str(&mut self) -> Read<&'a str> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes).map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
+    /// An event name (`key` false) or a payload key (`key` true): its text and its interned form
+    /// ([`Recent::get`]); as [`Reader::str`], but the UTF-8 check is made only the first time the
+    /// batch holds these bytes.
+    #[inline]
+    fn recent_str(&mut self, key: bool) -> Read<(&'a str, Option<&'static str>)> {
+        let len = self.len()?;
+        let bytes = self.take(len)?;
+        let recent = if key { &mut self.keys } else { &mut self.names };
+        recent
+            .get(bytes)
+            .map_err(|_| postcard::Error::DeserializeBadUtf8.into())
+    }
+
+    #[inline]
+    fn option_u64(&mut self) -> Read<Option<u64>> {
+        match self.byte()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.varint_u64()?)),
+            _ => Err(postcard::Error::DeserializeBadOption.into()),
+        }
+    }
+
+    /// An enum's variant index below `variants` (serde's derived and [`Tag`]'s refusal of
+    /// another is a custom error, which postcard reports without its text).
+    ///
+    /// [`Tag`]: super::serde_value::Tag
+    #[inline]
+    fn variant(&mut self, variants: usize) -> Read<usize> {
+        let index = self.varint_u32()? as usize;
+        if index < variants {
+            Ok(index)
+        } else {
+            Err(postcard::Error::SerdeDeCustom.into())
+        }
+    }
+
+    /// `{ source, events }` after the version; each event pushed into `out` as read. `v2`: the
+    /// events have version 2's CPU time and allocations.
+    fn batch(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<u64> {
+        let source = self.varint_u64()?;
+        let count = self.len()?;
+        // The count comes from the message: trusted for no more than a modest reservation.
+        out.reserve(count.min(4_096));
+        for _ in 0..count {
+            self.event(v2, out, impossible)?;
+        }
+        Ok(source)
+    }
+
+    /// One event ([`EventOut`]'s fields in order), pushed into `out` (built there rather than
+    /// returned: an `Event` is about 400 bytes, and each move is a copy); the first impossible
+    /// value of the batch goes to `impossible`, named as [`RawEvent::check`] names it.
+    ///
+    /// [`EventOut`]: super::serde_form::EventOut
+    /// [`RawEvent::check`]: super::serde_form::RawEvent::check
+    fn event(&mut self, v2: bool, out: &mut Vec<Event>, impossible: &mut Option<String>) -> Read<()> {
+        let (name, interned) = self.recent_str(false)?;
+        let start_unix_ns = self.varint_u64()?;
+        let _end_unix_ns = self.varint_u64()?;
+        let duration_ns = self.varint_u64()?;
+        let id = self.varint_u64()?;
+        let parent_id = self.option_u64()?;
+        let transaction_id = self.varint_u64()?;
+        let trace_id = self.varint_u128()?;
+        let outcome = match self.variant(3)? {
+            0 => WireOutcome::Completed,
+            1 => WireOutcome::Panicked,
+            _ => WireOutcome::Cancelled,
+        };
+        let mut refused = None;
+        let payload = self.payload(0, &mut refused)?;
+        let (cpu_time_ns, allocations) = if v2 {
+            (self.option_u64()?, self.option_u64()?)
+        } else {
+            (None, None)
+        };
+        if let (Some(reason), None) = (refused, &impossible) {
+            *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
+        }
+        let name: Cow<'static, str> = match interned {
+            Some(interned) => Cow::Borrowed(interned),
+            None => Cow::Owned(name.to_owned()),
+        };
+        out.push(
+            Envelope {
+                start_unix_ns,
+                duration_ns,
+                id,
+                parent_id,
+                transaction_id,
+                trace_id,
+                outcome,
+                cpu_time_ns,
+                allocations,
+            }
+            .into_event(name, payload),
+        );
+        Ok(())
+    }
+
+    /// A payload or map (a list of `(key, value)` pairs) built in place, its values at `depth`;
+    /// a key given twice keeps its first position and its last value, as in [`payload_from`].
+    ///
+    /// [`payload_from`]: super::serde_value::payload_from
+    fn payload(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Payload> {
+        let mut payload = Payload::new();
+        for _ in 0..self.len()? {
+            let (key, interned) = self.recent_str(true)?;
+            let value = self.value(depth, refused)?;
+            match interned {
+                Some(interned) => payload.insert(interned, value),
+                None => payload.insert(key.to_owned(), value),
+            };
+        }
+        Ok(payload)
+    }
+
+    /// A payload value at `depth` (a list or map at [`Value::MAX_NESTING`] is refused before its
+    /// items are read, as [`WireSeed`] refuses it), straight into a [`Value`]: what [`WireSeed`]
+    /// then [`WireValue::into_value`] make of the same bytes. An impossible time or duration
+    /// stands as `Null` (never seen: the message is refused) and its reason goes to `refused`
+    /// if none is there yet.
+    ///
+    /// [`WireSeed`]: super::serde_value::WireSeed
+    /// [`WireValue::into_value`]: super::serde_value::WireValue::into_value
+    fn value(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Value> {
+        let mut refuse = |reason: &'static str| {
+            refused.get_or_insert(reason);
+            Value::Null
+        };
+        let nested = || {
+            if depth >= Value::MAX_NESTING {
+                Err(ReadError::TooDeep)
+            } else {
+                Ok(depth + 1)
+            }
+        };
+        Ok(match self.variant(VARIANTS.len())? as u32 {
+            i if i == variant::BOOL.0 => Value::Bool(self.bool()?),
+            i if i == variant::I64.0 => Value::I64(self.i64()?),
+            i if i == variant::U64.0 => Value::U64(self.varint_u64()?),
+            i if i == variant::F64.0 => Value::F64(self.f64()?),
+            i if i == variant::STR.0 => Value::Str(Text::new(self.str()?)),
+            i if i == variant::DURATION.0 => {
+                let secs = self.varint_u64()?;
+                let nanos = self.varint_u32()?;
+                if nanos >= 1_000_000_000 {
+                    refuse("duration with nanoseconds out of range (at most 999999999)")
+                } else {
+                    Value::Duration(Duration::new(secs, nanos))
+                }
+            }
+            i if i == variant::EXCEPTION.0 => {
+                let type_name = self.str()?.to_owned();
+                let message = self.str()?.to_owned();
+                Value::Exception {
+                    type_name: Cow::Owned(type_name),
+                    message,
+                }
+            }
+            i if i == variant::NULL.0 => Value::Null,
+            i if i == variant::I128.0 => Value::I128(self.i128()?),
+            i if i == variant::U128.0 => Value::U128(self.varint_u128()?),
+            i if i == variant::TIME.0 => {
+                let secs = self.i64()?;
+                let nanos = self.varint_u32()?;
+                if nanos >= 1_000_000_000 {
+                    refuse("time with nanoseconds out of range (at most 999999999)")
+                } else {
+                    match time_from_parts(secs, nanos) {
+                        Some(time) => Value::Time(time),
+                        None => refuse("time out of the range this platform represents"),
+                    }
+                }
+            }
+            i if i == variant::LIST.0 => {
+                let depth = nested()?;
+                let len = self.len()?;
+                // The length comes from the message: not trusted for more than a small reservation.
+                let mut items = Vec::with_capacity(len.min(64));
+                for _ in 0..len {
+                    items.push(self.value(depth, refused)?);
+                }
+                Value::List(items)
+            }
+            _ => Value::Map(Box::new(self.payload(nested()?, refused)?)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::encode_batch;
+    use crate::wire::tests::{assert_same, decoded_both_ways, nested_event, sample};
+    use serde::Serialize;
+    use std::sync::Arc;
+
+    /// The one-pass decoder gives the events of the two-pass one (its reference, kept for
+    /// JSON) for every kind of value, both wire versions, and an empty batch.
+    #[test]
+    fn decode_into_gives_the_events_of_the_reference_decoder() {
+        let mixed: Vec<Arc<Event>> = vec![
+            Arc::new(sample()),
+            nested_event(32, 0),
+            nested_event(16, 16),
+            Arc::new(sample()),
+        ];
+        for encoding in [Encoding::Binary, Encoding::Json] {
+            for events in [&mixed[..], &mixed[..1], &[]] {
+                let body = encode_batch(encoding, 0xfeed, events);
+                let (version, source, got) = decoded_both_ways(encoding, &body).unwrap();
+                assert_eq!((version, source, got.len()), (WIRE_VERSION, 0xfeed, events.len()));
+                for (sent, got) in events.iter().zip(&got) {
+                    assert_same(sent, got);
+                }
+            }
+        }
+        // Short text is stored inline, long text owned: the same value either way.
+        let long = "x".repeat(Text::INLINE_CAPACITY + 1);
+        let now = std::time::Instant::now();
+        let texts = Arc::new(Event::new(
+            "text.test",
+            now,
+            now,
+            Payload::new()
+                .with("short", "abc")
+                .with("long", long.as_str())
+                .with("short", "replaced"),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, std::slice::from_ref(&texts));
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        assert_eq!(got[0].payload(), texts.payload());
+        assert_eq!(got[0].payload().keys().collect::<Vec<_>>(), ["short", "long"]);
+        // Keys are interned (shared, not copied per event); a key past the length limit is copied.
+        let long_key = "k".repeat(crate::intern::MAX_LEN + 1);
+        let keys = Arc::new(Event::new(
+            "keys.test",
+            now,
+            now,
+            Payload::new().with("rows", 1_u64).with(long_key.clone(), 2_u64),
+        ));
+        let body = encode_batch(Encoding::Binary, 1, &[keys.clone(), keys]);
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &body).unwrap();
+        for event in &got {
+            let statics: Vec<_> = event.payload().entries().map(|(key, _)| key.as_static()).collect();
+            assert_eq!(statics, [Some("rows"), None]);
+        }
+    }
+
+    /// Every prefix of a batch and every byte of it changed: the one-pass decoder errs exactly
+    /// as the reference decoder (same variant, same reason) or gives the same events.
+    #[test]
+    fn decode_into_errs_exactly_as_the_reference_decoder_on_damaged_batches() {
+        let events: Vec<Arc<Event>> = vec![Arc::new(sample()), nested_event(2, 1), Arc::new(sample())];
+        let body = encode_batch(Encoding::Binary, 9, &events);
+        let (mut errors, mut decoded) = (0, 0);
+        let mut reasons = std::collections::BTreeSet::new();
+        let mut tally = |result: Result<(u16, u64, Vec<Event>), DecodeError>| match result {
+            Ok(_) => decoded += 1,
+            Err(e) => {
+                errors += 1;
+                reasons.insert(match e {
+                    DecodeError::Malformed { reason, .. } => reason.split(" (").next().unwrap().to_owned(),
+                    other => other.to_string(),
+                });
+            }
+        };
+        for end in 0..body.len() {
+            tally(decoded_both_ways(Encoding::Binary, &body[..end]));
+        }
+        for at in 0..body.len() {
+            for byte in [0x00, 0x01, 0x0a, 0x0d, 0x7f, 0x80, 0xc3, 0xff, body[at].wrapping_add(1)] {
+                let mut damaged = body.clone();
+                damaged[at] = byte;
+                tally(decoded_both_ways(Encoding::Binary, &damaged));
+            }
+        }
+        // Both kinds of outcome were exercised (most damage is an error, some is a valid batch),
+        // and every kind of error the reader raises.
+        assert!(errors > body.len() && decoded > 0, "{errors} errors, {decoded} decoded");
+        for reason in [
+            "Found a bool that wasn't 0 or 1",
+            "Found a varint that didn't terminate. Is the usize too big for this platform?",
+            "Found an Option discriminant that wasn't 0 or 1",
+            "Hit the end of buffer, expected more data",
+            "Serde Deserialization Error",
+            "Tried to parse invalid utf-8",
+            "event 10", // an impossible value (its time's nanoseconds changed)
+            "not a notify event batch",
+            "version 0 does not exist",
+        ] {
+            assert!(reasons.contains(reason), "{reason}: {reasons:?}");
+        }
+    }
+
+    /// A time or duration out of range refuses the whole message, naming the first such value
+    /// (in message order) and its event, never the value; a parse error later in the message
+    /// wins, as in the reference decoder.
+    #[test]
+    fn decode_into_refuses_impossible_values_as_the_reference_decoder() {
+        // WireValue's positions up to Time (10); only Duration (5) and Time are written.
+        #[derive(Serialize)]
+        #[allow(dead_code)]
+        enum Wire {
+            Bool(bool),
+            I64(i64),
+            U64(u64),
+            F64(f64),
+            Str(String),
+            Duration { secs: u64, nanos: u32 },
+            Exception(String, String),
+            Null,
+            I128(i128),
+            U128(u128),
+            Time { secs: i64, nanos: u32 },
+        }
+        #[derive(Serialize)]
+        struct Ev {
+            name: &'static str,
+            start_unix_ns: u64,
+            end_unix_ns: u64,
+            duration_ns: u64,
+            id: u64,
+            parent_id: Option<u64>,
+            transaction_id: u64,
+            trace_id: u128,
+            outcome: WireOutcome,
+            payload: Vec<(&'static str, Wire)>,
+            cpu_time_ns: Option<u64>,
+            allocations: Option<u64>,
+        }
+        let event = |id: u64, name: &'static str, payload: Vec<(&'static str, Wire)>| Ev {
+            name,
+            start_unix_ns: 1,
+            end_unix_ns: 2,
+            duration_ns: 1,
+            id,
+            parent_id: None,
+            transaction_id: 1,
+            trace_id: 5,
+            outcome: WireOutcome::Completed,
+            payload,
+            cpu_time_ns: None,
+            allocations: None,
+        };
+        let body = |events: Vec<Ev>| {
+            let mut body = MAGIC.to_vec();
+            postcard::to_io(&(WIRE_VERSION, 1_u64, events), &mut body).unwrap();
+            body
+        };
+        let ok = body(vec![
+            event(
+                1,
+                "a.b",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 1,
+                        nanos: 999_999_999,
+                    },
+                )],
+            ),
+            event(2, "a.b", vec![("t", Wire::Time { secs: -1, nanos: 0 })]),
+        ]);
+        assert_eq!(decoded_both_ways(Encoding::Binary, &ok).unwrap().2.len(), 2);
+        let bad = body(vec![
+            event(1, "a.b", vec![("ok", Wire::U64(1))]),
+            event(
+                2,
+                "a\nb",
+                vec![
+                    (
+                        "t",
+                        Wire::Time {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                    (
+                        "d",
+                        Wire::Duration {
+                            secs: 0,
+                            nanos: 1_000_000_000,
+                        },
+                    ),
+                ],
+            ),
+            event(
+                3,
+                "c.d",
+                vec![(
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: 2_000_000_000,
+                    },
+                )],
+            ),
+        ]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &bad).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: r"event 2 (a\nb): time with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // In a nested list and map: the same refusal.
+        let nested = body(vec![event(
+            7,
+            "a.b",
+            vec![
+                ("ok", Wire::U64(1)),
+                (
+                    "d",
+                    Wire::Duration {
+                        secs: 0,
+                        nanos: u32::MAX,
+                    },
+                ),
+            ],
+        )]);
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, &nested).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "event 7 (a.b): duration with nanoseconds out of range (at most 999999999)".to_owned()
+            }
+        );
+        // Cut after the impossible value: the parse error is reported.
+        let cut = &bad[..bad.len() - 3];
+        assert_eq!(
+            decoded_both_ways(Encoding::Binary, cut).unwrap_err(),
+            DecodeError::Malformed {
+                encoding: Encoding::Binary,
+                reason: "Hit the end of buffer, expected more data".to_owned()
+            }
+        );
+    }
+
+    /// The word-at-a-time varint readers give the byte-by-byte reader's value, length and error
+    /// for every length of varint, with and without bytes after it.
+    #[test]
+    fn varints_read_a_word_at_a_time_match_the_bytewise_reader() {
+        fn reader(bytes: &[u8]) -> Reader<'_> {
+            Reader {
+                rest: bytes,
+                names: Recent::new(),
+                keys: Recent::new(),
+            }
+        }
+        let mut u64s = vec![0, 1, 127, 128, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1];
+        let mut u128s = vec![0, 1, u128::MAX, 1 << 127, u128::from(u64::MAX)];
+        for shift in 0..128 {
+            u128s.push(1 << shift);
+            u128s.push((1 << shift) - 1);
+            u128s.push(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834_u128.rotate_left(shift));
+            if shift < 64 {
+                u64s.push(1 << shift);
+                u64s.push((1 << shift) - 1);
+                u64s.push(0x9e37_79b9_7f4a_7c15_u64.rotate_left(shift));
+            }
+        }
+        for tail in [&[][..], &[0xff; 24][..], &[0; 24][..]] {
+            for &v in &u64s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u64().unwrap(), v);
+                assert_eq!(slow.varint_u64_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+            for &v in &u128s {
+                let mut bytes = postcard::to_stdvec(&v).unwrap();
+                let len = bytes.len();
+                bytes.extend_from_slice(tail);
+                let (mut fast, mut slow) = (reader(&bytes), reader(&bytes));
+                assert_eq!(fast.varint_u128().unwrap(), v);
+                assert_eq!(slow.varint_u128_bytewise().unwrap(), v);
+                assert_eq!(
+                    (fast.rest.len(), slow.rest.len()),
+                    (bytes.len() - len, bytes.len() - len)
+                );
+            }
+        }
+        // Too long, or too large in the last byte: the bytewise reader's error either way.
+        for last in 0..=0xff_u8 {
+            for continued in [9, 18] {
+                let mut bytes = vec![0xff; continued];
+                bytes.push(last);
+                bytes.extend_from_slice(&[0; 24]);
+                let result = |v: Read<u128>| v.map_err(|e| e.reason());
+                let fast = if continued == 9 {
+                    result(reader(&bytes).varint_u64().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128())
+                };
+                let slow = if continued == 9 {
+                    result(reader(&bytes).varint_u64_bytewise().map(u128::from))
+                } else {
+                    result(reader(&bytes).varint_u128_bytewise())
+                };
+                assert_eq!(fast, slow, "{continued} bytes then {last:#x}");
+            }
+        }
+    }
+}
