@@ -10,7 +10,7 @@
 //! * [`Context::from_traceparent`] makes the context of an incoming request: its parent is
 //!   *remote* ([`Event::parent_is_remote`](crate::Event::parent_is_remote)) and its sampled flag is
 //!   the trace's sampling decision; [`Context::traceparent`] formats the outgoing header.
-//! * [`extract_values`] (and, with feature `http`, [`extract`] and [`inject`] on an
+//! * [`extract_values`] (and, with feature `http`, `extract` and `inject` on an
 //!   `http::HeaderMap`): what a server or an importer calls. Malformed headers never become an
 //!   error the request sees: they start a new root trace and are counted ([`stats`]).
 //!
@@ -173,7 +173,7 @@ impl fmt::Display for TraceParent {
     }
 }
 
-/// Why a `traceparent` or `tracestate` was not accepted. [`extract`] and [`extract_values`] never
+/// Why a `traceparent` or `tracestate` was not accepted. `extract` and [`extract_values`] never
 /// return it: they count it ([`stats`]) and start a new trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -487,7 +487,7 @@ fn valid_value(value: &[u8]) -> bool {
     }
 }
 
-/// What [`extract`] and [`extract_values`] did in this process since it started.
+/// What `extract` (feature `http`) and [`extract_values`] did in this process since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExtractStats {
@@ -507,7 +507,7 @@ static ABSENT: AtomicU64 = AtomicU64::new(0);
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
 
-/// The counts of [`extract`] and [`extract_values`] so far in this process (every notifier, every
+/// The counts of `extract` (feature `http`) and [`extract_values`] so far in this process (every notifier, every
 /// server layer, every importer).
 ///
 /// ```
