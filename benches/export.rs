@@ -488,10 +488,14 @@ fn table(n: u64, fastrace_sink: &Nothing) {
         let lines: String = rows
             .iter()
             .map(|row| {
-                format!(
-                    "{{\"case\":\"{}\",\"thread_ns\":{:.2},\"process_ns\":{:.2},\"delivered\":{},\"events\":{}}}\n",
-                    row.case, row.thread_ns, row.process_ns, row.delivered, n
-                )
+                let json = serde_json::json!({
+                    "case": row.case,
+                    "thread_ns": row.thread_ns,
+                    "process_ns": row.process_ns,
+                    "delivered": row.delivered,
+                    "events": n,
+                });
+                format!("{json}\n")
             })
             .collect();
         if let Err(e) = std::fs::write(&path, lines) {

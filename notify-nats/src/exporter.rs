@@ -18,7 +18,6 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
-use crate::queue;
 use crate::subject::{check_prefix, subject_for};
 use crate::wire::{BatchEncoder, Encoding, PushError, WIRE_VERSION};
 
@@ -615,7 +614,9 @@ pub(crate) fn random_u64() -> u64 {
 }
 
 fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mpsc::Sender<Result<u64, ConnectError>>) {
-    queue::forbid_blocking();
+    // With `Overflow::Block` this thread drops onto a full queue instead of waiting: the
+    // exporter's queues may be drained only by a thread that would wait, or one waiting for it.
+    notify_core::export::Handoff::never_block_this_thread();
     let runtime = match connect::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {

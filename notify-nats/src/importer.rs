@@ -18,7 +18,6 @@ use parking_lot::{Condvar, Mutex};
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
-use crate::queue;
 use crate::subject::{check_filter, check_queue_group};
 use crate::wire::{self, DecodeError, Encoding};
 
@@ -407,7 +406,9 @@ fn run_thread(
     shared: Arc<Shared>,
     ready: std::sync::mpsc::Sender<Result<(), ConnectError>>,
 ) {
-    queue::forbid_blocking();
+    // With `Overflow::Block` this thread drops onto a full queue instead of waiting: the
+    // exporter's queues may be drained only by a thread that would wait, or one waiting for it.
+    notify_core::export::Handoff::never_block_this_thread();
     let servers = config.options.servers().to_owned();
     let runtime = match connect::runtime() {
         Ok(runtime) => runtime,

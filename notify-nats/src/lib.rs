@@ -22,7 +22,6 @@ mod imported;
 mod importer;
 mod intern;
 mod jetstream;
-mod queue;
 mod subject;
 mod wire;
 

@@ -41,6 +41,33 @@ const MAGIC: &[u8; 2] = b"NB";
 /// The newest wire-format version this crate writes and reads.
 pub const WIRE_VERSION: u16 = 2;
 
+/// A binary batch without its [`MAGIC`]; an error when it does not start with it. Both decoders'
+/// first step.
+fn strip_magic(body: &[u8]) -> Result<&[u8], DecodeError> {
+    body.strip_prefix(MAGIC).ok_or_else(|| DecodeError::Malformed {
+        encoding: Encoding::Binary,
+        reason: "not a notify event batch (no \"NB\" magic)".to_owned(),
+    })
+}
+
+/// Refuses a batch `version` this crate cannot read (newer than [`WIRE_VERSION`], or 0), before
+/// the rest is decoded. Both decoders' second step.
+fn check_version(encoding: Encoding, version: u16) -> Result<(), DecodeError> {
+    if version > WIRE_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            found: version,
+            supported: WIRE_VERSION,
+        });
+    }
+    if version == 0 {
+        return Err(DecodeError::Malformed {
+            encoding,
+            reason: "version 0 does not exist".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// How events are encoded on the wire.
 ///
 /// ```

@@ -13,7 +13,7 @@ use super::nesting::too_deep;
 use super::serde_form::EventIn;
 use super::time::time_from_parts;
 use super::variant::{self, VARIANTS};
-use super::{decode, DecodeError, Encoding, MAGIC, WIRE_VERSION};
+use super::{check_version, decode, strip_magic, DecodeError, Encoding};
 
 /// Decodes a batch into `out` (cleared first; its capacity is kept, so that an importer reuses
 /// one buffer for every message) and returns its version and source: the same events and the
@@ -32,24 +32,14 @@ pub(crate) fn decode_into(encoding: Encoding, body: &[u8], out: &mut Vec<Event>)
         return Ok((batch.version, batch.source));
     }
     let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
-    let body = body
-        .strip_prefix(MAGIC)
-        .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?;
+    let body = strip_magic(body)?;
     let mut reader = Reader {
         rest: body,
         names: Recent::new(),
         keys: Recent::new(),
     };
     let version = reader.varint_u16().map_err(|e| malformed(e.reason()))?;
-    if version > WIRE_VERSION {
-        return Err(DecodeError::UnsupportedVersion {
-            found: version,
-            supported: WIRE_VERSION,
-        });
-    }
-    if version == 0 {
-        return Err(malformed("version 0 does not exist".to_owned()));
-    }
+    check_version(encoding, version)?;
     let mut impossible = None;
     // Version 1 events lack the last two fields (CPU time, allocations).
     match reader.batch(version > 1, out, &mut impossible) {
@@ -484,8 +474,8 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::encode_batch;
     use crate::wire::tests::{assert_same, decoded_both_ways, nested_event, sample};
+    use crate::wire::{encode_batch, MAGIC, WIRE_VERSION};
     use serde::Serialize;
     use std::sync::Arc;
 

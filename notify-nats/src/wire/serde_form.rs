@@ -12,7 +12,7 @@ use super::envelope::{Envelope, WireOutcome};
 use super::json_reason::json_reason;
 use super::nesting::too_deep;
 use super::serde_value::{payload_from, PayloadOut, WireValue, REFUSED_TOO_DEEP};
-use super::{DecodeError, Encoding, MAGIC, WIRE_VERSION};
+use super::{check_version, strip_magic, DecodeError, Encoding};
 
 fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
@@ -203,9 +203,7 @@ struct VersionProbe {
 pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeError> {
     let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
     let body = match encoding {
-        Encoding::Binary => body
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| malformed("not a notify event batch (no \"NB\" magic)".to_owned()))?,
+        Encoding::Binary => strip_magic(body)?,
         Encoding::Json => body,
     };
     let version = match encoding {
@@ -216,15 +214,7 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
             .map(|p| p.version)
             .map_err(|e| malformed(json_reason(&e)))?,
     };
-    if version > WIRE_VERSION {
-        return Err(DecodeError::UnsupportedVersion {
-            found: version,
-            supported: WIRE_VERSION,
-        });
-    }
-    if version == 0 {
-        return Err(malformed("version 0 does not exist".to_owned()));
-    }
+    check_version(encoding, version)?;
     let raw: RawBatch<RawEvent> = if version == 1 {
         let v1: RawBatch<RawEventV1> = parse(encoding, body).map_err(malformed)?;
         RawBatch {
