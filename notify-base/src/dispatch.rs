@@ -992,8 +992,9 @@ fn deliver_clocked(
 
 /// Delivers an event timed by the caller (`Notifier::publish`, `publish_event`) to the timed,
 /// monotonic, event-object and owned groups of `resolved`: `wall` are the wall-clock edges as
-/// given, the event's own are the monotonic ones. The fanout's redaction policy applies first.
-pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, SystemTime), mut event: Event) {
+/// given (`None`: the event's own, derived only when a timed subscriber listens), the event's own
+/// are the monotonic ones. The fanout's redaction policy applies first.
+pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: Option<(SystemTime, SystemTime)>, mut event: Event) {
     if !Nesting::allows(fanout, resolved.name_str()) {
         return;
     }
@@ -1006,7 +1007,10 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: (SystemTime, S
         &mut failures,
         resolved.name_str(),
         &resolved.listeners,
-        Some(wall),
+        match wall {
+            None if !resolved.listeners.timed.is_empty() => Some((event.start_time(), event.end_time())),
+            wall => wall,
+        },
         Some((event.start, event.end)),
         event.transaction_id,
         &event.payload,

@@ -52,6 +52,9 @@ pub(crate) struct Fanout {
     /// before the change returns.
     names: [AtomicU64; NAME_FILTER_WORDS],
     writer: Mutex<Writer>,
+    /// How many changes were applied (bumped after each swap, Release): a batch publish
+    /// ([`Fanout::changes`]) reuses the listeners it looked up while this stays the same.
+    changes: AtomicU64,
     next_subscription: AtomicU64,
     policy: AtomicU8,
     /// The failure hook and the count of failures, shared with every registry entry (see
@@ -438,6 +441,7 @@ impl Fanout {
             mirror: unsafe { Mirror::new(&first) },
             names: [const { AtomicU64::new(0) }; NAME_FILTER_WORDS],
             writer: Mutex::new(Writer::default()),
+            changes: AtomicU64::new(0),
             next_subscription: AtomicU64::new(1),
             policy: AtomicU8::new(0),
             failures: Arc::new(FailureSink::new()),
@@ -530,6 +534,14 @@ impl Fanout {
         self.snapshot.load().resolve(NameRef::Owned(name), hash)
     }
 
+    /// How many changes (subscribe, unsubscribe, detach) were applied so far. Listeners looked up
+    /// after it read `n` are still the current ones while it reads `n` (the count moves after each
+    /// swap); `Notifier::publish_events` looks up again when it moved.
+    #[inline]
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
     /// Runs `answer` on what [`Snapshot::lookup`] finds for `name`, without resolving or caching
     /// anything (`listening`: never allocates).
     pub(crate) fn probe<R>(&self, name: &str, answer: impl FnOnce(Lookup<'_>) -> R) -> R {
@@ -580,6 +592,10 @@ impl Fanout {
             self.mirror.replace(&next)
         };
         let old = self.snapshot.swap(next);
+        // After the swap: a reader that sees this count (Acquire) and looks up again finds the
+        // new snapshot; one that sees the old count uses listeners of the old snapshot, as an
+        // event looked up just before the swap does.
+        self.changes.fetch_add(1, Ordering::Release);
         #[cfg(not(loom))]
         let old = Replaced(Some(old));
         self.update_names(&mut writer.name_bits, &membership, wide, was_wide);

@@ -107,6 +107,7 @@ pub use crate::payload::*;
 pub use crate::record::*;
 #[cfg(feature = "redaction")]
 pub use crate::redaction::*;
+pub use crate::remote::*;
 pub use crate::sampling::Sampler;
 pub use crate::subscriber::*;
 pub use crate::subscription::*;

@@ -22,6 +22,7 @@ use crate::pattern::Pattern;
 use crate::payload::Payload;
 #[cfg(feature = "redaction")]
 use crate::redaction::Redaction;
+use crate::registry::Resolved;
 use crate::subscriber::Subscriber;
 use crate::subscription::SubscriptionId;
 use crate::transaction_id::TransactionId;
@@ -390,7 +391,7 @@ impl Notifier {
             payload,
         );
         event.transaction_id = transaction_id;
-        dispatch::publish(&self.fanout, &resolved, (start, finish), event);
+        dispatch::publish(&self.fanout, &resolved, Some((start, finish)), event);
     }
 
     /// Delivers an already-built [`Event`] (AS::N's `publish_event`) to the timed, monotonic,
@@ -410,8 +411,53 @@ impl Notifier {
         let Some(resolved) = self.fanout.lookup_name(event.name.clone()) else {
             return;
         };
-        let wall = (event.start_time(), event.end_time());
-        dispatch::publish(&self.fanout, &resolved, wall, event);
+        dispatch::publish(&self.fanout, &resolved, None, event);
+    }
+
+    /// Delivers already-built events in order, each exactly as [`Notifier::publish_event`] would,
+    /// looking the listeners up once for consecutive events of one name: what an importer of
+    /// batches (notify-nats) uses. The lookup is made again when the name changes or the
+    /// subscriptions changed since the last one (a subscriber subscribing, unsubscribing or being
+    /// detached by [`FailurePolicy::Detach`] during the batch: from
+    /// the next event on it is heard, or no longer heard, as with separate `publish_event` calls).
+    /// Consecutive names are compared by pointer, then by text.
+    ///
+    /// ```
+    /// use notify_core::{Event, Notifier, Payload, Subscriber};
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// let notifier = Notifier::new();
+    /// let heard = Arc::new(AtomicUsize::new(0));
+    /// let count = heard.clone();
+    /// notifier.subscribe("row.import", Subscriber::event(move |_: &Event| {
+    ///     count.fetch_add(1, Ordering::Relaxed);
+    /// }));
+    /// let now = Instant::now();
+    /// notifier.publish_events((0..3).map(|_| Event::new("row.import", now, now, Payload::new())));
+    /// assert_eq!(heard.load(Ordering::Relaxed), 3);
+    /// ```
+    #[inline]
+    pub fn publish_events<I: IntoIterator<Item = Event>>(&self, events: I) {
+        // The last lookup: the change count it was made at, the name, what it found.
+        let mut last: Option<(u64, Name, Option<Arc<Resolved>>)> = None;
+        for event in events {
+            let changes = self.fanout.changes();
+            let resolved = match &last {
+                Some((at, name, resolved))
+                    if *at == changes && (name.is(&event.name) || name.as_str() == event.name.as_str()) =>
+                {
+                    resolved
+                }
+                _ => {
+                    let resolved = self.fanout.lookup_name(event.name.clone());
+                    &last.insert((changes, event.name.clone(), resolved)).2
+                }
+            };
+            if let Some(resolved) = resolved {
+                dispatch::publish(&self.fanout, resolved, None, event);
+            }
+        }
     }
 
     /// Sets the redaction policy: from now on, every event of this notifier (`instrument`, handles,

@@ -5,13 +5,95 @@
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
-use crate::event::{monotonic_clock, Event, Outcome};
+use crate::event::{monotonic_clock, Event, Name, Outcome};
 use crate::event_id::EventId;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
 use crate::transaction_id::TransactionId;
 
+/// The ids an event had in the process that recorded it, for [`Event::recorded_elsewhere`].
+///
+/// ```
+/// use notify_core::{context::TransactionId, event::{EventId, RemoteIds}, TraceId};
+/// let ids = RemoteIds::new(EventId::new(7), Some(EventId::new(3)), TransactionId::new(42), TraceId::new(9));
+/// assert_eq!(ids.id, EventId::new(7));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemoteIds {
+    /// The event's id (its W3C span id).
+    pub id: EventId,
+    /// The id of the event it happened under, if any.
+    pub parent_id: Option<EventId>,
+    /// Its transaction id.
+    pub transaction_id: TransactionId,
+    /// Its trace id; `None`: none was recorded, and the event starts a fresh (random) trace here.
+    pub trace_id: Option<TraceId>,
+}
+
+impl RemoteIds {
+    /// The four ids, as recorded.
+    pub fn new(
+        id: EventId,
+        parent_id: Option<EventId>,
+        transaction_id: TransactionId,
+        trace_id: Option<TraceId>,
+    ) -> RemoteIds {
+        RemoteIds {
+            id,
+            parent_id,
+            transaction_id,
+            trace_id,
+        }
+    }
+}
+
 impl Event {
+    /// An event recorded by another process, built in one step: what
+    /// [`Event::at_wall_clock`] then [`Event::with_ids`] and [`Event::with_trace_id`] make, without
+    /// drawing the fresh ids those replace (an importer's per-event path). Its times are as in
+    /// [`Event::at_wall_clock`]; it is sampled and its parent is not marked remote, as an event
+    /// made with [`Event::new`] on a thread with no current context (use
+    /// [`Event::with_sampled`] and [`Event::with_parent_remote`] to say otherwise).
+    ///
+    /// ```
+    /// use notify_core::{context::TransactionId, event::{EventId, RemoteIds}, Event, Payload, TraceId};
+    /// use std::time::{Duration, SystemTime};
+    /// let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    /// let ids = RemoteIds::new(EventId::new(7), None, TransactionId::new(42), TraceId::new(9));
+    /// let event = Event::recorded_elsewhere("query.sql", start, Duration::from_micros(3), ids, Payload::new());
+    /// assert_eq!((event.id(), event.trace_id(), event.start_time()), (EventId::new(7), TraceId::new(9).unwrap(), start));
+    /// ```
+    pub fn recorded_elsewhere(
+        name: impl Into<Cow<'static, str>>,
+        start: SystemTime,
+        duration: Duration,
+        ids: RemoteIds,
+        payload: Payload,
+    ) -> Event {
+        let name = match name.into() {
+            Cow::Borrowed(s) => Name::Static(s),
+            Cow::Owned(s) => Name::Shared(s.into()),
+        };
+        let begin = monotonic_clock(start);
+        Event {
+            name,
+            start: begin,
+            end: begin + duration,
+            transaction_id: ids.transaction_id,
+            id: ids.id,
+            parent_id: ids.parent_id,
+            trace_id: ids.trace_id.unwrap_or_else(crate::ids::random_trace_id),
+            payload,
+            cpu_time: None,
+            allocations: None,
+            outcome: Outcome::Completed,
+            location: None,
+            sampled: true,
+            parent_remote: false,
+        }
+    }
+
     /// An event that started at wall-clock `start` and lasted `duration` (nanosecond precision),
     /// as recorded by another process. Its [`start_time`](Event::start_time) is `start` and its
     /// [`duration`](Event::duration) exactly `duration`; its ids are fresh, as [`Event::new`]'s,
@@ -148,6 +230,49 @@ mod tests {
 
     use super::*;
     use crate::{Notifier, Subscriber};
+
+    /// `recorded_elsewhere` makes what `at_wall_clock` + `with_ids` + `with_trace_id` make; with
+    /// no trace id, a fresh one.
+    #[test]
+    fn recorded_elsewhere_is_the_builder_chain_in_one_step() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(1_800_000_000_123_456_789);
+        let (id, parent, transaction) = (EventId::new(7), Some(EventId::new(3)), TransactionId::new(42));
+        let trace = TraceId::new(0x4bf9_2f35).unwrap();
+        let payload = || Payload::new().with("rows", 3_u64);
+        let chained = Event::at_wall_clock("query.sql", start, Duration::from_nanos(1_500), payload())
+            .with_ids(id, parent, transaction)
+            .with_trace_id(trace);
+        let ids = RemoteIds::new(id, parent, transaction, Some(trace));
+        let direct = Event::recorded_elsewhere("query.sql", start, Duration::from_nanos(1_500), ids, payload());
+        let view = |e: &Event| {
+            (
+                e.name().to_owned(),
+                e.start_time(),
+                e.duration(),
+                e.id(),
+                e.parent_id(),
+                e.transaction_id(),
+                e.trace_id(),
+                e.payload().clone(),
+                e.outcome(),
+                e.is_sampled(),
+                e.parent_is_remote(),
+            )
+        };
+        assert_eq!(view(&direct), view(&chained));
+        let fresh = |_| {
+            Event::recorded_elsewhere(
+                "a.b",
+                start,
+                Duration::ZERO,
+                RemoteIds { trace_id: None, ..ids },
+                Payload::new(),
+            )
+        };
+        let (a, b): (Event, Event) = (fresh(0), fresh(1));
+        assert_ne!(a.trace_id(), b.trace_id());
+        assert_ne!(a.trace_id(), trace);
+    }
 
     #[test]
     fn republished_remote_event_keeps_times_ids_outcome_and_payload() {

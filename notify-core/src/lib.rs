@@ -189,7 +189,9 @@ pub mod event {
     //! * [`Callsite`]: a `static` that caches whether anybody listens to its name, so an
     //!   unlistened call site costs one atomic load and a branch; [`Interest`] is what it caches.
     //! * [`EventId`] (the event's span id), [`Outcome`] (how the block ended), [`Location`] (the
-    //!   source line), [`Entered`] (the guard of [`Handle::enter`](crate::Handle::enter)).
+    //!   source line), [`Entered`] (the guard of [`Handle::enter`](crate::Handle::enter)),
+    //!   [`RemoteIds`] (the ids of an event recorded by another process, for
+    //!   [`Event::recorded_elsewhere`](crate::Event::recorded_elsewhere)).
     //! * [`CountingAllocator`] and [`thread_allocations`]: install the allocator in a binary and
     //!   event-object subscribers that ask for it get [`Event::allocations`](crate::Event::allocations).
     //! * [`records_dropped`]: how many facts [`record`](crate::record) had to drop.
@@ -211,7 +213,7 @@ pub mod event {
     #[doc(inline)]
     pub use notify_base::{
         records_dropped, thread_allocations, Callsite, CountingAllocator, Entered, EventId, EventIdError, Instrumenter,
-        Interest, Location, Outcome,
+        Interest, Location, Outcome, RemoteIds,
     };
 }
 

@@ -356,22 +356,19 @@ impl Republisher {
         };
         match wire::decode_into(encoding, body, &mut self.events) {
             Ok((_, source)) => {
-                let mut events = 0;
+                let decoded = self.events.len() as u64;
                 let mut duplicates = 0;
                 let notifier = &self.notifier;
                 let seen = &mut self.seen;
+                // One batch publish: the listeners of a name are looked up once per run of it.
                 crate::imported::republishing(|| {
-                    for event in self.events.drain(..) {
-                        if let Some(seen) = seen {
-                            if !seen.first((source, event.id().get())) {
-                                duplicates += 1;
-                                continue;
-                            }
-                        }
-                        notifier.publish_event(event);
-                        events += 1;
-                    }
+                    notifier.publish_events(self.events.drain(..).filter(|event| {
+                        let first = seen.as_mut().is_none_or(|seen| seen.first((source, event.id().get())));
+                        duplicates += u64::from(!first);
+                        first
+                    }));
                 });
+                let events = decoded - duplicates;
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }

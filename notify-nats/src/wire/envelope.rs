@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use notify_core::{
     context::TransactionId,
-    event::{EventId, Outcome},
+    event::{EventId, Outcome, RemoteIds},
     Event, Payload, TraceId,
 };
 use serde::{Deserialize, Serialize};
@@ -41,23 +41,24 @@ impl Envelope {
     #[inline(always)]
     pub(super) fn into_event(self, name: impl Into<Cow<'static, str>>, payload: Payload) -> Event {
         let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(self.start_unix_ns);
-        let event = Event::at_wall_clock(name, start, Duration::from_nanos(self.duration_ns), payload)
-            .with_ids(
-                EventId::new(self.id),
-                self.parent_id.map(EventId::new),
-                TransactionId::new(self.transaction_id),
-            )
-            .with_cpu_time(self.cpu_time_ns.map(Duration::from_nanos))
-            .with_allocations(self.allocations);
-        // 0 is no trace id (W3C forbids it): the event keeps the fresh one it was built with.
-        let event = match TraceId::new(self.trace_id) {
-            Some(trace_id) => event.with_trace_id(trace_id),
-            None => event,
-        };
-        event.with_outcome(match self.outcome {
-            WireOutcome::Completed => Outcome::Completed,
-            WireOutcome::Panicked => Outcome::Panicked,
-            WireOutcome::Cancelled => Outcome::Cancelled,
-        })
+        let ids = RemoteIds::new(
+            EventId::new(self.id),
+            self.parent_id.map(EventId::new),
+            TransactionId::new(self.transaction_id),
+            // 0 is no trace id (W3C forbids it): the event starts a fresh trace.
+            TraceId::new(self.trace_id),
+        );
+        let mut event = Event::recorded_elsewhere(name, start, Duration::from_nanos(self.duration_ns), ids, payload);
+        if self.cpu_time_ns.is_some() {
+            event = event.with_cpu_time(self.cpu_time_ns.map(Duration::from_nanos));
+        }
+        if self.allocations.is_some() {
+            event = event.with_allocations(self.allocations);
+        }
+        match self.outcome {
+            WireOutcome::Completed => event,
+            WireOutcome::Panicked => event.with_outcome(Outcome::Panicked),
+            WireOutcome::Cancelled => event.with_outcome(Outcome::Cancelled),
+        }
     }
 }
