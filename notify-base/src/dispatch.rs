@@ -994,6 +994,7 @@ fn deliver_clocked(
 /// monotonic, event-object and owned groups of `resolved`: `wall` are the wall-clock edges as
 /// given (`None`: the event's own, derived only when a timed subscriber listens), the event's own
 /// are the monotonic ones. The fanout's redaction policy applies first.
+#[inline]
 pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: Option<(SystemTime, SystemTime)>, mut event: Event) {
     if !Nesting::allows(fanout, resolved.name_str()) {
         return;

@@ -357,18 +357,14 @@ impl Republisher {
         match wire::decode_into(encoding, body, &mut self.events) {
             Ok((_, source)) => {
                 let decoded = self.events.len() as u64;
-                let mut duplicates = 0;
-                let notifier = &self.notifier;
-                let seen = &mut self.seen;
+                if let Some(seen) = &mut self.seen {
+                    self.events.retain(|event| seen.first((source, event.id().get())));
+                }
+                let events = self.events.len() as u64;
+                let duplicates = decoded - events;
                 // One batch publish: the listeners of a name are looked up once per run of it.
-                crate::imported::republishing(|| {
-                    notifier.publish_events(self.events.drain(..).filter(|event| {
-                        let first = seen.as_mut().is_none_or(|seen| seen.first((source, event.id().get())));
-                        duplicates += u64::from(!first);
-                        first
-                    }));
-                });
-                let events = decoded - duplicates;
+                let notifier = &self.notifier;
+                crate::imported::republishing(|| notifier.publish_events(self.events.drain(..)));
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }
