@@ -95,7 +95,7 @@ impl BatchEncoder {
             return Err(PushError::Encode(too_deep()));
         }
         if self.encoding == Encoding::Binary && self.version >= 3 {
-            return Ok(self.push_v3(event, max_bytes)?);
+            return self.push_v3(event, max_bytes);
         }
         self.scratch.clear();
         let out = EventOut::new(event);

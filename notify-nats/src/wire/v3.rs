@@ -656,7 +656,7 @@ mod tests {
         assert_eq!(encoder.len(), 0);
         let small = event("small");
         assert!(encoder.push(&small, 300).unwrap());
-        round_trip(&[small.clone()], &encoder.finish());
+        round_trip(std::slice::from_ref(&small), &encoder.finish());
         // Not fitting beside others: the batch is full (`Ok(false)`), and its new string
         // ("y" × 200) is forgotten: "z", new after it, takes its table entry; a second "z" refers
         // to that entry.
