@@ -439,8 +439,21 @@ impl<'a> Reader<'a> {
     /// A `u64` varint; ids and times since 1970 take 8 to 10 bytes, read here 8 at a time. A
     /// varint the fast path does not finish (near the end of the message, or invalid) is read
     /// byte by byte, as postcard reads it, for the same value or error.
-    #[inline]
+    #[inline(always)]
     fn varint_u64(&mut self) -> Read<u64> {
+        // One byte (most of version 3's varints: deltas, counts, string references), inline.
+        if let Some((&byte, rest)) = self.rest.split_first() {
+            if byte < 0x80 {
+                self.rest = rest;
+                return Ok(u64::from(byte));
+            }
+        }
+        self.varint_u64_long()
+    }
+
+    /// [`Reader::varint_u64`] past its first byte's check.
+    #[inline(never)]
+    fn varint_u64_long(&mut self) -> Read<u64> {
         if let (Some(low), Some(&[b8, b9])) = (self.word(0), self.rest.get(8..10)) {
             let (value, used) = match varint_word(low) {
                 Some((value, used)) => (value, used),

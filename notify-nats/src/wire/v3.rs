@@ -33,6 +33,12 @@ pub(super) const UNKNOWN_FLAGS: u8 = !(OUTCOME_MASK | HAS_PARENT | HAS_TRACE | H
 /// Slots of [`StringTable`]'s index: twice the entries (a load of at most one half).
 const SLOTS: usize = 2 * MAX_TABLE_ENTRIES;
 
+/// Slots of [`StringTable`]'s cache of static text.
+const STATICS: usize = 64;
+
+/// An empty slot of [`StringTable`]'s cache of static text.
+const NO_STATIC: (usize, usize, usize) = (0, 0, usize::MAX);
+
 /// A batch's string table on the writing side: the strings written in full in the batch so far
 /// (each at most [`MAX_TABLE_STRING`] bytes, at most [`MAX_TABLE_ENTRIES`] of them), found by
 /// content through an open-addressed index. Entries point into the batch body itself (where each
@@ -44,6 +50,13 @@ pub(super) struct StringTable {
     entries: Vec<(usize, usize, usize)>,
     /// 0: empty; else an entry's index + 1. Allocated on the first insertion.
     slots: Vec<u16>,
+    /// Static text (payload keys, `Str` values) met before: its address, its length, its entry
+    /// (direct-mapped by address). Sound without comparing contents: static text is never freed
+    /// nor changed, so its address and length name one text for the life of the process.
+    statics: [(usize, usize, usize); STATICS],
+    /// The entry of the last event name written (a batch is one name's events in practice);
+    /// compared by content before use.
+    last_name: Option<usize>,
 }
 
 /// A cheap hash of `bytes`: its length and (up to) its first, middle and last 8 bytes.
@@ -76,6 +89,8 @@ impl StringTable {
         StringTable {
             entries: Vec::new(),
             slots: Vec::new(),
+            statics: [NO_STATIC; STATICS],
+            last_name: None,
         }
     }
 
@@ -93,20 +108,58 @@ impl StringTable {
     /// entry whose probe sequence passed a removed slot was inserted after it, so it is removed
     /// too.
     pub(super) fn truncate(&mut self, len: usize) {
-        for &(_, _, slot) in &self.entries[len.min(self.entries.len())..] {
+        if len >= self.entries.len() {
+            return;
+        }
+        for &(_, _, slot) in &self.entries[len..] {
             self.slots[slot] = 0;
         }
         self.entries.truncate(len);
+        // The caches must not name a forgotten entry (its index may be reused by another text).
+        for cached in &mut self.statics {
+            if cached.2 >= len {
+                *cached = NO_STATIC;
+            }
+        }
+        if self.last_name.is_some_and(|entry| entry >= len) {
+            self.last_name = None;
+        }
+    }
+
+    /// [`StringTable::put`] for an event name: the last name's entry is tried first.
+    #[inline]
+    pub(super) fn put_name(&mut self, body: &mut Vec<u8>, name: &str) {
+        if let Some(entry) = self.last_name {
+            let (at, len, _) = self.entries[entry];
+            if len == name.len() && &body[at..at + len] == name.as_bytes() {
+                return put_varint_u64(body, entry as u64 + 1);
+            }
+        }
+        self.last_name = self.put(body, name);
+    }
+
+    /// [`StringTable::put`] for static text: found by its address first.
+    #[inline]
+    pub(super) fn put_static(&mut self, body: &mut Vec<u8>, text: &'static str) {
+        let address = text.as_ptr() as usize;
+        let slot = ((address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - STATICS.trailing_zeros())) as usize;
+        let (cached, len, entry) = self.statics[slot];
+        if cached == address && len == text.len() && entry < self.entries.len() {
+            return put_varint_u64(body, entry as u64 + 1);
+        }
+        if let Some(entry) = self.put(body, text) {
+            self.statics[slot] = (address, text.len(), entry);
+        }
     }
 
     /// Writes `text` into `body` as a string reference: the varint `index + 1` when the table
     /// holds it, else `0`, its length and its bytes (then it joins the table if it is short
-    /// enough and the table not full).
-    #[inline]
-    pub(super) fn put(&mut self, body: &mut Vec<u8>, text: &str) {
+    /// enough and the table not full). Returns its entry, if it has one.
+    pub(super) fn put(&mut self, body: &mut Vec<u8>, text: &str) -> Option<usize> {
         let bytes = text.as_bytes();
         if bytes.len() > MAX_TABLE_STRING {
-            return put_new(body, bytes);
+            put_new(body, bytes);
+            return None;
         }
         if self.slots.is_empty() {
             self.slots = vec![0; SLOTS];
@@ -118,17 +171,20 @@ impl StringTable {
                 found => {
                     let (at, len, _) = self.entries[usize::from(found) - 1];
                     if len == bytes.len() && &body[at..at + len] == bytes {
-                        return put_varint_u64(body, u64::from(found));
+                        put_varint_u64(body, u64::from(found));
+                        return Some(usize::from(found) - 1);
                     }
                 }
             }
             slot = (slot + 1) & (SLOTS - 1);
         }
         put_new(body, bytes);
-        if self.entries.len() < MAX_TABLE_ENTRIES {
-            self.entries.push((body.len() - bytes.len(), bytes.len(), slot));
-            self.slots[slot] = self.entries.len() as u16;
+        if self.entries.len() >= MAX_TABLE_ENTRIES {
+            return None;
         }
+        self.entries.push((body.len() - bytes.len(), bytes.len(), slot));
+        self.slots[slot] = self.entries.len() as u16;
+        Some(self.entries.len() - 1)
     }
 }
 
@@ -152,7 +208,7 @@ pub(super) struct Previous {
 /// Appends `event`'s version 3 encoding to `body` (see the module documentation of
 /// [`super`] for the layout), its strings through `table`.
 pub(super) fn put_event(body: &mut Vec<u8>, table: &mut StringTable, previous: &mut Previous, event: &Event) {
-    table.put(body, event.name());
+    table.put_name(body, event.name());
     let start = unix_ns(event.start_time());
     let duration = saturating_ns(event.duration());
     let trace_id = event.trace_id().get();
@@ -211,8 +267,13 @@ fn zigzag_64(v: i64) -> u64 {
 /// A payload or map: its length, then each key (a string reference) and value.
 fn put_payload(body: &mut Vec<u8>, table: &mut StringTable, payload: &Payload) {
     put_varint_u64(body, payload.len() as u64);
-    for (key, value) in payload.iter() {
-        table.put(body, key);
+    for (key, value) in payload.entries() {
+        match key.as_static() {
+            Some(key) => table.put_static(body, key),
+            None => {
+                table.put(body, key);
+            }
+        }
         put_value(body, table, value);
     }
 }
@@ -225,7 +286,12 @@ fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value) {
     match value {
         Value::Str(v) => {
             tag(body, variant::STR);
-            table.put(body, v);
+            match v.as_static() {
+                Some(v) => table.put_static(body, v),
+                None => {
+                    table.put(body, v);
+                }
+            }
         }
         Value::U64(v) => {
             tag(body, variant::U64);
@@ -709,5 +775,49 @@ mod tests {
         assert_eq!(appended(&mut table, &texts[10]), [11]);
         table.clear();
         assert_eq!(table.len(), 0);
+        // The caches (static text by address, the last name) forget truncated entries: an
+        // entry's index is reused by the next new text.
+        for truncate in [false, true] {
+            let mut table = StringTable::new();
+            let mut body = Vec::new();
+            let mut put = |table: &mut StringTable, f: &dyn Fn(&mut StringTable, &mut Vec<u8>)| {
+                let mark = body.len();
+                f(table, &mut body);
+                body[mark..].to_vec()
+            };
+            assert_eq!(
+                put(&mut table, &|t, b| t.put(b, "first").map_or((), drop)),
+                [0, 5, b'f', b'i', b'r', b's', b't']
+            );
+            assert_eq!(
+                put(&mut table, &|t, b| t.put_static(b, "static")),
+                [0, 6, b's', b't', b'a', b't', b'i', b'c']
+            );
+            assert_eq!(
+                put(&mut table, &|t, b| t.put_name(b, "name")),
+                [0, 4, b'n', b'a', b'm', b'e']
+            );
+            assert_eq!(put(&mut table, &|t, b| t.put_static(b, "static")), [2]);
+            assert_eq!(put(&mut table, &|t, b| t.put_name(b, &String::from("name"))), [3]);
+            if truncate {
+                table.truncate(1);
+            } else {
+                table.clear();
+            }
+            let kept = table.len();
+            assert_eq!(put(&mut table, &|t, b| t.put(b, "other").map_or((), drop))[0], 0);
+            assert_eq!(put(&mut table, &|t, b| t.put(b, "more").map_or((), drop))[0], 0);
+            assert_eq!(
+                put(&mut table, &|t, b| t.put_static(b, "static"))[0],
+                0,
+                "written in full again"
+            );
+            assert_eq!(
+                put(&mut table, &|t, b| t.put_name(b, "name"))[0],
+                0,
+                "written in full again"
+            );
+            assert_eq!(table.len(), kept + 4);
+        }
     }
 }
