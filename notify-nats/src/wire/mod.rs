@@ -145,7 +145,7 @@ fn check_version(encoding: Encoding, version: u16) -> Result<(), DecodeError> {
 #[non_exhaustive]
 pub enum Encoding {
     /// Compact binary (default): wire version 3, varints and a per-batch string table (an event
-    /// name, payload keys and repeated text written once per batch); about 35 bytes per event of
+    /// name, payload keys and repeated text written once per batch); about 37 bytes per event of
     /// a batch of one name with a 2-entry payload. The `Notify-Encoding` header says `postcard`
     /// (versions 1 and 2 were postcard's encoding).
     #[default]
