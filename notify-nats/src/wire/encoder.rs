@@ -85,17 +85,18 @@ impl BatchEncoder {
     /// Encodes `event` and adds it if the batch stays within `max_bytes`; returns `Ok(false)`
     /// (event not added) when the batch is full, so the caller finishes it and tries again.
     pub(crate) fn push(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        if self.encoding == Encoding::Binary && self.version >= 3 {
+            return self.push_v3(event, max_bytes);
+        }
         // An importer refuses the whole message holding such an event (the nesting limit of the
-        // decoder): refused here, alone, so that the other events of its batch arrive.
+        // decoder): refused here, alone, so that the other events of its batch arrive (version
+        // 3 checks it as it writes).
         if event
             .payload()
             .iter()
             .any(|(_, value)| nests_deeper_than(value, Value::MAX_NESTING))
         {
             return Err(PushError::Encode(too_deep()));
-        }
-        if self.encoding == Encoding::Binary && self.version >= 3 {
-            return self.push_v3(event, max_bytes);
         }
         self.scratch.clear();
         let out = EventOut::new(event);
@@ -120,13 +121,14 @@ impl BatchEncoder {
     }
 
     /// Version 3: the event is written straight into the batch, then taken back (with the
-    /// strings it added to the table) when the batch would exceed `max_bytes`. An event that does
-    /// not fit a batch holding others ends that batch (`Ok(false)`); one that does not fit an
-    /// empty batch is [`PushError::TooLarge`].
+    /// strings it added to the table) when the batch would exceed `max_bytes` or a value nests
+    /// too deep (an importer would refuse the whole batch: [`PushError::Encode`], alone). An
+    /// event that does not fit a batch holding others ends that batch (`Ok(false)`); one that
+    /// does not fit an empty batch is [`PushError::TooLarge`].
     fn push_v3(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
         let (mark, entries, previous) = (self.body.len(), self.table.len(), self.previous);
-        v3::put_event(&mut self.body, &mut self.table, &mut self.previous, event);
-        if self.body.len() + FRAME <= max_bytes {
+        let written = v3::put_event(&mut self.body, &mut self.table, &mut self.previous, event);
+        if written.is_ok() && self.body.len() + FRAME <= max_bytes {
             self.count += 1;
             return Ok(true);
         }
@@ -134,7 +136,9 @@ impl BatchEncoder {
         self.body.truncate(mark);
         self.table.truncate(entries);
         self.previous = previous;
-        if self.count == 0 {
+        if written.is_err() {
+            Err(PushError::Encode(too_deep()))
+        } else if self.count == 0 {
             Err(PushError::TooLarge(len))
         } else {
             Ok(false)
@@ -179,19 +183,27 @@ mod tests {
     /// encode drop), not sent to make its whole batch malformed.
     #[test]
     fn the_encoder_refuses_an_event_nested_past_the_limit_alone() {
-        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
-        assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
-        for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
-            match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
-                Err(PushError::Encode(reason)) => {
-                    assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+        for version in WRITABLE_VERSIONS {
+            let mut encoder = BatchEncoder::with_version(Encoding::Binary, 1, version);
+            // Refused first: the strings it wrote (name, keys) are taken back with it (version 3).
+            assert!(matches!(
+                encoder.push(&nested_event(0, 33), usize::MAX / 2),
+                Err(PushError::Encode(_))
+            ));
+            assert_eq!(encoder.len(), 0);
+            assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
+            for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
+                match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
+                    Err(PushError::Encode(reason)) => {
+                        assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+                    }
+                    other => panic!("{lists}+{maps}: {other:?}"),
                 }
-                other => panic!("{lists}+{maps}: {other:?}"),
             }
+            assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
+            let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
+            assert_eq!((batch.version, batch.events.len()), (version, 2));
         }
-        assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
-        let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
-        assert_eq!(batch.events.len(), 2);
         assert!(!nests_deeper_than(&Value::List(vec![]), 1));
         assert!(nests_deeper_than(&Value::List(vec![]), 0));
         assert!(!nests_deeper_than(&Value::U64(1), 0));

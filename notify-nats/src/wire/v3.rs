@@ -205,9 +205,20 @@ pub(super) struct Previous {
     pub(super) trace_id: Option<u128>,
 }
 
+/// A payload value nests lists and maps deeper than [`Value::MAX_NESTING`] (an importer would
+/// refuse its whole batch).
+#[derive(Debug)]
+pub(super) struct TooDeep;
+
 /// Appends `event`'s version 3 encoding to `body` (see the module documentation of
-/// [`super`] for the layout), its strings through `table`.
-pub(super) fn put_event(body: &mut Vec<u8>, table: &mut StringTable, previous: &mut Previous, event: &Event) {
+/// [`super`] for the layout), its strings through `table`. On [`TooDeep`], `body`, `table` and
+/// `previous` are left part-way: the caller takes the event back.
+pub(super) fn put_event(
+    body: &mut Vec<u8>,
+    table: &mut StringTable,
+    previous: &mut Previous,
+    event: &Event,
+) -> Result<(), TooDeep> {
     table.put_name(body, event.name());
     let start = unix_ns(event.start_time());
     let duration = saturating_ns(event.duration());
@@ -252,11 +263,12 @@ pub(super) fn put_event(body: &mut Vec<u8>, table: &mut StringTable, previous: &
     if let Some(allocations) = allocations {
         put_varint_u64(body, allocations);
     }
-    put_payload(body, table, event.payload());
+    put_payload(body, table, event.payload(), 0)?;
     *previous = Previous {
         start_unix_ns: start,
         trace_id: Some(trace_id),
     };
+    Ok(())
 }
 
 #[inline(always)]
@@ -264,8 +276,9 @@ fn zigzag_64(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// A payload or map: its length, then each key (a string reference) and value.
-fn put_payload(body: &mut Vec<u8>, table: &mut StringTable, payload: &Payload) {
+/// A payload or map: its length, then each key (a string reference) and value; its values at
+/// `depth` (0 for an event's payload).
+fn put_payload(body: &mut Vec<u8>, table: &mut StringTable, payload: &Payload, depth: usize) -> Result<(), TooDeep> {
     put_varint_u64(body, payload.len() as u64);
     for (key, value) in payload.entries() {
         match key.as_static() {
@@ -274,13 +287,22 @@ fn put_payload(body: &mut Vec<u8>, table: &mut StringTable, payload: &Payload) {
                 table.put(body, key);
             }
         }
-        put_value(body, table, value);
+        put_value(body, table, value, depth)?;
     }
+    Ok(())
 }
 
 /// A value as version 2 writes it (its variant's position, then its fields), but text (`Str`,
-/// an exception's type and message, map keys) through the string table.
-fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value) {
+/// an exception's type and message, map keys) through the string table; a list or map at
+/// `depth` [`Value::MAX_NESTING`] is [`TooDeep`] (as the reader refuses it).
+fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value, depth: usize) -> Result<(), TooDeep> {
+    let nested = || {
+        if depth >= Value::MAX_NESTING {
+            Err(TooDeep)
+        } else {
+            Ok(depth + 1)
+        }
+    };
     let zigzag_128 = |v: i128| ((v << 1) ^ (v >> 127)) as u128;
     let tag = |body: &mut Vec<u8>, (index, _): (u32, &str)| body.push(index as u8);
     match value {
@@ -330,15 +352,17 @@ fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value) {
             put_varint_u64(body, u64::from(nanos));
         }
         Value::List(items) => {
+            let depth = nested()?;
             tag(body, variant::LIST);
             put_varint_u64(body, items.len() as u64);
             for item in items {
-                put_value(body, table, item);
+                put_value(body, table, item, depth)?;
             }
         }
         Value::Map(map) => {
+            let depth = nested()?;
             tag(body, variant::MAP);
-            put_payload(body, table, map);
+            put_payload(body, table, map, depth)?;
         }
         Value::Exception { type_name, message } => {
             tag(body, variant::EXCEPTION);
@@ -351,6 +375,7 @@ fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value) {
             table.put(body, &other.to_string());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
