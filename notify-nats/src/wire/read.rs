@@ -326,7 +326,7 @@ impl<'a> Reader<'a> {
     /// One version 3 event, given to `out`; `previous`: the previous event's start and trace id
     /// (what this one's are written relative to); the first impossible value of the batch goes
     /// to `impossible`, as in [`Reader::event`].
-    #[inline]
+    #[inline(always)]
     fn event_v3(
         &mut self,
         previous: &mut (u64, Option<u128>),
