@@ -236,9 +236,24 @@ impl<'a> Reader<'a> {
     }
 
     /// Version 3: a string reference (see the module documentation of [`super`]): the index of
-    /// its table entry, or the new string and whether it joined the table.
-    #[inline]
+    /// its table entry, or the new string when it did not join the table. A one-byte reference
+    /// to an entry (the common case) is read inline.
+    #[inline(always)]
     fn string_ref(&mut self) -> Read<Result<usize, &'a str>> {
+        if let Some((&byte, rest)) = self.rest.split_first() {
+            // 0 (a new string) wraps to usize::MAX: not an entry.
+            let index = usize::from(byte).wrapping_sub(1);
+            if byte < 0x80 && index < self.strings.len() {
+                self.rest = rest;
+                return Ok(Ok(index));
+            }
+        }
+        self.string_ref_long()
+    }
+
+    /// [`Reader::string_ref`] past its fast path: a new string, a longer reference, an error.
+    #[inline(never)]
+    fn string_ref_long(&mut self) -> Read<Result<usize, &'a str>> {
         let reference = self.varint_u64()?;
         if reference == 0 {
             let text = self.str()?;
@@ -259,7 +274,7 @@ impl<'a> Reader<'a> {
 
     /// A text value (a `Str`, an exception's type or message): through the string table in
     /// version 3, written in full before.
-    #[inline]
+    #[inline(always)]
     fn text(&mut self) -> Read<&'a str> {
         if !self.v3 {
             return self.str();
@@ -273,7 +288,7 @@ impl<'a> Reader<'a> {
     /// An event name (`key` false) or a payload key (`key` true) and its interned form: through
     /// the string table in version 3 (the process-wide table asked once per entry), else
     /// [`Reader::recent_str`].
-    #[inline]
+    #[inline(always)]
     fn name_or_key(&mut self, key: bool) -> Read<(&'a str, Option<&'static str>)> {
         if !self.v3 {
             return self.recent_str(key);

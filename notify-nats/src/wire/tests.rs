@@ -272,6 +272,25 @@ fn batches_round_trip_in_both_encodings_and_both_binary_versions() {
     }
 }
 
+/// JSON batches say version 2 (their shape did not change in version 3), and one that says 3 is
+/// read as the same shape.
+#[test]
+fn json_batches_say_version_2_and_are_read_saying_3() {
+    let events = [Arc::new(sample())];
+    let body = encode_batch(Encoding::Json, 5, &events);
+    assert!(
+        body.starts_with(b"{\"version\":2,"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let text = String::from_utf8(body)
+        .unwrap()
+        .replacen("\"version\":2", "\"version\":3", 1);
+    let (version, source, got) = decoded_both_ways(Encoding::Json, text.as_bytes()).unwrap();
+    assert_eq!((version, source, got.len()), (3, 5, 1));
+    assert_same(&events[0], &got[0]);
+}
+
 #[test]
 fn empty_batch_round_trips() {
     for encoding in [Encoding::Binary, Encoding::Json] {
