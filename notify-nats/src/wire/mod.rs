@@ -57,7 +57,7 @@
 //! varint, parent id as an option, transaction id, trace id as a 128-bit varint, outcome, payload
 //! as a list of key/value pairs with every string written in full, then CPU time and
 //! allocations as options). Version 1 is version 2 without its last two fields and with the
-//! variants up to `Time` only. An exporter writes version 2 with
+//! value variants 0 to 6 (`Bool` to `Exception`) only. An exporter writes version 2 with
 //! [`ExporterBuilder::wire_version`](crate::ExporterBuilder::wire_version) during a rolling
 //! upgrade (an importer refuses a batch newer than it reads as
 //! [`DecodeError::UnsupportedVersion`]).

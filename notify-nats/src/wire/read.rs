@@ -23,7 +23,8 @@ use super::{check_version, decode, strip_magic, DecodeError, Encoding};
 /// one buffer for every message) and returns its version and source: the same events and the
 /// same errors as [`decode`] followed by [`EventIn::into_event`]. A binary batch is read in one
 /// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
-/// values are read borrowed from `body`; names and keys are interned ([`crate::intern`]: shared
+/// values are read borrowed from `body` (version 3: through the batch's string table, each
+/// table entry checked as UTF-8 once); names and keys are interned ([`crate::intern`]: shared
 /// by every event, copied only beyond its budget), text values copied once (inline when short);
 /// each payload is built in place and each event as soon as its fields are read. `out` is empty after an error
 /// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
@@ -298,6 +299,9 @@ impl<'a> Reader<'a> {
                 let (text, interned) = &mut self.strings[index];
                 (*text, *interned.get_or_insert_with(|| intern(text)))
             }
+            // Not in the table (too long, or the table full): the process-wide table is asked
+            // each time, unless the text is too long for it anyway.
+            Err(text) if text.len() > crate::intern::MAX_LEN => (text, None),
             Err(text) => (text, intern(text)),
         })
     }
