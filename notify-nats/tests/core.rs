@@ -86,6 +86,80 @@ fn events_round_trip_with_name_times_ids_outcome_and_payload_in_both_encodings()
     }
 }
 
+/// During a rolling upgrade (importers of version 2 refuse version 3 batches) an exporter keeps
+/// writing version 2 on request: its messages say so in the body and the header, and decode.
+#[test]
+fn an_exporter_writes_wire_version_2_on_request_and_its_messages_decode() {
+    let server = NatsServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (client, mut raw) = runtime.block_on(async {
+        let client = async_nats::connect(server.url()).await.unwrap();
+        let raw = client.subscribe("notify.>").await.unwrap();
+        client.flush().await.unwrap();
+        (client, raw)
+    });
+    let remote = Notifier::new();
+    let seen = recorder(&remote, Pattern::all());
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&remote)
+        .unwrap();
+    for (version, events) in [(2_u16, 3_u64), (notify_nats::WIRE_VERSION, 2)] {
+        let local = Notifier::new();
+        let exporter = Exporter::builder(NatsOptions::new(server.url()))
+            .wire_version(version)
+            .start()
+            .unwrap();
+        let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+        for rows in 0..events {
+            local.instrument(
+                "query.sql",
+                || Payload::new().with("sql", "SELECT 1").with("rows", rows),
+                |_| (),
+            );
+        }
+        assert_eq!(exporter.flush(WAIT).unwrap().exported, events);
+        // The events may come in more than one message (rounds): each says its version.
+        let mut rows = Vec::new();
+        while (rows.len() as u64) < events {
+            let message = runtime
+                .block_on(async { tokio::time::timeout(WAIT, futures_util::StreamExt::next(&mut raw)).await })
+                .unwrap()
+                .unwrap();
+            let headers = message.headers.as_ref().unwrap();
+            assert_eq!(
+                headers.get(notify_nats::VERSION_HEADER).map(|v| v.as_str()),
+                Some(version.to_string().as_str())
+            );
+            assert_eq!(message.payload[2], version as u8, "the version after the magic");
+            let (source, decoded) = notify_nats::decode_batch(Encoding::Binary, &message.payload).unwrap();
+            assert_eq!(source, exporter.source());
+            rows.extend(decoded.iter().map(|e| e.payload().get("rows").cloned()));
+        }
+        let want: Vec<Option<Value>> = (0..events).map(|rows| Some(Value::U64(rows))).collect();
+        assert_eq!(rows, want);
+        exporter.shutdown(WAIT);
+    }
+    let got = importer.wait_until(WAIT, |s| s.events == 5);
+    assert_eq!(
+        (got.events, got.malformed, got.unsupported_version),
+        (5, 0, 0),
+        "{got:?}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), 5);
+    importer.shutdown();
+    drop(client);
+}
+
+/// Versions other than 2 and 3 are not written: a panic at the builder, naming them.
+#[test]
+#[should_panic(expected = "notify-nats exporters write wire version 2 or 3, not 1")]
+fn an_unsupported_wire_version_panics_at_the_builder() {
+    let _ = Exporter::builder(NatsOptions::new("nats://127.0.0.1:1")).wire_version(1);
+}
+
 /// A payload with every kind of value, owned keys and nesting.
 fn every_value_kind() -> Payload {
     let header = String::from("x-request-id");
@@ -336,7 +410,7 @@ fn malformed_and_newer_messages_are_counted_and_reported_never_republished() {
     let event = Arc::new(Event::new("good.test", now, now, Payload::new().with("k", 1_u64)));
     let good = notify_nats::encode_batch(Encoding::Binary, 7, std::slice::from_ref(&event));
     let mut newer = good.clone();
-    newer[2] = 3; // wire version 3 (after the 2-byte magic)
+    newer[2] = 4; // wire version 4 (after the 2-byte magic)
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -384,7 +458,7 @@ fn malformed_and_newer_messages_are_counted_and_reported_never_republished() {
     );
     assert_eq!(
         errors[1].error,
-        DecodeError::UnsupportedVersion { found: 3, supported: 2 }
+        DecodeError::UnsupportedVersion { found: 4, supported: 3 }
     );
     assert!(
         errors[2].to_string().contains("unknown Notify-Encoding \"xml\""),

@@ -34,13 +34,14 @@ fn deep(encoding: Encoding) -> Vec<u8> {
     let body = notify_nats::encode_batch(encoding, 7, &[event]);
     match encoding {
         Encoding::Binary => {
-            // ... key "v", variant 7 (Null), no CPU time, no allocation count.
-            assert!(body.ends_with(&[1, b'v', 7, 0, 0]), "{body:?}");
-            let mut out = body[..body.len() - 3].to_vec();
+            // Wire version 3: the payload is the event's last field: key "v" (a new string of
+            // the batch's string table: 0, length 1, "v"), variant 7 (Null).
+            assert!(body.ends_with(&[0, 1, b'v', 7]), "{body:?}");
+            let mut out = body[..body.len() - 1].to_vec();
             for _ in 0..LEVELS {
                 out.extend_from_slice(&[11, 1]); // variant 11 (List), one item
             }
-            out.extend_from_slice(&[7, 0, 0]);
+            out.push(7);
             assert!((3_000..3_100).contains(&out.len()), "{}", out.len());
             out
         }

@@ -4,17 +4,27 @@ use notify_core::{Event, Value};
 
 use super::nesting::{nests_deeper_than, too_deep};
 use super::serde_form::EventOut;
-use super::{Encoding, MAGIC, WIRE_VERSION};
+use super::v3::{self, Previous, StringTable};
+use super::{Encoding, JSON_VERSION, MAGIC, WIRE_VERSION};
+
+/// Version, source, count and JSON brackets: an upper bound of what a batch adds to its events.
+const FRAME: usize = 64;
 
 /// Builds batches event by event under a size limit; one encoder per exporter, buffers reused.
 pub(crate) struct BatchEncoder {
     encoding: Encoding,
+    /// The wire version written: [`WIRE_VERSION`] or 2 for binary batches, [`JSON_VERSION`] for
+    /// JSON ones.
+    version: u16,
     source: u64,
     /// The events of the batch being built, encoded back to back.
     body: Vec<u8>,
-    /// One event's encoding (to check its size before it joins `body`).
+    /// One event's encoding (to check its size before it joins `body`; versions 2 and JSON).
     scratch: Vec<u8>,
     count: usize,
+    /// Version 3: the batch's string table and what the next event is encoded relative to.
+    table: StringTable,
+    previous: Previous,
 }
 
 /// Why one event could not join a batch.
@@ -26,15 +36,45 @@ pub(crate) enum PushError {
     Encode(String),
 }
 
+/// The binary wire versions an exporter can write: the newest, and the one before it for a
+/// rolling upgrade (importers of version 2 refuse version 3 batches).
+pub(crate) const WRITABLE_VERSIONS: [u16; 2] = [2, WIRE_VERSION];
+
 impl BatchEncoder {
+    /// An encoder of the newest version ([`WIRE_VERSION`] for binary, [`JSON_VERSION`] for JSON).
     pub(crate) fn new(encoding: Encoding, source: u64) -> BatchEncoder {
+        BatchEncoder::with_version(encoding, source, WIRE_VERSION)
+    }
+
+    /// An encoder writing binary batches of `version` (one of [`WRITABLE_VERSIONS`]; JSON batches
+    /// are always [`JSON_VERSION`]).
+    ///
+    /// # Panics
+    ///
+    /// `version` is not one of [`WRITABLE_VERSIONS`] (the exporter's builder checks it first).
+    pub(crate) fn with_version(encoding: Encoding, source: u64, version: u16) -> BatchEncoder {
+        assert!(
+            WRITABLE_VERSIONS.contains(&version),
+            "wire version {version} cannot be written (2 or {WIRE_VERSION})"
+        );
         BatchEncoder {
             encoding,
+            version: match encoding {
+                Encoding::Binary => version,
+                Encoding::Json => JSON_VERSION,
+            },
             source,
             body: Vec::new(),
             scratch: Vec::new(),
             count: 0,
+            table: StringTable::new(),
+            previous: Previous::default(),
         }
+    }
+
+    /// The wire version of the batches written.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
     }
 
     /// Number of events in the batch being built.
@@ -45,8 +85,12 @@ impl BatchEncoder {
     /// Encodes `event` and adds it if the batch stays within `max_bytes`; returns `Ok(false)`
     /// (event not added) when the batch is full, so the caller finishes it and tries again.
     pub(crate) fn push(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        if self.encoding == Encoding::Binary && self.version >= 3 {
+            return self.push_v3(event, max_bytes);
+        }
         // An importer refuses the whole message holding such an event (the nesting limit of the
-        // decoder): refused here, alone, so that the other events of its batch arrive.
+        // decoder): refused here, alone, so that the other events of its batch arrive (version
+        // 3 checks it as it writes).
         if event
             .payload()
             .iter()
@@ -62,7 +106,6 @@ impl BatchEncoder {
                 serde_json::to_writer(&mut self.scratch, &out).map_err(|e| PushError::Encode(e.to_string()))?
             }
         }
-        const FRAME: usize = 64; // version, source, count, JSON brackets: an upper bound
         if self.scratch.len() + FRAME > max_bytes {
             return Err(PushError::TooLarge(self.scratch.len()));
         }
@@ -77,6 +120,31 @@ impl BatchEncoder {
         Ok(true)
     }
 
+    /// Version 3: the event is written straight into the batch, then taken back (with the
+    /// strings it added to the table) when the batch would exceed `max_bytes` or a value nests
+    /// too deep (an importer would refuse the whole batch: [`PushError::Encode`], alone). An
+    /// event that does not fit a batch holding others ends that batch (`Ok(false)`); one that
+    /// does not fit an empty batch is [`PushError::TooLarge`].
+    fn push_v3(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
+        let (mark, entries, previous) = (self.body.len(), self.table.len(), self.previous);
+        let written = v3::put_event(&mut self.body, &mut self.table, &mut self.previous, event);
+        if written.is_ok() && self.body.len() + FRAME <= max_bytes {
+            self.count += 1;
+            return Ok(true);
+        }
+        let len = self.body.len() - mark;
+        self.body.truncate(mark);
+        self.table.truncate(entries);
+        self.previous = previous;
+        if written.is_err() {
+            Err(PushError::Encode(too_deep()))
+        } else if self.count == 0 {
+            Err(PushError::TooLarge(len))
+        } else {
+            Ok(false)
+        }
+    }
+
     /// The finished message body (version, source, events); the encoder is empty afterwards.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.body.len() + 24);
@@ -84,12 +152,12 @@ impl BatchEncoder {
             Encoding::Binary => {
                 out.extend_from_slice(MAGIC);
                 // postcard's encoding of BatchIn: its fields back to back, the Vec as varint length + elements.
-                let header = (WIRE_VERSION, self.source, self.count);
+                let header = (self.version, self.source, self.count);
                 postcard::to_io(&header, &mut out).expect("writing to a Vec cannot fail");
             }
             Encoding::Json => {
                 out.extend_from_slice(
-                    format!("{{\"version\":{WIRE_VERSION},\"source\":{},\"events\":[", self.source).as_bytes(),
+                    format!("{{\"version\":{},\"source\":{},\"events\":[", self.version, self.source).as_bytes(),
                 );
             }
         }
@@ -99,6 +167,8 @@ impl BatchEncoder {
         }
         self.body.clear();
         self.count = 0;
+        self.table.clear();
+        self.previous = Previous::default();
         out
     }
 }
@@ -113,19 +183,27 @@ mod tests {
     /// encode drop), not sent to make its whole batch malformed.
     #[test]
     fn the_encoder_refuses_an_event_nested_past_the_limit_alone() {
-        let mut encoder = BatchEncoder::new(Encoding::Binary, 1);
-        assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
-        for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
-            match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
-                Err(PushError::Encode(reason)) => {
-                    assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+        for version in WRITABLE_VERSIONS {
+            let mut encoder = BatchEncoder::with_version(Encoding::Binary, 1, version);
+            // Refused first: the strings it wrote (name, keys) are taken back with it (version 3).
+            assert!(matches!(
+                encoder.push(&nested_event(0, 33), usize::MAX / 2),
+                Err(PushError::Encode(_))
+            ));
+            assert_eq!(encoder.len(), 0);
+            assert!(encoder.push(&nested_event(16, 16), usize::MAX / 2).unwrap());
+            for (lists, maps) in [(33, 0), (0, 33), (1, 32)] {
+                match encoder.push(&nested_event(lists, maps), usize::MAX / 2) {
+                    Err(PushError::Encode(reason)) => {
+                        assert_eq!(reason, "payload value nested deeper than 32 lists and maps")
+                    }
+                    other => panic!("{lists}+{maps}: {other:?}"),
                 }
-                other => panic!("{lists}+{maps}: {other:?}"),
             }
+            assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
+            let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
+            assert_eq!((batch.version, batch.events.len()), (version, 2));
         }
-        assert!(encoder.push(&nested_event(0, 32), usize::MAX / 2).unwrap());
-        let batch = decode(Encoding::Binary, &encoder.finish()).unwrap();
-        assert_eq!(batch.events.len(), 2);
         assert!(!nests_deeper_than(&Value::List(vec![]), 1));
         assert!(nests_deeper_than(&Value::List(vec![]), 0));
         assert!(!nests_deeper_than(&Value::U64(1), 0));

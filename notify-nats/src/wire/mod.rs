@@ -1,12 +1,72 @@
-//! The wire format: a batch of events of one name, versioned, encoded with postcard (compact
-//! binary, the default) or JSON (for humans and other languages).
+//! The wire format: a batch of events of one name, versioned, binary (the default) or JSON (for
+//! humans and other languages).
 //!
-//! A binary batch starts with the magic bytes `NB`. A batch is `{ version, source, events }`: `version` first so that a reader can refuse a newer
-//! format before decoding the rest, `source` the exporter's random 64-bit id (event ids are unique
-//! per process only, so `(source, event id)` names an event across processes). Each event is the
-//! envelope [`EventOut`]/[`EventIn`]: name, wall-clock start and end (ns since the Unix epoch),
-//! duration (ns), event id, parent id, transaction id, trace id (128 bits), outcome, payload (a
-//! list of key/value pairs, in order).
+//! # Binary batches, version 3 (written by default)
+//!
+//! A binary batch starts with the magic bytes `NB`. Integers are LEB128 varints (7 bits a byte,
+//! least significant group first, high bit set on every byte but the last; at most 10 bytes for a
+//! 64-bit value, 19 for a 128-bit one, the last byte holding only the bits left) unless said
+//! "fixed" (little-endian, that many bytes). A *zigzag* varint holds a signed value `v` as
+//! `(v << 1) ^ (v >> 63)`. A *string* is a varint length in bytes, then that many bytes of UTF-8.
+//!
+//! ```text
+//! batch  = "NB" version:varint(=3) source:varint count:varint event{count}    (nothing after)
+//! event  = name:strref flags:u8 start_delta:zigzag duration:varint id:fixed8
+//!          [parent:fixed8] transaction:varint [trace:fixed16] [cpu_time:varint]
+//!          [allocations:varint] payload
+//! payload = len:varint (key:strref value){len}
+//! value  = tag:varint fields (below)
+//! strref = varint r: 0 = a new string follows (string); r > 0 = the string table's entry r - 1
+//! ```
+//!
+//! * `source`: the exporter's random 64-bit id (event ids are unique per process only, so
+//!   `(source, event id)` names an event across processes). `count`: the number of events.
+//! * The **string table** is per batch and starts empty. A new string (`strref` 0) of at most
+//!   1,024 bytes ([`v3::MAX_TABLE_STRING`]) joins it as the next entry while it holds fewer than
+//!   4,096 entries ([`v3::MAX_TABLE_ENTRIES`]); a longer string, or any new string once it holds
+//!   4,096, is read and not added (writers then write it in full each time). A reference `r` with
+//!   `r - 1` not below the table's size is an error. Event names, payload and map keys, `Str`
+//!   values and an exception's type and message are `strref`s, so a batch of one name's events
+//!   writes its name, its keys and its repeated text once.
+//! * `flags`: bits 0-1 the outcome (0 completed, 1 panicked, 2 cancelled; 3 is an error);
+//!   bit 2 (`0x04`) a parent id follows; bit 3 (`0x08`) a trace id follows, else the event has
+//!   the previous event's trace id (an error on the first event of a batch); bit 4 (`0x10`) a
+//!   CPU time follows; bit 5 (`0x20`) an allocation count follows; bits 6-7 must be 0.
+//! * `start_delta`: the start (wall clock, ns since the Unix epoch, a `u64`) minus the previous
+//!   event's start (0 for the first event), modulo 2^64, as a zigzag `i64`. The end is the start
+//!   plus `duration` (ns); it is not written (version 2 wrote both, always consistent).
+//! * `id` and `parent` (event ids, random 64 bits) and `trace` (the 128-bit trace id; 0 means
+//!   none, the reader gives the event a fresh one) are fixed-width: random bits do not shrink as
+//!   varints. `transaction`: the transaction id. `cpu_time`: thread CPU time in ns.
+//! * `tag` is the variant's position, then: 0 `Bool` (one byte, 0 or 1); 1 `I64` (zigzag);
+//!   2 `U64` (varint); 3 `F64` (fixed8, IEEE 754 bits); 4 `Str` (strref); 5 `Duration` (secs
+//!   varint, nanos varint below 10^9); 6 `Exception` (type strref, message strref); 7 `Null`;
+//!   8 `I128` (zigzag over 128 bits); 9 `U128` (varint); 10 `Time` (secs since the epoch zigzag,
+//!   nanos forward varint below 10^9); 11 `List` (len varint, values); 12 `Map` (a payload).
+//!   Lists and maps nest at most [`Value::MAX_NESTING`](notify_core::Value::MAX_NESTING) deep.
+//!   A key given twice keeps its first position and its last value.
+//!
+//! Anything else (a truncated batch, bytes after the last event, bad UTF-8, an unknown tag or
+//! flag, a varint too long, a time or duration out of range, nesting too deep) is
+//! [`DecodeError::Malformed`], with a reason, and nothing of the batch is published.
+//!
+//! # Versions 1 and 2 (still read; version 2 written on request)
+//!
+//! Version 2 is postcard's encoding of `{ version, source, events }` ([`EventOut`] / [`EventIn`]
+//! field by field: name as a string, wall-clock start and end and duration as varints, event id
+//! varint, parent id as an option, transaction id, trace id as a 128-bit varint, outcome, payload
+//! as a list of key/value pairs with every string written in full, then CPU time and
+//! allocations as options). Version 1 is version 2 without its last two fields and with the
+//! value variants 0 to 6 (`Bool` to `Exception`) only. An exporter writes version 2 with
+//! [`ExporterBuilder::wire_version`](crate::ExporterBuilder::wire_version) during a rolling
+//! upgrade (an importer refuses a batch newer than it reads as
+//! [`DecodeError::UnsupportedVersion`]).
+//!
+//! # JSON batches
+//!
+//! `{"version":2,"source":…,"events":[…]}`, each event an object of [`EventOut`]'s fields. JSON
+//! batches keep version 2's shape and say version 2 ([`JSON_VERSION`]), so that importers of
+//! version 2 read them; a JSON batch saying version 3 is read as the same shape.
 //!
 //! [`EventOut`]: serde_form::EventOut
 //! [`EventIn`]: serde_form::EventIn
@@ -27,10 +87,11 @@ mod serde_value;
 #[cfg(test)]
 mod tests;
 mod time;
+mod v3;
 mod variant;
 mod write;
 
-pub(crate) use self::encoder::{BatchEncoder, PushError};
+pub(crate) use self::encoder::{BatchEncoder, PushError, WRITABLE_VERSIONS};
 pub(crate) use self::read::decode_into;
 pub(crate) use self::serde_form::decode;
 
@@ -38,8 +99,14 @@ pub(crate) use self::serde_form::decode;
 /// its version is read.
 const MAGIC: &[u8; 2] = b"NB";
 
-/// The newest wire-format version this crate writes and reads.
-pub const WIRE_VERSION: u16 = 2;
+/// The newest wire-format version this crate writes and reads: binary batches of version 3
+/// (compact: a per-batch string table, time deltas, fixed-width ids; the layout, byte by byte, is
+/// the documentation of notify-nats' `src/wire/mod.rs`). Versions 1 and 2 are still read.
+pub const WIRE_VERSION: u16 = 3;
+
+/// The version JSON batches say: their shape is version 2's (version 3 changed the binary form
+/// only), so importers of version 2 read them.
+pub(crate) const JSON_VERSION: u16 = 2;
 
 /// A binary batch without its [`MAGIC`]; an error when it does not start with it. Both decoders'
 /// first step.
@@ -77,7 +144,10 @@ fn check_version(encoding: Encoding, version: u16) -> Result<(), DecodeError> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Encoding {
-    /// postcard: compact binary (varints), about 40 bytes for an event with a small payload (default).
+    /// Compact binary (default): wire version 3, varints and a per-batch string table (an event
+    /// name, payload keys and repeated text written once per batch); about 37 bytes per event of
+    /// a batch of one name with a 2-entry payload. The `Notify-Encoding` header says `postcard`
+    /// (versions 1 and 2 were postcard's encoding).
     #[default]
     Binary,
     /// JSON, one object per batch: readable with `nats sub`, larger and slower.

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 use super::envelope::{Envelope, WireOutcome};
 use super::json_reason::json_reason;
 use super::nesting::too_deep;
+use super::read::decode_v3;
 use super::serde_value::{payload_from, PayloadOut, WireValue, REFUSED_TOO_DEEP};
 use super::{check_version, strip_magic, DecodeError, Encoding};
 
-fn unix_ns(t: SystemTime) -> u64 {
+pub(super) fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -66,7 +67,7 @@ impl<'a> EventOut<'a> {
     }
 }
 
-fn saturating_ns(d: Duration) -> u64 {
+pub(super) fn saturating_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -161,6 +162,25 @@ impl RawEvent {
 }
 
 impl EventIn {
+    /// The event read by the one-pass reader (version 3): its end is its start plus its duration
+    /// (saturating, as [`EventOut`] writes it).
+    pub(super) fn from_envelope(name: String, envelope: Envelope, payload: Payload) -> EventIn {
+        EventIn {
+            name,
+            start_unix_ns: envelope.start_unix_ns,
+            end_unix_ns: envelope.start_unix_ns.saturating_add(envelope.duration_ns),
+            duration_ns: envelope.duration_ns,
+            id: envelope.id,
+            parent_id: envelope.parent_id,
+            transaction_id: envelope.transaction_id,
+            trace_id: envelope.trace_id,
+            outcome: envelope.outcome,
+            payload,
+            cpu_time_ns: envelope.cpu_time_ns,
+            allocations: envelope.allocations,
+        }
+    }
+
     /// The event, with its original name, times, ids, outcome, payload, CPU time and allocation
     /// count.
     pub(crate) fn into_event(self) -> Event {
@@ -199,7 +219,8 @@ struct VersionProbe {
     version: u16,
 }
 
-/// Decodes a batch, refusing a newer version before looking at the rest.
+/// Decodes a batch, refusing a newer version before looking at the rest: through serde (postcard
+/// or JSON) up to version 2 and for JSON, through the one-pass reader for binary version 3.
 pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeError> {
     let malformed = |reason: String| DecodeError::Malformed { encoding, reason };
     let body = match encoding {
@@ -215,6 +236,11 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
             .map_err(|e| malformed(json_reason(&e)))?,
     };
     check_version(encoding, version)?;
+    if encoding == Encoding::Binary && version >= 3 {
+        // Version 3 is no longer postcard's form of these types: the one-pass reader reads it.
+        return decode_v3(body);
+    }
+    // JSON batches keep version 2's shape whatever their version.
     let raw: RawBatch<RawEvent> = if version == 1 {
         let v1: RawBatch<RawEventV1> = parse(encoding, body).map_err(malformed)?;
         RawBatch {

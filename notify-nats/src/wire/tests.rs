@@ -40,6 +40,15 @@ pub(super) fn sample() -> Event {
         .with_outcome(Outcome::Panicked)
 }
 
+/// A batch of `events` in wire version 2 (binary; JSON batches are version 2 anyway).
+pub(super) fn encode_v2(encoding: Encoding, source: u64, events: &[Arc<Event>]) -> Vec<u8> {
+    let mut encoder = BatchEncoder::with_version(encoding, source, 2);
+    for event in events {
+        assert!(encoder.push(event, usize::MAX / 2).unwrap());
+    }
+    encoder.finish()
+}
+
 pub(super) fn assert_same(a: &Event, b: &Event) {
     assert_same_envelope(a, b);
     assert_eq!(a.payload(), b.payload());
@@ -127,18 +136,18 @@ pub(super) fn nested_event(lists: usize, maps: usize) -> Arc<Event> {
     Arc::new(Event::new("deep.test", now, now, Payload::new().with("v", value)))
 }
 
-/// A batch of `event` written without [`BatchEncoder`]'s checks.
+/// A batch of `event` written without [`BatchEncoder`]'s checks (binary: version 2).
 fn unchecked_batch(encoding: Encoding, event: &Event) -> Vec<u8> {
     let out = EventOut::new(event);
     match encoding {
         Encoding::Binary => {
             let mut body = MAGIC.to_vec();
-            postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+            postcard::to_io(&(2_u16, 1_u64, 1_usize), &mut body).unwrap();
             postcard::to_io(&out, &mut body).unwrap();
             body
         }
         Encoding::Json => format!(
-            "{{\"version\":{WIRE_VERSION},\"source\":1,\"events\":[{}]}}",
+            "{{\"version\":{JSON_VERSION},\"source\":1,\"events\":[{}]}}",
             serde_json::to_string(&out).unwrap()
         )
         .into_bytes(),
@@ -178,9 +187,9 @@ fn values_nested_to_the_limit_are_read_one_more_is_malformed_in_both_encodings()
         }
     }
     // 1,500 lists by hand (the exporter would write them too, but building and dropping such
-    // a Value recurses as deep): 2 bytes per level in postcard.
+    // a Value recurses as deep): 2 bytes per level in postcard (version 2; version 3: in v3.rs).
     let mut body = MAGIC.to_vec();
-    postcard::to_io(&(WIRE_VERSION, 1_u64, 1_usize), &mut body).unwrap();
+    postcard::to_io(&(2_u16, 1_u64, 1_usize), &mut body).unwrap();
     // The event up to its payload: a real one's, then the payload replaced.
     let shallow = nested_event(0, 0);
     let mut event = postcard::to_stdvec(&EventOut::new(&shallow)).unwrap();
@@ -242,21 +251,44 @@ pub(super) fn decoded_both_ways(encoding: Encoding, body: &[u8]) -> Result<(u16,
 }
 
 #[test]
-fn batches_round_trip_in_both_encodings() {
+fn batches_round_trip_in_both_encodings_and_both_binary_versions() {
     let events: Vec<Arc<Event>> = (0..3).map(|_| Arc::new(sample())).collect();
-    for encoding in [Encoding::Binary, Encoding::Json] {
-        let body = encode_batch(encoding, 0xfeed, &events);
+    for (encoding, version) in [
+        (Encoding::Binary, WIRE_VERSION),
+        (Encoding::Binary, 2),
+        (Encoding::Json, 2),
+    ] {
+        let body = match version {
+            2 => encode_v2(encoding, 0xfeed, &events),
+            _ => encode_batch(encoding, 0xfeed, &events),
+        };
         assert_eq!(Encoding::sniff(&body), encoding);
         let batch = decode(encoding, &body).unwrap();
-        assert_eq!(
-            (batch.version, batch.source, batch.events.len()),
-            (WIRE_VERSION, 0xfeed, 3)
-        );
+        assert_eq!((batch.version, batch.source, batch.events.len()), (version, 0xfeed, 3));
         for (sent, got) in events.iter().zip(batch.events) {
             assert_eq!(got.end_unix_ns - got.start_unix_ns, 42_000);
             assert_same(sent, &got.into_event());
         }
     }
+}
+
+/// JSON batches say version 2 (their shape did not change in version 3), and one that says 3 is
+/// read as the same shape.
+#[test]
+fn json_batches_say_version_2_and_are_read_saying_3() {
+    let events = [Arc::new(sample())];
+    let body = encode_batch(Encoding::Json, 5, &events);
+    assert!(
+        body.starts_with(b"{\"version\":2,"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    let text = String::from_utf8(body)
+        .unwrap()
+        .replacen("\"version\":2", "\"version\":3", 1);
+    let (version, source, got) = decoded_both_ways(Encoding::Json, text.as_bytes()).unwrap();
+    assert_eq!((version, source, got.len()), (3, 5, 1));
+    assert_same(&events[0], &got[0]);
 }
 
 #[test]
@@ -270,17 +302,18 @@ fn empty_batch_round_trips() {
 #[test]
 fn newer_version_is_refused_with_both_versions_named() {
     let mut body = encode_batch(Encoding::Binary, 1, &[Arc::new(sample())]);
-    body[2] = 3; // the version varint, after the magic
+    body[2] = 4; // the version varint, after the magic
     let err = decode(Encoding::Binary, &body).unwrap_err();
-    assert_eq!(err, DecodeError::UnsupportedVersion { found: 3, supported: 2 });
+    assert_eq!(err, DecodeError::UnsupportedVersion { found: 4, supported: 3 });
+    assert_eq!(decoded_both_ways(Encoding::Binary, &body).unwrap_err(), err);
     assert!(
-        err.to_string().contains("wire version 3, newer than the version 2"),
+        err.to_string().contains("wire version 4, newer than the version 3"),
         "{err}"
     );
     let json = br#"{"version":7,"source":1,"events":[{"from":"the future"}]}"#;
     assert_eq!(
         decode(Encoding::Json, json).unwrap_err(),
-        DecodeError::UnsupportedVersion { found: 7, supported: 2 }
+        DecodeError::UnsupportedVersion { found: 7, supported: 3 }
     );
 }
 

@@ -63,7 +63,7 @@ fn continued(used: usize) -> u64 {
 /// A varint as postcard writes one: 7 bits a byte, least significant first, each byte but the
 /// last with its high bit set; written 8 bytes at a time.
 #[inline(always)]
-fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
+pub(super) fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
     if value < 0x80 {
         out.push(value as u8);
         return;
@@ -83,7 +83,7 @@ fn put_varint_u64(out: &mut Vec<u8>, value: u64) {
 }
 
 #[inline]
-fn put_varint_u128(out: &mut Vec<u8>, value: u128) {
+pub(super) fn put_varint_u128(out: &mut Vec<u8>, value: u128) {
     if value < 1 << 56 {
         return put_varint_u64(out, value as u64);
     }
