@@ -996,6 +996,20 @@ fn deliver_clocked(
 /// are the monotonic ones. The fanout's redaction policy applies first.
 #[inline]
 pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: Option<(SystemTime, SystemTime)>, mut event: Event) {
+    publish_in_place(fanout, resolved, wall, &mut event);
+}
+
+/// [`publish`] of an event the caller keeps (`Notifier::publish_events`: it stays in the
+/// caller's vector): delivered by reference, and moved into an `Arc` only when owned subscribers
+/// listen (`event` is then left a shell: no payload, an empty name). An `Event` is about 400
+/// bytes: each move of one is a copy.
+#[inline]
+pub(crate) fn publish_in_place(
+    fanout: &Fanout,
+    resolved: &Resolved,
+    wall: Option<(SystemTime, SystemTime)>,
+    event: &mut Event,
+) {
     if !Nesting::allows(fanout, resolved.name_str()) {
         return;
     }
@@ -1004,30 +1018,33 @@ pub(crate) fn publish(fanout: &Fanout, resolved: &Resolved, wall: Option<(System
     }
     let _nesting = Nesting::enter();
     let mut failures = Failures::new();
+    let (listeners, name) = (&resolved.listeners, resolved.name_str());
     deliver_clocked(
         &mut failures,
-        resolved.name_str(),
-        &resolved.listeners,
+        name,
+        listeners,
         match wall {
-            None if !resolved.listeners.timed.is_empty() => Some((event.start_time(), event.end_time())),
+            None if !listeners.timed.is_empty() => Some((event.start_time(), event.end_time())),
             wall => wall,
         },
         Some((event.start, event.end)),
         event.transaction_id,
         &event.payload,
     );
-    let (listeners, name) = (&resolved.listeners, resolved.name_str());
-    each(&mut failures, &listeners.evented, name, &event, |s, e| {
+    each(&mut failures, &listeners.evented, name, &*event, |s, e| {
         s.publish_with(e)
     });
     // Asked one by one (no silence groups here: a published event is rare); a panic in
     // `silenced` is that listener's failure, as in `instrument`.
-    each(&mut failures, &listeners.silenceable, name, &event, |s, e| {
+    each(&mut failures, &listeners.silenceable, name, &*event, |s, e| {
         if !s.is_silenced(name) {
             s.publish_with(e);
         }
     });
-    deliver_event(&mut failures, resolved, event);
+    each(&mut failures, &listeners.event, name, &*event, |s, e| s.call(e));
+    if !listeners.owned.is_empty() {
+        deliver_owned(&mut failures, resolved, &Arc::new(event.take()));
+    }
     if !failures.is_empty() {
         handle_failures(fanout, failures.take());
     }

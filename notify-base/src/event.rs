@@ -240,6 +240,17 @@ impl Event {
         Event::named(name, start, end, payload)
     }
 
+    /// This event, moved out field by field; `self` is left a shell (an empty name and payload,
+    /// the same times and ids): what a delivery that must share an event it does not own
+    /// (`dispatch::publish_in_place`) puts into its `Arc`.
+    pub(crate) fn take(&mut self) -> Event {
+        Event {
+            name: std::mem::replace(&mut self.name, Name::Static("")),
+            payload: std::mem::take(&mut self.payload),
+            ..*self
+        }
+    }
+
     /// An event with a name already shared (no copy of the text).
     pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
         let begun = ids::begin(false, crate::sampling::ALWAYS);
@@ -411,6 +422,20 @@ impl Event {
     /// ```
     pub fn payload(&self) -> &Payload {
         &self.payload
+    }
+
+    /// The payload, to change before the event is published: an event you own (an importer
+    /// fills a republished event's payload in place, without building it apart and moving it in).
+    /// Subscribers receive events shared (`&Event`, `Arc<Event>`) and cannot change them.
+    ///
+    /// ```
+    /// # let now = std::time::Instant::now();
+    /// let mut e = notify_core::Event::new("a", now, now, notify_core::Payload::new());
+    /// e.payload_mut().insert("rows", 3_u64);
+    /// assert_eq!(e.payload().len(), 1);
+    /// ```
+    pub fn payload_mut(&mut self) -> &mut Payload {
+        &mut self.payload
     }
 
     /// Thread CPU time spent between start and finish; `None` unless an event-object subscriber

@@ -12,6 +12,11 @@ fn event(name: &str, seq: u64) -> Event {
     Event::new(name.to_owned(), now, now, Payload::new().with("seq", seq))
 }
 
+/// `n` events named `job.batch`, `seq` 0 to `n - 1`.
+fn batch(n: u64) -> Vec<Event> {
+    (0..n).map(|seq| event("job.batch", seq)).collect()
+}
+
 /// Every heard event as `name seq`, in order.
 fn recorder(into: &Arc<Mutex<Vec<String>>>) -> Subscriber {
     let into = into.clone();
@@ -29,7 +34,7 @@ fn a_batch_of_mixed_names_reaches_each_names_listeners_in_order() {
     let _a = notifier.subscribe("a.batch", recorder(&only_a));
     // Names equal by text but not by pointer (owned strings) are one run.
     let names = ["a.batch", "a.batch", "b.batch", "a.batch", "unheard", "a.batch"];
-    notifier.publish_events(names.iter().zip(0..).map(|(name, seq)| event(name, seq)));
+    notifier.publish_events(&mut names.iter().zip(0..).map(|(name, seq)| event(name, seq)).collect());
     assert_eq!(
         *all.lock().unwrap(),
         [
@@ -46,8 +51,8 @@ fn a_batch_of_mixed_names_reaches_each_names_listeners_in_order() {
         ["a.batch 0", "a.batch 1", "a.batch 3", "a.batch 5"]
     );
     // Nobody listening: nothing happens (and an empty batch is fine).
-    Notifier::new().publish_events((0..3).map(|seq| event("a.batch", seq)));
-    notifier.publish_events(std::iter::empty());
+    Notifier::new().publish_events(&mut batch(3));
+    notifier.publish_events(&mut Vec::new());
     assert_eq!(all.lock().unwrap().len(), 6);
 }
 
@@ -65,7 +70,7 @@ fn a_subscriber_added_during_a_batch_hears_the_events_after_it() {
             }
         }),
     );
-    notifier.publish_events((0..6).map(|seq| event("job.batch", seq)));
+    notifier.publish_events(&mut batch(6));
     // Subscribed while event 2 was delivered: 3, 4 and 5 (as with separate publish_event calls).
     assert_eq!(*late.lock().unwrap(), ["job.batch 3", "job.batch 4", "job.batch 5"]);
     assert!(added.lock().unwrap().is_some());
@@ -88,7 +93,7 @@ fn a_subscriber_unsubscribed_during_a_batch_hears_nothing_after_it() {
     ));
     let others = Arc::default();
     let _others = notifier.subscribe("job.batch", recorder(&others));
-    notifier.publish_events((0..10).map(|seq| event("job.batch", seq)));
+    notifier.publish_events(&mut batch(10));
     assert_eq!(heard.load(Ordering::Relaxed), 3);
     assert_eq!(others.lock().unwrap().len(), 10);
 }
@@ -108,7 +113,7 @@ fn a_subscriber_detached_for_a_panic_during_a_batch_is_not_called_again() {
     );
     let good = Arc::default();
     let _good = notifier.subscribe("job.batch", recorder(&good));
-    notifier.publish_events((0..5).map(|seq| event("job.batch", seq)));
+    notifier.publish_events(&mut batch(5));
     assert_eq!(calls.load(Ordering::Relaxed), 1);
     assert_eq!(good.lock().unwrap().len(), 5);
     assert_eq!((notifier.subscriber_count(), notifier.failures()), (1, 1));
@@ -130,14 +135,77 @@ fn timed_subscribers_of_a_batch_get_each_events_wall_clock_edges() {
         ),
     );
     let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-    let events: Vec<Event> = (1..=3)
+    let mut events: Vec<Event> = (1..=3)
         .map(|ms| Event::at_wall_clock("job.batch", start, Duration::from_millis(ms), Payload::new()))
         .collect();
     let expected: Vec<_> = events.iter().map(|e| (e.start_time(), e.end_time())).collect();
-    notifier.publish_events(events);
+    notifier.publish_events(&mut events);
+    assert!(events.is_empty());
     assert_eq!(*edges.lock().unwrap(), expected);
     let got = edges.lock().unwrap().clone();
     for ((from, to), ms) in got.into_iter().zip(1..) {
         assert_eq!(to.duration_since(from).unwrap(), Duration::from_millis(ms));
     }
+}
+
+/// Owned subscribers (an exporter's) get the whole event in an `Arc` (moved out of the vector, not
+/// copied field by field into a lesser one), after the event-object subscribers saw it in place.
+#[test]
+fn owned_subscribers_of_a_batch_get_whole_events_and_the_vector_is_left_empty() {
+    use notify_core::OwnedEventSubscriber;
+    struct Keep(Mutex<Vec<Arc<Event>>>);
+    impl OwnedEventSubscriber for Keep {
+        fn deliver(&self, event: &Arc<Event>) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+    let notifier = Notifier::new();
+    let kept = Arc::new(Keep(Mutex::new(Vec::new())));
+    let seen = Arc::default();
+    let _seen = notifier.subscribe("job.batch", recorder(&seen));
+    let _kept = notifier.subscribe("job.batch", Subscriber::owned(kept.clone()));
+    let mut events = batch(4);
+    let sent: Vec<_> = events
+        .iter()
+        .map(|e| (e.id(), e.trace_id(), e.start_time(), e.payload().clone()))
+        .collect();
+    let capacity = events.capacity();
+    notifier.publish_events(&mut events);
+    assert_eq!((events.len(), events.capacity()), (0, capacity));
+    let got: Vec<_> = kept
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| (e.id(), e.trace_id(), e.start_time(), e.payload().clone()))
+        .collect();
+    assert_eq!(got, sent);
+    assert!(kept.0.lock().unwrap().iter().all(|e| e.name() == "job.batch"));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["job.batch 0", "job.batch 1", "job.batch 2", "job.batch 3"]
+    );
+}
+
+/// Under `FailurePolicy::Strict` the failure's panic reaches the caller after the failing event;
+/// the events after it are not delivered and the vector is empty.
+#[test]
+fn a_strict_failure_stops_the_batch_and_empties_the_vector() {
+    let notifier = Notifier::new();
+    notifier.set_failure_policy(FailurePolicy::Strict);
+    let seen = Arc::default();
+    let _seen = notifier.subscribe("job.batch", recorder(&seen));
+    let _bad = notifier.subscribe(
+        "job.batch",
+        Subscriber::event(|e: &Event| {
+            if e.payload().get("seq").map(ToString::to_string).as_deref() == Some("1") {
+                panic!("bad subscriber");
+            }
+        }),
+    );
+    let mut events = batch(4);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| notifier.publish_events(&mut events)));
+    assert!(unwound.is_err());
+    assert!(events.is_empty());
+    assert_eq!(*seen.lock().unwrap(), ["job.batch 0", "job.batch 1"]);
 }

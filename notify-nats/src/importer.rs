@@ -364,7 +364,7 @@ impl Republisher {
                 let duplicates = decoded - events;
                 // One batch publish: the listeners of a name are looked up once per run of it.
                 let notifier = &self.notifier;
-                crate::imported::republishing(|| notifier.publish_events(self.events.drain(..)));
+                crate::imported::republishing(|| notifier.publish_events(&mut self.events));
                 c.duplicates.fetch_add(duplicates, Ordering::AcqRel);
                 c.events.fetch_add(events, Ordering::AcqRel);
             }

@@ -92,8 +92,10 @@ pub(super) fn decode_v3(body: &[u8]) -> Result<BatchIn, DecodeError> {
 trait Sink<'a> {
     /// Room for `n` more events (a modest number: `n` comes from the message).
     fn reserve(&mut self, n: usize);
-    /// One event read: its name (and interned form), its other fields and its payload.
-    fn put(&mut self, name: &'a str, interned: Option<&'static str>, envelope: Envelope, payload: Payload);
+    /// One event read but for its payload: its name (and interned form) and its other fields;
+    /// returns its (empty) payload, which the reader fills where it lies (an `Event` is about
+    /// 400 bytes, its payload most of them: built apart and moved in, it would be copied).
+    fn put(&mut self, name: &'a str, interned: Option<&'static str>, envelope: Envelope) -> &mut Payload;
 }
 
 impl<'a> Sink<'a> for Vec<Event> {
@@ -102,12 +104,13 @@ impl<'a> Sink<'a> for Vec<Event> {
     }
 
     #[inline(always)]
-    fn put(&mut self, name: &'a str, interned: Option<&'static str>, envelope: Envelope, payload: Payload) {
+    fn put(&mut self, name: &'a str, interned: Option<&'static str>, envelope: Envelope) -> &mut Payload {
         let name: Cow<'static, str> = match interned {
             Some(interned) => Cow::Borrowed(interned),
             None => Cow::Owned(name.to_owned()),
         };
-        self.push(envelope.into_event(name, payload));
+        self.push(envelope.into_event(name, Payload::new()));
+        self.last_mut().expect("pushed above").payload_mut()
     }
 }
 
@@ -116,8 +119,9 @@ impl<'a> Sink<'a> for Vec<EventIn> {
         Vec::reserve(self, n);
     }
 
-    fn put(&mut self, name: &'a str, _: Option<&'static str>, envelope: Envelope, payload: Payload) {
-        self.push(EventIn::from_envelope(name.to_owned(), envelope, payload));
+    fn put(&mut self, name: &'a str, _: Option<&'static str>, envelope: Envelope) -> &mut Payload {
+        self.push(EventIn::from_envelope(name.to_owned(), envelope, Payload::new()));
+        &mut self.last_mut().expect("pushed above").payload
     }
 }
 
@@ -399,13 +403,8 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
-        let mut refused = None;
-        let payload = self.payload(0, &mut refused)?;
-        if let (Some(reason), None) = (refused, &impossible) {
-            *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
-        }
         *previous = (start_unix_ns, Some(trace_id));
-        out.put(
+        let payload = out.put(
             name,
             interned,
             Envelope {
@@ -419,8 +418,12 @@ impl<'a> Reader<'a> {
                 cpu_time_ns,
                 allocations,
             },
-            payload,
         );
+        let mut refused = None;
+        self.payload_into(payload, 0, &mut refused)?;
+        if let (Some(reason), None) = (refused, &impossible) {
+            *impossible = Some(format!("event {id} ({}): {reason}", Escaped::truncated(name, 200)));
+        }
         Ok(())
     }
     #[inline]
@@ -669,6 +672,13 @@ impl<'a> Reader<'a> {
     /// [`payload_from`]: super::serde_value::payload_from
     fn payload(&mut self, depth: usize, refused: &mut Option<&'static str>) -> Read<Payload> {
         let mut payload = Payload::new();
+        self.payload_into(&mut payload, depth, refused)?;
+        Ok(payload)
+    }
+
+    /// [`Reader::payload`] into `payload` (empty), where it lies: a version 3 event's.
+    #[inline]
+    fn payload_into(&mut self, payload: &mut Payload, depth: usize, refused: &mut Option<&'static str>) -> Read<()> {
         for _ in 0..self.len()? {
             let (key, interned) = self.name_or_key(true)?;
             let value = self.value(depth, refused)?;
@@ -677,7 +687,7 @@ impl<'a> Reader<'a> {
                 None => payload.insert(key.to_owned(), value),
             };
         }
-        Ok(payload)
+        Ok(())
     }
 
     /// A payload value at `depth` (a list or map at [`Value::MAX_NESTING`] is refused before its

@@ -135,7 +135,7 @@ pub(crate) struct EventIn {
     pub(crate) transaction_id: u64,
     pub(crate) trace_id: u128,
     outcome: WireOutcome,
-    payload: Payload,
+    pub(super) payload: Payload,
     cpu_time_ns: Option<u64>,
     allocations: Option<u64>,
 }
