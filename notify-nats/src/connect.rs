@@ -374,23 +374,58 @@ impl RoundTrip {
     /// false when the publish failed or the subscription ended. Echoes of earlier calls that came
     /// back late are skipped by their sequence number.
     pub(crate) async fn confirm(&mut self, client: &async_nats::Client) -> bool {
-        use futures_util::StreamExt;
-        self.sequence += 1;
-        let sequence = self.sequence.to_be_bytes();
-        if client
-            .publish(self.subject.clone(), bytes::Bytes::copy_from_slice(&sequence))
-            .await
-            .is_err()
-        {
+        let Some(sent) = self.send_echo(client).await else {
             return false;
-        }
-        while let Some(echo) = self.echoes.next().await {
-            if echo.payload.as_ref() == sequence {
+        };
+        while let Some(echo) = self.next_echo().await {
+            if echo >= sent {
                 return true;
             }
         }
         false
     }
+
+    /// Publishes the next echo (the server sends it back after everything this client published
+    /// before it); its sequence number, `None` when the publish failed. Numbers grow by one per
+    /// echo sent.
+    pub(crate) async fn send_echo(&mut self, client: &async_nats::Client) -> Option<u64> {
+        self.sequence += 1;
+        let sequence = self.sequence.to_be_bytes();
+        client
+            .publish(self.subject.clone(), bytes::Bytes::copy_from_slice(&sequence))
+            .await
+            .ok()
+            .map(|()| self.sequence)
+    }
+
+    /// The sequence number of the next echo to come back, waiting for it (without a time limit:
+    /// wrap it in one); `None` when the subscription ended.
+    pub(crate) async fn next_echo(&mut self) -> Option<u64> {
+        use futures_util::StreamExt;
+        while let Some(echo) = self.echoes.next().await {
+            if let Some(sequence) = echo_sequence(&echo.payload) {
+                return Some(sequence);
+            }
+        }
+        None
+    }
+
+    /// The sequence number of an echo already back, without waiting; `None` when none is.
+    pub(crate) fn ready_echo(&mut self) -> Option<u64> {
+        use futures_util::{FutureExt, StreamExt};
+        while let Some(Some(echo)) = self.echoes.next().now_or_never() {
+            if let Some(sequence) = echo_sequence(&echo.payload) {
+                return Some(sequence);
+            }
+        }
+        None
+    }
+}
+
+/// The sequence number an echo carries (8 bytes, big-endian); `None` for anything else (a stray
+/// message on the inbox).
+fn echo_sequence(payload: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(payload.try_into().ok()?))
 }
 
 #[cfg(test)]

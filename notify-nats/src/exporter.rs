@@ -16,6 +16,7 @@ use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
 use parking_lot::{Condvar, Mutex};
 
+use crate::confirm::{Tally, Window};
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
 use crate::jetstream::JetStream;
 use crate::subject::{check_prefix, subject_for};
@@ -291,6 +292,15 @@ impl Shared {
         };
         if !self.drop_reporter.report(drops.clone()) {
             log::warn!(target: "notify::nats", "{drops}");
+        }
+    }
+
+    /// Where core mode's confirmation window counts rounds.
+    fn tally(&self) -> Tally<'_> {
+        Tally {
+            exported: &self.counts.exported,
+            messages: &self.batches,
+            lost: &self.counts.disconnected,
         }
     }
 
@@ -686,7 +696,7 @@ fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mp
             None => match RoundTrip::new(&client).await {
                 Ok(round_trip) => Sink::Core {
                     flush_timeout: config.flush_timeout,
-                    round_trip: Box::new(round_trip),
+                    window: Box::new(Window::new(round_trip, config.flush_timeout)),
                 },
                 Err(e) => {
                     let _ = ready.send(Err(ConnectError::new(
@@ -738,10 +748,11 @@ const MAX_ROUND: usize = notify_core::export::MAX_SPARE_EVENTS / 2;
 const MAX_KEPT_GROUPS: usize = 64;
 
 enum Sink {
-    /// Core NATS: each round is confirmed by a round trip through the exporter's own inbox.
+    /// Core NATS: each round is confirmed by a round trip through the exporter's own inbox, up to
+    /// [`MAX_UNCONFIRMED`](crate::confirm::MAX_UNCONFIRMED) rounds on the wire at once.
     Core {
         flush_timeout: Duration,
-        round_trip: Box<RoundTrip>,
+        window: Box<Window>,
     },
     JetStream(Box<jetstream::Context>),
 }
@@ -813,6 +824,12 @@ impl Round {
         let mut taken = Vec::new();
         loop {
             if matches!(self.sink, Sink::Core { .. }) {
+                if !self.shared.connected.load(Ordering::Acquire) {
+                    // Rounds on the wire when the connection went: their echoes may never come
+                    // (counted lost once `flush_timeout` passes), not pending until it is back.
+                    self.settle_all().await;
+                    self.shared.progressed();
+                }
                 self.wait_connected().await;
             }
             let mut decided = false;
@@ -820,11 +837,16 @@ impl Round {
                 if self.shared.handoff.is_closed() && self.shared.handoff.drain(&mut taken, MAX_ROUND) == 0 {
                     // Shutdown: decide what tail sampling holds, send what it keeps, then end.
                     if !self.finish_tail(&mut taken) {
+                        self.settle_all().await;
+                        self.shared.progressed();
                         return;
                     }
                     decided = true;
                 } else if taken.is_empty() {
-                    // Idle: the end of a burst of drops, if there was one.
+                    // Idle: every round on the wire confirmed (or lost), then the end of a burst
+                    // of drops, if there was one.
+                    self.settle_all().await;
+                    self.shared.progressed();
                     self.shared.report_drops(true);
                     if !self.wait_for_work().await {
                         continue;
@@ -1016,34 +1038,47 @@ impl Round {
     async fn send(&mut self) {
         let messages = std::mem::take(&mut self.messages);
         match &mut self.sink {
-            Sink::Core {
-                flush_timeout,
-                round_trip,
-            } => {
-                let flush_timeout = *flush_timeout;
+            Sink::Core { flush_timeout, window } => {
                 let counts = &self.shared.counts;
                 let events: u64 = messages.iter().map(|m| m.events).sum();
-                let core = send_core(&self.client, round_trip, messages, flush_timeout);
-                match until_abandoned(&self.shared, core).await {
-                    Some(CoreRound {
-                        confirmed,
-                        messages,
-                        lost,
-                    }) => {
-                        counts.exported.fetch_add(confirmed, Ordering::AcqRel);
-                        counts.disconnected.fetch_add(lost, Ordering::AcqRel);
-                        self.shared.batches.fetch_add(messages, Ordering::Relaxed);
-                    }
-                    // Shutdown gave up while the round was unconfirmed.
-                    None => {
-                        counts.shutdown.fetch_add(events, Ordering::AcqRel);
+                let published = publish_core(&self.client, messages, *flush_timeout);
+                let Some(published) = until_abandoned(&self.shared, published).await else {
+                    // Shutdown gave up while the round was being published.
+                    counts.shutdown.fetch_add(events, Ordering::AcqRel);
+                    return;
+                };
+                counts.disconnected.fetch_add(published.lost, Ordering::AcqRel);
+                let tally = self.shared.tally();
+                if published.stalled {
+                    // Not confirmable: what was written before the stall may be lost with it.
+                    counts.disconnected.fetch_add(published.sent, Ordering::AcqRel);
+                } else if published.sent > 0 {
+                    let push = window.push(
+                        &self.client,
+                        published.sent,
+                        published.messages,
+                        published.connection,
+                        &tally,
+                    );
+                    if until_abandoned(&self.shared, push).await.is_none() {
+                        // Before its echo was sent: the round is not in the window.
+                        counts.shutdown.fetch_add(published.sent, Ordering::AcqRel);
                     }
                 }
+                settle(&self.shared, &self.client, window, false).await;
             }
             Sink::JetStream(context) => {
                 let context = context.clone();
                 self.send_jetstream(&context, messages).await;
             }
+        }
+    }
+
+    /// Core mode: waits until every published round is confirmed or lost (before going idle and
+    /// at the end, so that `flush` and `shutdown` see them counted).
+    async fn settle_all(&mut self) {
+        if let Sink::Core { window, .. } = &mut self.sink {
+            settle(&self.shared, &self.client, window, true).await;
         }
     }
 
@@ -1093,75 +1128,61 @@ impl Round {
     }
 }
 
-/// What became of a core-mode round: `confirmed + lost` is every event of it.
-struct CoreRound {
-    /// Events the server confirmed.
-    confirmed: u64,
-    /// Messages the server confirmed.
+/// What publishing a core-mode round did: `sent + lost` is every event of it.
+struct Published {
+    /// Events in messages the client accepted.
+    sent: u64,
+    /// Messages the client accepted.
     messages: u64,
-    /// Events whose publish failed or whose round the server did not confirm.
+    /// Events whose publish failed, or that were not tried after a stall.
     lost: u64,
+    /// A publish waited longer than the timeout for room (a frozen or dead server): the round is
+    /// not confirmable.
+    stalled: bool,
+    /// The client's connection count before the first publish.
+    connection: u64,
 }
 
-/// Publishes a round of messages and confirms it with a round trip through the exporter's inbox
-/// ([`RoundTrip`]). A publish that fails or waits longer than `timeout` for room, an echo that does
-/// not come back within `timeout`, or a reconnection between the first publish and the echo
-/// (messages written to the old connection may be lost with it, while the echo travels on the
-/// new one) leave the round's events unconfirmed.
-async fn send_core(
-    client: &async_nats::Client,
-    round_trip: &mut RoundTrip,
-    messages: Vec<Message>,
-    timeout: Duration,
-) -> CoreRound {
-    let connects = || client.statistics().connects.load(Ordering::Acquire);
-    let connection = connects();
-    let mut sent = 0;
-    let mut sent_messages = 0;
-    let mut lost = 0;
-    let mut stalled = false;
+/// Publishes a round of messages (confirmed later through the [`Window`]). A publish that fails
+/// counts its events lost; one that waits longer than `timeout` for room in the client's buffer
+/// stalls the round: the rest is not tried.
+async fn publish_core(client: &async_nats::Client, messages: Vec<Message>, timeout: Duration) -> Published {
+    let mut published = Published {
+        sent: 0,
+        messages: 0,
+        lost: 0,
+        stalled: false,
+        connection: client.statistics().connects.load(Ordering::Acquire),
+    };
     for m in messages {
-        if stalled {
-            lost += m.events;
+        if published.stalled {
+            published.lost += m.events;
             continue;
         }
         match tokio::time::timeout(timeout, client.publish_with_headers(m.subject, m.headers, m.body)).await {
             Ok(Ok(())) => {
-                sent += m.events;
-                sent_messages += 1;
+                published.sent += m.events;
+                published.messages += 1;
             }
-            Ok(Err(_)) => lost += m.events,
+            Ok(Err(_)) => published.lost += m.events,
             Err(_) => {
-                lost += m.events;
-                stalled = true;
+                published.lost += m.events;
+                published.stalled = true;
             }
         }
     }
-    if sent == 0 {
-        return CoreRound {
-            confirmed: 0,
-            messages: 0,
-            lost,
-        };
-    }
-    let confirmed = !stalled
-        && matches!(
-            tokio::time::timeout(timeout, round_trip.confirm(client)).await,
-            Ok(true)
-        )
-        && connects() == connection;
-    if confirmed {
-        CoreRound {
-            confirmed: sent,
-            messages: sent_messages,
-            lost,
-        }
-    } else {
-        CoreRound {
-            confirmed: 0,
-            messages: 0,
-            lost: lost + sent,
-        }
+    published
+}
+
+/// [`Window::settle`] until shutdown gives up; then what is left in the window counts as
+/// dropped at shutdown.
+async fn settle(shared: &Shared, client: &async_nats::Client, window: &mut Window, all: bool) {
+    let tally = shared.tally();
+    if until_abandoned(shared, window.settle(client, all, &tally))
+        .await
+        .is_none()
+    {
+        shared.counts.shutdown.fetch_add(window.abandon(), Ordering::AcqRel);
     }
 }
 

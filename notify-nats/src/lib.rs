@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod confirm;
 mod connect;
 mod exporter;
 mod imported;

@@ -675,6 +675,59 @@ fn a_round_the_server_does_not_confirm_is_counted_as_disconnected_never_as_expor
     assert_eq!(importer.stats().events, 300);
 }
 
+/// Rounds are confirmed pipelined (up to 4 on the wire at once): a freeze during a continuous
+/// flow leaves rounds in flight. Each event is counted exactly once, and none as exported that the
+/// server did not process: everything counted exported reaches the importer.
+#[test]
+fn pipelined_rounds_in_flight_at_a_freeze_are_counted_once_and_never_exported_unprocessed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut server = NatsServer::start();
+    let remote = Notifier::new();
+    let importer = Importer::builder(NatsOptions::new(server.url()))
+        .start(&remote)
+        .unwrap();
+    let exporter = Exporter::builder(NatsOptions::new(server.url()))
+        .flush_timeout(Duration::from_millis(300))
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+    let flow = |n: u64| {
+        for seq in 0..n {
+            local.instrument("flow.test", || Payload::new().with("seq", seq), |_| ());
+        }
+    };
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                flow(100);
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150));
+        server.freeze();
+        std::thread::sleep(Duration::from_millis(150));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let frozen = exporter.flush(Duration::from_secs(20)).unwrap();
+    assert_eq!(frozen.pending, 0, "{frozen:?}");
+    assert_eq!(frozen.exported + frozen.dropped.total(), frozen.published, "{frozen:?}");
+    assert!(frozen.exported > 0 && frozen.dropped.disconnected > 0, "{frozen:?}");
+    server.thaw();
+    let got = importer.wait_until(WAIT, |s| s.events >= frozen.exported).events;
+    assert!(
+        got >= frozen.exported,
+        "exported {} but the importer got {got}",
+        frozen.exported
+    );
+    // Confirmed again after the thaw, on the same connection.
+    flow(1_000);
+    let after = exporter.flush(WAIT).unwrap();
+    assert_eq!(after.published, frozen.published + 1_000, "{after:?}");
+    assert_eq!(after.exported + after.dropped.total(), after.published, "{after:?}");
+    assert!(after.exported > frozen.exported, "{after:?}");
+}
+
 /// Shutdown with nothing left to send returns at once, even while the server is gone (the
 /// exporter's thread used to wait for a reconnection forever, and `shutdown` to join it).
 #[test]
