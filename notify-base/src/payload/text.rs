@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
+use std::sync::Arc;
 
 /// The text of a [`Value::Str`](crate::Value::Str), stored one of three ways, none of which shows
 /// in its value (equality, order, hashing and formatting are those of the `str`):
@@ -14,7 +15,9 @@ use std::ops::Deref;
 ///   nothing to free;
 /// * up to [`Text::INLINE_CAPACITY`] (38) bytes copied inline ([`Text::new`] of a short
 ///   `&str`, what `Payload::with("key", text)` does with borrowed text): no allocation;
-/// * a `String` ([`Text::new`] of longer text, `From<String>`: moved, not copied).
+/// * a `String` ([`Text::new`] of longer text, `From<String>`: moved, not copied);
+/// * an `Arc<str>`, shared (`From<Arc<str>>`: a reference count, no copy): one text in many
+///   payloads, as an importer gives the events of one batch a statement they all carry.
 ///
 /// A `Text` is 40 bytes, so a [`Value`](crate::Value) stays 48 bytes. It dereferences to `str`.
 ///
@@ -34,6 +37,7 @@ enum Repr {
     Static(&'static str),
     Inline(Inline),
     Owned(String),
+    Shared(Arc<str>),
 }
 
 /// Short text stored in place: `bytes[..len]` is valid UTF-8 (copied from a `&str`).
@@ -44,10 +48,10 @@ struct Inline {
 }
 
 impl Text {
-    /// True when the text is held in a `String` (dropping it frees memory).
+    /// True when the text is held in a `String` or an `Arc` (dropping it may free memory).
     #[inline(always)]
     pub(crate) fn is_owned(&self) -> bool {
-        matches!(self.0, Repr::Owned(_))
+        matches!(self.0, Repr::Owned(_) | Repr::Shared(_))
     }
 
     /// The longest text, in bytes, that [`Text::new`] stores without allocating: what fits in
@@ -96,6 +100,7 @@ impl Text {
             // (tests: `inline_text_reads_back_exactly`).
             Repr::Inline(inline) => unsafe { std::str::from_utf8_unchecked(&inline.bytes[..usize::from(inline.len)]) },
             Repr::Owned(text) => text,
+            Repr::Shared(text) => text,
         }
     }
 
@@ -221,6 +226,23 @@ impl From<String> for Text {
     }
 }
 
+impl From<Arc<str>> for Text {
+    /// Shares the text (a reference count; no copy).
+    ///
+    /// ```
+    /// use notify_core::payload::Text;
+    /// use std::sync::Arc;
+    /// let sql: Arc<str> = Arc::from("SELECT id, title FROM books WHERE author = ?1 ORDER BY year");
+    /// let (a, b) = (Text::from(sql.clone()), Text::from(sql));
+    /// assert_eq!(a, b);
+    /// assert_eq!(a.as_ptr(), b.as_ptr());
+    /// ```
+    #[inline]
+    fn from(text: Arc<str>) -> Text {
+        Text(Repr::Shared(text))
+    }
+}
+
 impl From<Cow<'static, str>> for Text {
     #[inline]
     fn from(text: Cow<'static, str>) -> Text {
@@ -308,6 +330,28 @@ mod tests {
         assert_eq!(String::from(Text::new("ab")), "ab");
         let long = "y".repeat(100);
         assert_eq!(Text::new(&long).into_string(), long);
+    }
+
+    /// Shared text is one allocation for all its clones, reads and compares as its `str`, is
+    /// dropped (not skipped as static or inline text is), and is copied out into a `String`.
+    #[test]
+    fn shared_text_is_one_allocation_and_behaves_as_its_str() {
+        let arc: Arc<str> = Arc::from("z".repeat(60).as_str());
+        let (a, b) = (Text::from(arc.clone()), Text::from(arc.clone()).clone());
+        assert_eq!(Arc::strong_count(&arc), 3);
+        assert_eq!((a.as_ptr(), b.as_ptr()), (arc.as_ptr(), arc.as_ptr()));
+        assert_eq!(a, Text::new(&arc));
+        assert!(a.is_owned() && !a.is_inline() && a.as_static().is_none());
+        assert!(!crate::Value::Str(a.clone()).owns_nothing());
+        let hash = |t: &Text| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            t.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&a), hash(&Text::new(&arc)));
+        assert_eq!(a.into_string(), *arc);
+        drop(b);
+        assert_eq!(Arc::strong_count(&arc), 1);
     }
 
     #[test]

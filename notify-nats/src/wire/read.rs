@@ -1,6 +1,7 @@
 //! The one-pass binary reader: a binary batch read straight into events, without serde.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::intern::{intern, Recent};
@@ -224,9 +225,18 @@ struct Reader<'a> {
     keys: Recent<'a>,
     /// Version 3: text is read through the batch's string table.
     v3: bool,
-    /// Version 3: the batch's string table, each entry with its interned form once asked for
-    /// (`None`: not yet).
-    strings: Vec<(&'a str, Option<Option<&'static str>>)>,
+    /// Version 3: the batch's string table.
+    strings: Vec<Entry<'a>>,
+}
+
+/// An entry of a version 3 batch's string table.
+struct Entry<'a> {
+    text: &'a str,
+    /// Its interned form once asked for (`None`: not yet; a name or key).
+    interned: Option<Option<&'static str>>,
+    /// For a text value too long to be stored inline, the `Arc` its values share (made at its
+    /// first use as a value).
+    shared: Option<Arc<str>>,
 }
 
 impl<'a> Reader<'a> {
@@ -263,7 +273,11 @@ impl<'a> Reader<'a> {
         if reference == 0 {
             let text = self.str()?;
             if text.len() <= MAX_TABLE_STRING && self.strings.len() < MAX_TABLE_ENTRIES {
-                self.strings.push((text, None));
+                self.strings.push(Entry {
+                    text,
+                    interned: None,
+                    shared: None,
+                });
                 return Ok(Ok(self.strings.len() - 1));
             }
             return Ok(Err(text));
@@ -285,8 +299,29 @@ impl<'a> Reader<'a> {
             return self.str();
         }
         Ok(match self.string_ref()? {
-            Ok(index) => self.strings[index].0,
+            Ok(index) => self.strings[index].text,
             Err(text) => text,
+        })
+    }
+
+    /// A `Str` value's text, as [`Reader::text`]; a table entry too long to be stored inline is
+    /// shared by every value of the batch that refers to it (one allocation, a reference count
+    /// per value, where each value had a copy).
+    #[inline(always)]
+    fn text_value(&mut self) -> Read<Text> {
+        if !self.v3 {
+            return Ok(Text::new(self.str()?));
+        }
+        Ok(match self.string_ref()? {
+            Ok(index) => {
+                let Entry { text, shared, .. } = &mut self.strings[index];
+                if text.len() <= Text::INLINE_CAPACITY {
+                    Text::new(text)
+                } else {
+                    Text::from(shared.get_or_insert_with(|| Arc::from(*text)).clone())
+                }
+            }
+            Err(text) => Text::new(text),
         })
     }
 
@@ -300,7 +335,7 @@ impl<'a> Reader<'a> {
         }
         Ok(match self.string_ref()? {
             Ok(index) => {
-                let (text, interned) = &mut self.strings[index];
+                let Entry { text, interned, .. } = &mut self.strings[index];
                 (*text, *interned.get_or_insert_with(|| intern(text)))
             }
             // Not in the table (too long, or the table full): the process-wide table is asked
@@ -715,7 +750,7 @@ impl<'a> Reader<'a> {
             i if i == variant::I64.0 => Value::I64(self.i64()?),
             i if i == variant::U64.0 => Value::U64(self.varint_u64()?),
             i if i == variant::F64.0 => Value::F64(self.f64()?),
-            i if i == variant::STR.0 => Value::Str(Text::new(self.text()?)),
+            i if i == variant::STR.0 => Value::Str(self.text_value()?),
             i if i == variant::DURATION.0 => {
                 let secs = self.varint_u64()?;
                 let nanos = self.varint_u32()?;
@@ -769,7 +804,47 @@ mod tests {
     use crate::wire::tests::{assert_same, decoded_both_ways, encode_v2, nested_event, sample};
     use crate::wire::{encode_batch, MAGIC, WIRE_VERSION};
     use serde::Serialize;
-    use std::sync::Arc;
+
+    /// Version 3: a long text value the batch repeats is one allocation shared by its events;
+    /// short text stays inline, and text met once is the only holder of its `Arc`.
+    #[test]
+    fn a_long_text_repeated_in_a_batch_is_shared_by_its_events() {
+        let now = std::time::Instant::now();
+        let sql = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year".to_owned();
+        let event = |sql: &str| {
+            Arc::new(Event::new(
+                "query.sql",
+                now,
+                now,
+                Payload::new().with("sql", sql).with("short", "abc"),
+            ))
+        };
+        let other = "x".repeat(Text::INLINE_CAPACITY + 1);
+        let events = [event(&sql), event(&sql), event(&other), event(&sql)];
+        let body = encode_batch(Encoding::Binary, 1, &events);
+        let mut got = Vec::new();
+        decode_into(Encoding::Binary, &body, &mut got).unwrap();
+        let text = |i: usize, key: &str| match got[i].payload().get(key) {
+            Some(Value::Str(text)) => text,
+            other => panic!("{other:?}"),
+        };
+        let pointer = |i: usize, key: &str| text(i, key).as_ptr();
+        assert_eq!(
+            (pointer(0, "sql"), pointer(1, "sql")),
+            (pointer(3, "sql"), pointer(3, "sql"))
+        );
+        assert_ne!(pointer(2, "sql"), pointer(0, "sql"));
+        assert_eq!(
+            (text(0, "sql").as_str(), text(2, "sql").as_str()),
+            (sql.as_str(), other.as_str())
+        );
+        assert_ne!(
+            pointer(0, "short"),
+            pointer(1, "short"),
+            "short text is inline in each event"
+        );
+        assert_eq!(text(1, "short"), "abc");
+    }
 
     /// The one-pass decoder gives the events of the two-pass one (its reference, kept for
     /// JSON) for every kind of value, both wire versions, and an empty batch.
