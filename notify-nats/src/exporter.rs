@@ -140,6 +140,8 @@ impl ExporterBuilder {
     /// After publishing a round, the exporter publishes one more message to a private inbox it
     /// subscribes to and waits up to this long for it to come back: the server handles a
     /// connection's messages in order, so the echo proves that it processed the whole round.
+    /// When the echo takes longer than 1 ms, the next rounds are published meanwhile (at most 4
+    /// rounds unconfirmed at once), each with its own echo and this limit.
     /// The same limit bounds each wait of a publish for room in the client's buffer. The events of
     /// a round not confirmed in time, or whose connection was replaced by a reconnection before
     /// the echo came back, are counted in [`Dropped::disconnected`], never as exported.
