@@ -101,7 +101,9 @@ impl BatchEncoder {
         self.scratch.clear();
         let out = EventOut::new(event);
         match self.encoding {
-            Encoding::Binary => out.write_postcard(&mut self.scratch),
+            Encoding::Binary => out
+                .write_postcard(&mut self.scratch)
+                .map_err(|_| PushError::Encode(too_deep()))?,
             Encoding::Json => {
                 serde_json::to_writer(&mut self.scratch, &out).map_err(|e| PushError::Encode(e.to_string()))?
             }

@@ -2,12 +2,10 @@
 //! time deltas, fixed-width ids, one flags byte per event). The layout is documented byte by
 //! byte in the [module documentation](super); the reader is [`super::read`]'s.
 
-use notify_core::{Event, Payload, Value};
+use notify_core::Event;
 
 use super::serde_form::{saturating_ns, unix_ns};
-use super::time::time_parts;
-use super::variant;
-use super::write::{put_varint_u128, put_varint_u64};
+use super::write::{put_payload, put_varint_u64, TextOut, TooDeep};
 
 /// The most strings a batch's string table holds; later new strings are written in full each
 /// time.
@@ -205,11 +203,6 @@ pub(super) struct Previous {
     pub(super) trace_id: Option<u128>,
 }
 
-/// A payload value nests lists and maps deeper than [`Value::MAX_NESTING`] (an importer would
-/// refuse its whole batch).
-#[derive(Debug)]
-pub(super) struct TooDeep;
-
 /// Appends `event`'s version 3 encoding to `body` (see the module documentation of
 /// [`super`] for the layout), its strings through `table`. On [`TooDeep`], `body`, `table` and
 /// `previous` are left part-way: the caller takes the event back.
@@ -276,106 +269,16 @@ fn zigzag_64(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
-/// A payload or map: its length, then each key (a string reference) and value; its values at
-/// `depth` (0 for an event's payload).
-fn put_payload(body: &mut Vec<u8>, table: &mut StringTable, payload: &Payload, depth: usize) -> Result<(), TooDeep> {
-    put_varint_u64(body, payload.len() as u64);
-    for (key, value) in payload.entries() {
-        match key.as_static() {
-            Some(key) => table.put_static(body, key),
-            None => {
-                table.put(body, key);
-            }
-        }
-        put_value(body, table, value, depth)?;
+impl TextOut for StringTable {
+    #[inline(always)]
+    fn put_text(&mut self, out: &mut Vec<u8>, text: &str) {
+        self.put(out, text);
     }
-    Ok(())
-}
 
-/// A value as version 2 writes it (its variant's position, then its fields), but text (`Str`,
-/// an exception's type and message, map keys) through the string table; a list or map at
-/// `depth` [`Value::MAX_NESTING`] is [`TooDeep`] (as the reader refuses it).
-fn put_value(body: &mut Vec<u8>, table: &mut StringTable, value: &Value, depth: usize) -> Result<(), TooDeep> {
-    let nested = || {
-        if depth >= Value::MAX_NESTING {
-            Err(TooDeep)
-        } else {
-            Ok(depth + 1)
-        }
-    };
-    let zigzag_128 = |v: i128| ((v << 1) ^ (v >> 127)) as u128;
-    let tag = |body: &mut Vec<u8>, (index, _): (u32, &str)| body.push(index as u8);
-    match value {
-        Value::Str(v) => {
-            tag(body, variant::STR);
-            match v.as_static() {
-                Some(v) => table.put_static(body, v),
-                None => {
-                    table.put(body, v);
-                }
-            }
-        }
-        Value::U64(v) => {
-            tag(body, variant::U64);
-            put_varint_u64(body, *v);
-        }
-        Value::I64(v) => {
-            tag(body, variant::I64);
-            put_varint_u64(body, zigzag_64(*v));
-        }
-        Value::Null => tag(body, variant::NULL),
-        Value::Bool(v) => {
-            tag(body, variant::BOOL);
-            body.push(u8::from(*v));
-        }
-        Value::I128(v) => {
-            tag(body, variant::I128);
-            put_varint_u128(body, zigzag_128(*v));
-        }
-        Value::U128(v) => {
-            tag(body, variant::U128);
-            put_varint_u128(body, *v);
-        }
-        Value::F64(v) => {
-            tag(body, variant::F64);
-            body.extend_from_slice(&v.to_bits().to_le_bytes());
-        }
-        Value::Duration(d) => {
-            tag(body, variant::DURATION);
-            put_varint_u64(body, d.as_secs());
-            put_varint_u64(body, u64::from(d.subsec_nanos()));
-        }
-        Value::Time(t) => {
-            let (secs, nanos) = time_parts(*t);
-            tag(body, variant::TIME);
-            put_varint_u64(body, zigzag_64(secs));
-            put_varint_u64(body, u64::from(nanos));
-        }
-        Value::List(items) => {
-            let depth = nested()?;
-            tag(body, variant::LIST);
-            put_varint_u64(body, items.len() as u64);
-            for item in items {
-                put_value(body, table, item, depth)?;
-            }
-        }
-        Value::Map(map) => {
-            let depth = nested()?;
-            tag(body, variant::MAP);
-            put_payload(body, table, map, depth)?;
-        }
-        Value::Exception { type_name, message } => {
-            tag(body, variant::EXCEPTION);
-            table.put(body, type_name);
-            table.put(body, message);
-        }
-        // A variant added to notify-core after this wire version: its Display text (as version 2).
-        other => {
-            tag(body, variant::STR);
-            table.put(body, &other.to_string());
-        }
+    #[inline(always)]
+    fn put_static_text(&mut self, out: &mut Vec<u8>, text: &'static str) {
+        self.put_static(out, text);
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -391,6 +294,7 @@ mod tests {
     use super::*;
     use crate::wire::encoder::{BatchEncoder, PushError};
     use crate::wire::tests::{assert_same, decoded_both_ways, encode_v2, nested_event, sample};
+    use crate::wire::variant;
     use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, MAGIC, WIRE_VERSION};
 
     const SQL: &str = "SELECT id, title FROM books WHERE author = ?1 ORDER BY year";

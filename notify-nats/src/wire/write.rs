@@ -11,8 +11,8 @@ use super::variant;
 impl EventOut<'_> {
     /// Appends the event's postcard encoding to `out`: the bytes `postcard::to_io(self, out)`
     /// writes (the round-trip and byte-equality tests compare the two), without serde's layers
-    /// (about half the exporter's encoding instructions).
-    pub(super) fn write_postcard(&self, out: &mut Vec<u8>) {
+    /// (about half the exporter's encoding instructions). [`TooDeep`] leaves `out` part-way.
+    pub(super) fn write_postcard(&self, out: &mut Vec<u8>) -> Result<(), TooDeep> {
         put_str(out, self.name);
         put_varint_u64(out, self.start_unix_ns);
         put_varint_u64(out, self.end_unix_ns);
@@ -29,9 +29,10 @@ impl EventOut<'_> {
                 WireOutcome::Cancelled => 2,
             },
         );
-        put_payload(out, self.payload.0);
+        put_payload(out, &mut WholeText, self.payload.0, 0)?;
         put_option_u64(out, self.cpu_time_ns);
         put_option_u64(out, self.allocations);
+        Ok(())
     }
 }
 
@@ -113,37 +114,97 @@ fn put_option_u64(out: &mut Vec<u8>, value: Option<u64>) {
     }
 }
 
-/// A payload or map: its length, then each key and value ([`PayloadOut`] through postcard).
-///
-/// [`PayloadOut`]: super::serde_value::PayloadOut
-fn put_payload(out: &mut Vec<u8>, payload: &Payload) {
-    put_varint_u64(out, payload.len() as u64);
-    for (key, value) in payload.iter() {
-        put_str(out, key);
-        put_value(out, value);
+/// A payload value nests lists and maps deeper than [`Value::MAX_NESTING`] (an importer would
+/// refuse its whole batch).
+#[derive(Debug)]
+pub(super) struct TooDeep;
+
+/// How the text of a payload (keys, `Str` values, an exception's type and message) is written:
+/// whole each time (version 2, as postcard writes a `str`: [`WholeText`]) or through the batch's
+/// string table (version 3: [`StringTable`](super::v3::StringTable)). The rest of a payload is
+/// written the same way by both versions ([`put_payload`]).
+pub(super) trait TextOut {
+    /// Appends `text`.
+    fn put_text(&mut self, out: &mut Vec<u8>, text: &str);
+
+    /// Appends static text (what [`TextOut::put_text`] appends; a string table finds static text
+    /// by its address).
+    fn put_static_text(&mut self, out: &mut Vec<u8>, text: &'static str) {
+        self.put_text(out, text);
     }
 }
 
-/// A value as [`ValueOut`] writes it through postcard: its variant's position, then its fields.
+/// Version 2's text: its length, then its bytes.
+pub(super) struct WholeText;
+
+impl TextOut for WholeText {
+    #[inline(always)]
+    fn put_text(&mut self, out: &mut Vec<u8>, text: &str) {
+        put_str(out, text);
+    }
+}
+
+/// A payload or map: its length, then each key and value ([`PayloadOut`] through postcard in
+/// version 2); its values at `depth` (0 for an event's payload).
+///
+/// [`PayloadOut`]: super::serde_value::PayloadOut
+pub(super) fn put_payload<T: TextOut>(
+    out: &mut Vec<u8>,
+    texts: &mut T,
+    payload: &Payload,
+    depth: usize,
+) -> Result<(), TooDeep> {
+    put_varint_u64(out, payload.len() as u64);
+    for (key, value) in payload.entries() {
+        match key.as_static() {
+            Some(key) => texts.put_static_text(out, key),
+            None => texts.put_text(out, key),
+        }
+        put_value(out, texts, value, depth)?;
+    }
+    Ok(())
+}
+
+/// A value as [`ValueOut`] writes it through postcard: its variant's position (one byte: there
+/// are fewer than 128 variants), then its fields, its text through `texts`; a list or map at
+/// `depth` [`Value::MAX_NESTING`] is [`TooDeep`] (as the readers refuse it).
 ///
 /// [`ValueOut`]: super::serde_value::ValueOut
-fn put_value(out: &mut Vec<u8>, value: &Value) {
+fn put_value<T: TextOut>(out: &mut Vec<u8>, texts: &mut T, value: &Value, depth: usize) -> Result<(), TooDeep> {
+    let nested = || {
+        if depth >= Value::MAX_NESTING {
+            Err(TooDeep)
+        } else {
+            Ok(depth + 1)
+        }
+    };
     let zigzag_64 = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
     let zigzag_128 = |v: i128| ((v << 1) ^ (v >> 127)) as u128;
-    let tag = |out: &mut Vec<u8>, (index, _): (u32, &str)| put_varint_u64(out, u64::from(index));
+    let tag = |out: &mut Vec<u8>, (index, _): (u32, &str)| {
+        debug_assert!(index < 0x80, "a one-byte varint");
+        out.push(index as u8);
+    };
     match value {
-        Value::Null => tag(out, variant::NULL),
-        Value::Bool(v) => {
-            tag(out, variant::BOOL);
-            out.push(u8::from(*v));
+        // The common kinds first.
+        Value::Str(v) => {
+            tag(out, variant::STR);
+            match v.as_static() {
+                Some(v) => texts.put_static_text(out, v),
+                None => texts.put_text(out, v),
+            }
+        }
+        Value::U64(v) => {
+            tag(out, variant::U64);
+            put_varint_u64(out, *v);
         }
         Value::I64(v) => {
             tag(out, variant::I64);
             put_varint_u64(out, zigzag_64(*v));
         }
-        Value::U64(v) => {
-            tag(out, variant::U64);
-            put_varint_u64(out, *v);
+        Value::Null => tag(out, variant::NULL),
+        Value::Bool(v) => {
+            tag(out, variant::BOOL);
+            out.push(u8::from(*v));
         }
         Value::I128(v) => {
             tag(out, variant::I128);
@@ -157,10 +218,6 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             tag(out, variant::F64);
             out.extend_from_slice(&v.to_bits().to_le_bytes());
         }
-        Value::Str(v) => {
-            tag(out, variant::STR);
-            put_str(out, v);
-        }
         Value::Duration(d) => {
             tag(out, variant::DURATION);
             put_varint_u64(out, d.as_secs());
@@ -173,27 +230,30 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             put_varint_u64(out, u64::from(nanos));
         }
         Value::List(items) => {
+            let depth = nested()?;
             tag(out, variant::LIST);
             put_varint_u64(out, items.len() as u64);
             for item in items {
-                put_value(out, item);
+                put_value(out, texts, item, depth)?;
             }
         }
         Value::Map(map) => {
+            let depth = nested()?;
             tag(out, variant::MAP);
-            put_payload(out, map);
+            put_payload(out, texts, map, depth)?;
         }
         Value::Exception { type_name, message } => {
             tag(out, variant::EXCEPTION);
-            put_str(out, type_name);
-            put_str(out, message);
+            texts.put_text(out, type_name);
+            texts.put_text(out, message);
         }
         // A variant added to notify-core after this wire version: its Display text (as ValueOut).
         other => {
             tag(out, variant::STR);
-            put_str(out, &other.to_string());
+            texts.put_text(out, &other.to_string());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -280,7 +340,7 @@ mod tests {
         for event in &events {
             let out = EventOut::new(event);
             let mut hand = Vec::new();
-            out.write_postcard(&mut hand);
+            out.write_postcard(&mut hand).unwrap();
             assert_eq!(hand, postcard::to_stdvec(&out).unwrap(), "{event:?}");
         }
         let body = encode_batch(Encoding::Binary, 3, &events);
