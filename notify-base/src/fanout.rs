@@ -535,8 +535,9 @@ impl Fanout {
     }
 
     /// How many changes (subscribe, unsubscribe, detach) were applied so far. Listeners looked up
-    /// after it read `n` are still the current ones while it reads `n` (the count moves after each
-    /// swap); `Notifier::publish_events` looks up again when it moved.
+    /// after it read `n` are still the current ones while it reads `n` (the count moves after
+    /// each swap and its name filter update); `Notifier::publish_events` looks up again when it
+    /// moved.
     #[inline]
     pub(crate) fn changes(&self) -> u64 {
         self.changes.load(Ordering::Acquire)
@@ -592,13 +593,14 @@ impl Fanout {
             self.mirror.replace(&next)
         };
         let old = self.snapshot.swap(next);
-        // After the swap: a reader that sees this count (Acquire) and looks up again finds the
-        // new snapshot; one that sees the old count uses listeners of the old snapshot, as an
-        // event looked up just before the swap does.
-        self.changes.fetch_add(1, Ordering::Release);
         #[cfg(not(loom))]
         let old = Replaced(Some(old));
         self.update_names(&mut writer.name_bits, &membership, wide, was_wide);
+        // After the swap and the name filter: a reader that sees this count (Acquire) and looks
+        // up again passes the filter for a name just subscribed and finds the new snapshot; one
+        // that sees the old count uses what it looked up before, as an event looked up just
+        // before the change does.
+        self.changes.fetch_add(1, Ordering::Release);
         if self.is_global && !writer.callsites.is_empty() {
             let snapshot = self.snapshot.load();
             let refresh = |sites: &Vec<&'static SiteCache>| sites.iter().for_each(|site| site.refresh(&snapshot));

@@ -49,12 +49,13 @@ impl RemoteIds {
 }
 
 impl Event {
-    /// An event recorded by another process, built in one step: what
-    /// [`Event::at_wall_clock`] then [`Event::with_ids`] and [`Event::with_trace_id`] make, without
-    /// drawing the fresh ids those replace (an importer's per-event path). Its times are as in
-    /// [`Event::at_wall_clock`]; it is sampled and its parent is not marked remote, as an event
-    /// made with [`Event::new`] on a thread with no current context (use
-    /// [`Event::with_sampled`] and [`Event::with_parent_remote`] to say otherwise).
+    /// An event recorded by another process, built in one step with its original ids, without
+    /// drawing fresh ids to replace (an importer's per-event path). Its times are as in
+    /// [`Event::at_wall_clock`]. It is sampled and its parent is not marked remote whatever the
+    /// calling thread's current context (use [`Event::with_sampled`] and
+    /// [`Event::with_parent_remote`] to say otherwise): on a thread with no current context, it
+    /// is what [`Event::at_wall_clock`] then [`Event::with_ids`] and [`Event::with_trace_id`]
+    /// make.
     ///
     /// ```
     /// use notify_core::{context::TransactionId, event::{EventId, RemoteIds}, Event, Payload, TraceId};

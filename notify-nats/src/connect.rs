@@ -249,6 +249,10 @@ pub enum ConnectErrorKind {
     /// prefix and subject, or its queue group (empty, whitespace, a misplaced wildcard). The
     /// message names the setting and the bad token; nothing was connected.
     Subject,
+    /// [`ExporterBuilder::wire_version`](crate::ExporterBuilder::wire_version) names a version
+    /// the exporter does not write (2 and [`WIRE_VERSION`](crate::WIRE_VERSION) are written);
+    /// nothing was connected.
+    WireVersion,
 }
 
 /// Why an exporter or importer could not start.
@@ -286,6 +290,7 @@ impl fmt::Display for ConnectError {
             ConnectErrorKind::JetStream => "JetStream setup failed on",
             ConnectErrorKind::Thread => "could not start a thread for",
             ConnectErrorKind::Subject => return write!(f, "invalid NATS subject: {}", Escaped::new(&self.message)),
+            ConnectErrorKind::WireVersion => return write!(f, "{}", Escaped::new(&self.message)),
         };
         write!(
             f,

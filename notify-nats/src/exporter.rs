@@ -22,7 +22,9 @@ use crate::jetstream::JetStream;
 use crate::subject::{check_prefix, subject_for};
 use crate::wire::{BatchEncoder, Encoding, PushError, WIRE_VERSION, WRITABLE_VERSIONS};
 
-/// Header naming the encoding of a message body (`postcard` or `json`).
+/// Header naming the encoding of a message body: `postcard` (notify's binary batches: postcard's
+/// encoding up to wire version 2, version 3's own compact layout since; [`VERSION_HEADER`] and the
+/// body's version say which) or `json`.
 pub const ENCODING_HEADER: &str = "Notify-Encoding";
 /// Header with the wire-format version of a message body.
 pub const VERSION_HEADER: &str = "Notify-Version";
@@ -79,7 +81,8 @@ impl ExporterBuilder {
     /// The wire-format version of binary batches (default [`WIRE_VERSION`], 3): 2 keeps writing
     /// the previous version during a rolling upgrade, since an importer refuses a batch newer than
     /// it reads ([`DecodeError::UnsupportedVersion`](crate::DecodeError::UnsupportedVersion),
-    /// counted as malformed): set 2 on the exporters until every importer reads version 3, then
+    /// counted in `ImporterStats::unsupported_version`): set 2 on the exporters until every
+    /// importer reads version 3, then
     /// drop the setting. Version 3 batches are about a quarter the size of version 2's for
     /// events of one name with repeated payload text. JSON batches are unaffected (they keep
     /// version 2's shape and say version 2).
@@ -90,15 +93,10 @@ impl ExporterBuilder {
     /// # drop(builder);
     /// ```
     ///
-    /// # Panics
-    ///
-    /// If `version` is neither 2 nor [`WIRE_VERSION`] (version 1 is read, no longer written).
+    /// Another version (version 1 is read, no longer written) is a
+    /// [`ConnectErrorKind::WireVersion`] error from [`ExporterBuilder::start`].
     #[must_use]
     pub fn wire_version(mut self, version: u16) -> ExporterBuilder {
-        assert!(
-            WRITABLE_VERSIONS.contains(&version),
-            "notify-nats exporters write wire version 2 or {WIRE_VERSION}, not {version}"
-        );
         self.wire_version = version;
         self
     }
@@ -141,7 +139,9 @@ impl ExporterBuilder {
     /// subscribes to and waits up to this long for it to come back: the server handles a
     /// connection's messages in order, so the echo proves that it processed the whole round.
     /// When the echo takes longer than 1 ms, the next rounds are published meanwhile (at most 4
-    /// rounds unconfirmed at once), each with its own echo and this limit.
+    /// rounds unconfirmed at once, each with its own echo); this limit then runs from the moment
+    /// the exporter has to wait (4 rounds out, or going idle), so a round may stay unconfirmed
+    /// somewhat longer before it counts as lost.
     /// The same limit bounds each wait of a publish for room in the client's buffer. The events of
     /// a round not confirmed in time, or whose connection was replaced by a reconnection before
     /// the echo came back, are counted in [`Dropped::disconnected`], never as exported.
@@ -177,14 +177,25 @@ impl ExporterBuilder {
     /// # Errors
     ///
     /// A [`ConnectError`]: an invalid prefix ([`ConnectErrorKind::Subject`], naming the bad
-    /// token, before connecting), wrong credentials ([`ConnectErrorKind::Authorization`]), no
-    /// server, TLS, or JetStream not enabled on the server.
+    /// token, before connecting), a wire version not written ([`ConnectErrorKind::WireVersion`],
+    /// before connecting), wrong credentials ([`ConnectErrorKind::Authorization`]), no server,
+    /// TLS, or JetStream not enabled on the server.
     pub fn start(self) -> Result<Exporter, ConnectError> {
         if let Err(why) = check_prefix(&self.prefix) {
             return Err(ConnectError::new(
                 self.options.servers(),
                 ConnectErrorKind::Subject,
                 why,
+            ));
+        }
+        if !WRITABLE_VERSIONS.contains(&self.wire_version) {
+            return Err(ConnectError::new(
+                self.options.servers(),
+                ConnectErrorKind::WireVersion,
+                format!(
+                    "notify-nats exporters write wire version 2 or {WIRE_VERSION}, not {}",
+                    self.wire_version
+                ),
             ));
         }
         let wake = Arc::new(tokio::sync::Notify::new());

@@ -153,11 +153,23 @@ fn an_exporter_writes_wire_version_2_on_request_and_its_messages_decode() {
     drop(client);
 }
 
-/// Versions other than 2 and 3 are not written: a panic at the builder, naming them.
+/// Versions other than 2 and 3 are not written: an error from `start`, naming them, before
+/// connecting (nothing listens on port 1).
 #[test]
-#[should_panic(expected = "notify-nats exporters write wire version 2 or 3, not 1")]
-fn an_unsupported_wire_version_panics_at_the_builder() {
-    let _ = Exporter::builder(NatsOptions::new("nats://127.0.0.1:1")).wire_version(1);
+fn an_unsupported_wire_version_is_an_error_at_start() {
+    for version in [0, 1, 4, u16::MAX] {
+        let Err(error) = Exporter::builder(NatsOptions::new("nats://127.0.0.1:1"))
+            .wire_version(version)
+            .start()
+        else {
+            panic!("version {version} was accepted");
+        };
+        assert_eq!(error.kind(), ConnectErrorKind::WireVersion);
+        assert_eq!(
+            error.to_string(),
+            format!("notify-nats exporters write wire version 2 or 3, not {version}")
+        );
+    }
 }
 
 /// A payload with every kind of value, owned keys and nesting.

@@ -28,7 +28,9 @@ use super::{Payload, Text, Value};
 ///
 /// Borrowed text is copied (the payload owns its values: events outlive the call that published
 /// them): inline, without allocating, up to [`Text::INLINE_CAPACITY`] (38) bytes, else into a
-/// `String`; owned text (`String`, an owned `Cow`) is moved by [`ToValue::into_value`].
+/// `String`; owned text (`String`, an owned `Cow`) is moved by [`ToValue::into_value`]. Shared
+/// text is kept shared only as `Value::from(arc)` (an `Arc<str>` given to `with` goes through
+/// `Arc<T>`'s impl and is copied: the blanket impl leaves no room for one of `Arc<str>` alone).
 ///
 /// # Static text: `Value::from_static`, not a `&'static str` impl
 ///
@@ -295,8 +297,9 @@ impl From<&String> for Value {
 }
 
 impl From<Arc<str>> for Value {
+    /// Shares the text (see [`Text`]'s `From<Arc<str>>`): no copy.
     fn from(v: Arc<str>) -> Value {
-        v.to_value()
+        Value::Str(Text::from(v))
     }
 }
 

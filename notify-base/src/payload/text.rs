@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
-/// The text of a [`Value::Str`](crate::Value::Str), stored one of three ways, none of which shows
+/// The text of a [`Value::Str`](crate::Value::Str), stored one of four ways, none of which shows
 /// in its value (equality, order, hashing and formatting are those of the `str`):
 ///
 /// * a `&'static str`, borrowed ([`Text::from_static`], `From<&'static str>`): no copy,
@@ -267,7 +267,7 @@ impl From<Text> for String {
 }
 
 impl From<Text> for Cow<'static, str> {
-    /// Static text stays borrowed; inline text is copied into a `String`.
+    /// Static text stays borrowed; inline and shared text is copied into a `String`.
     fn from(text: Text) -> Cow<'static, str> {
         match text.0 {
             Repr::Static(text) => Cow::Borrowed(text),

@@ -261,9 +261,13 @@ pub fn decode_batch(encoding: Encoding, body: &[u8]) -> Result<(u64, Vec<Event>)
 /// Encodes `events` as one batch with no size limit, `source` standing for the exporter's id
 /// (for transports other than NATS, benchmarks and tests).
 ///
+/// Binary batches are written in version [`WIRE_VERSION`] (an exporter's
+/// `ExporterBuilder::wire_version(2)` writes the previous one), JSON batches in version 2's shape.
+///
 /// # Panics
 ///
-/// If an event cannot be serialized (postcard and JSON serialize every payload value).
+/// If an event's payload nests lists and maps deeper than [`Value::MAX_NESTING`](notify_core::Value::MAX_NESTING) (an importer
+/// would refuse the whole batch; an exporter refuses such an event alone and counts it).
 pub fn encode_batch(encoding: Encoding, source: u64, events: &[Arc<Event>]) -> Vec<u8> {
     let mut encoder = BatchEncoder::new(encoding, source);
     for event in events {

@@ -26,7 +26,8 @@ use super::{check_version, decode, strip_magic, DecodeError, Encoding};
 /// pass by [`Reader`], without serde and without intermediate copies: names, keys and text
 /// values are read borrowed from `body` (version 3: through the batch's string table, each
 /// table entry checked as UTF-8 once); names and keys are interned ([`crate::intern`]: shared
-/// by every event, copied only beyond its budget), text values copied once (inline when short);
+/// by every event, copied only beyond its budget), text values copied once (inline when short;
+/// version 3: a long text the batch repeats is one `Arc` shared by its events);
 /// each payload is built in place and each event as soon as its fields are read. `out` is empty after an error
 /// (nothing of a refused message is kept). JSON batches (for humans, not the fast path) go
 /// through [`decode`].
