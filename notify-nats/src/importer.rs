@@ -357,6 +357,10 @@ impl Republisher {
         match wire::decode_into(encoding, body, &mut self.events) {
             Ok((_, source)) => {
                 let decoded = self.events.len() as u64;
+                // JetStream's duplicates out first, each event marked seen as it is kept: a batch is
+                // then published whole. (A `FailurePolicy::Strict` notifier whose subscriber fails
+                // ends the batch with a panic, and the events after it, marked seen, are not
+                // published on a redelivery either: that notifier asked for the panic.)
                 if let Some(seen) = &mut self.seen {
                     self.events.retain(|event| seen.first((source, event.id().get())));
                 }
