@@ -418,7 +418,7 @@ impl Notifier {
     /// [`Notifier::publish_event`] would, looking the listeners up once for consecutive events of
     /// one name: what an importer of batches (notify-nats) uses. `events` is left empty with its
     /// capacity, to be filled again; the events are delivered where they lie (an [`Event`] is
-    /// about 400 bytes: a by-value call per event would copy each several times), moved only
+    /// about 500 bytes: a by-value call per event would copy each several times), moved only
     /// into the `Arc` that owned subscribers share, and dropped together when the batch ends.
     ///
     /// The lookup is made again when the name changes or the subscriptions changed since the last

@@ -65,6 +65,11 @@ impl Event {
     /// let event = Event::recorded_elsewhere("query.sql", start, Duration::from_micros(3), ids, Payload::new());
     /// assert_eq!((event.id(), event.trace_id(), event.start_time()), (EventId::new(7), TraceId::new(9).unwrap(), start));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the end (`start + duration`) is past what [`std::time::Instant`] can represent (a
+    /// `duration` near `Duration::MAX`; a `u64` of nanoseconds, 584 years, is far inside).
     pub fn recorded_elsewhere(
         name: impl Into<Cow<'static, str>>,
         start: SystemTime,
@@ -109,6 +114,11 @@ impl Event {
     /// assert_eq!(event.duration(), Duration::from_nanos(1_500));
     /// assert_eq!(event.start_time(), start);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// When the end (`start + duration`) is past what [`std::time::Instant`] can represent (a
+    /// `duration` near `Duration::MAX`).
     pub fn at_wall_clock(
         name: impl Into<Cow<'static, str>>,
         start: SystemTime,

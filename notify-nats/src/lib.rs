@@ -7,7 +7,8 @@
 //! subscribers there (log, metrics, the pool) see remote events as local ones.
 //!
 //! * **Core NATS** (default): at most once. Every event handed to the exporter is counted exactly
-//!   once as exported, dropped (by cause) or pending: `published == exported + dropped + pending`.
+//!   once as exported, dropped (by cause), pending or held by tail sampling:
+//!   `published == exported + dropped + pending + held`.
 //! * **JetStream** ([`JetStream`], `nats-server -js`): at least once, made exactly once by message
 //!   ids and the importer's duplicate check; a server killed and restarted loses nothing.
 //!

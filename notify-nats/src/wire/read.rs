@@ -96,7 +96,7 @@ trait Sink<'a> {
     fn reserve(&mut self, n: usize);
     /// One event read but for its payload: its name (and interned form) and its other fields;
     /// returns its (empty) payload, which the reader fills where it lies (an `Event` is about
-    /// 400 bytes, its payload most of them: built apart and moved in, it would be copied).
+    /// 500 bytes, its payload most of them: built apart and moved in, it would be copied).
     fn put(&mut self, name: &'a str, interned: Option<&'static str>, envelope: Envelope) -> &mut Payload;
 }
 
@@ -652,7 +652,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One event ([`EventOut`]'s fields in order), pushed into `out` (built there rather than
-    /// returned: an `Event` is about 400 bytes, and each move is a copy); the first impossible
+    /// returned: an `Event` is about 500 bytes, and each move is a copy); the first impossible
     /// value of the batch goes to `impossible`, named as [`RawEvent::check`] names it.
     ///
     /// [`EventOut`]: super::serde_form::EventOut
