@@ -121,7 +121,7 @@ fn export(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let report = exporter.shutdown(Duration::from_secs(10));
     let s = report.stats;
     eprintln!(
-        "exported {} of {} events in {} messages ({:.1} s); dropped {} (overflow {}, disconnected {}, too large {}, shutdown {})",
+        "exported {} of {} events in {} messages ({:.1} s); dropped {} (overflow {}, disconnected {}, too large {}, encode {}, shutdown {}, tail sampling {})",
         s.exported,
         s.published,
         s.messages,
@@ -130,7 +130,9 @@ fn export(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         s.dropped.overflow,
         s.dropped.disconnected,
         s.dropped.too_large,
-        s.dropped.shutdown
+        s.dropped.encode,
+        s.dropped.shutdown,
+        s.dropped.tail_sampling
     );
     Ok(())
 }

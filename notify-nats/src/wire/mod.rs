@@ -222,7 +222,11 @@ impl fmt::Display for DecodeError {
             DecodeError::Malformed { encoding, reason } => write!(
                 f,
                 "malformed event batch ({} encoding): {}",
-                encoding.header_value(),
+                // Not the header's `postcard`: version 3 batches have a layout of their own.
+                match encoding {
+                    Encoding::Binary => "binary",
+                    Encoding::Json => "json",
+                },
                 Escaped::new(reason)
             ),
         }

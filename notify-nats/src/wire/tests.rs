@@ -343,4 +343,9 @@ fn truncated_and_garbage_bodies_are_malformed() {
         decode(Encoding::Json, b"not json"),
         Err(DecodeError::Malformed { .. })
     ));
+    // Named by the kind of body, not the header's `postcard` (version 3 is not postcard's).
+    assert_eq!(
+        decode(Encoding::Binary, b"no magic").unwrap_err().to_string(),
+        "malformed event batch (binary encoding): not a notify event batch (no \"NB\" magic)"
+    );
 }
