@@ -841,7 +841,6 @@ impl Round {
                     // Rounds on the wire when the connection went: their echoes may never come
                     // (counted lost once `flush_timeout` passes), not pending until it is back.
                     self.settle_all().await;
-                    self.shared.progressed();
                 }
                 self.wait_connected().await;
             }
@@ -851,7 +850,6 @@ impl Round {
                     // Shutdown: decide what tail sampling holds, send what it keeps, then end.
                     if !self.finish_tail(&mut taken) {
                         self.settle_all().await;
-                        self.shared.progressed();
                         return;
                     }
                     decided = true;
@@ -859,7 +857,6 @@ impl Round {
                     // Idle: every round on the wire confirmed (or lost), then the end of a burst
                     // of drops, if there was one.
                     self.settle_all().await;
-                    self.shared.progressed();
                     self.shared.report_drops(true);
                     if !self.wait_for_work().await {
                         continue;
@@ -1087,12 +1084,14 @@ impl Round {
         }
     }
 
-    /// Core mode: waits until every published round is confirmed or lost (before going idle and
-    /// at the end, so that `flush` and `shutdown` see them counted).
+    /// Core mode: waits until every published round is confirmed or lost, then wakes the
+    /// waiters of `flush` and `shutdown` (called before going idle, without a connection, and at
+    /// the end, so that they see every round counted).
     async fn settle_all(&mut self) {
         if let Sink::Core { window, .. } = &mut self.sink {
             settle(&self.shared, &self.client, window, true).await;
         }
+        self.shared.progressed();
     }
 
     /// Publishes every message and waits for its acknowledgement; re-sends the unacknowledged
