@@ -3,7 +3,9 @@
 //!
 //! * `as_notifications/*`: the cases of the AS::N benchmark that introduced subscriber groups. One
 //!   notifier holds, for each kind, 10 subscribers on that kind's own event name, and each case
-//!   measures `notifier.instrument(name, Payload::new, |_| {})` on its name. `unsubscribed` is a
+//!   measures `notifier.instrument(name, Payload::new, |_| {})` on its name. `evented_1` is
+//!   `evented` with one subscriber, not 10: with `evented` it splits the event into its fixed
+//!   part (lookup, pin, ids, guards) and its per-subscriber part. `unsubscribed` is a
 //!   name nobody listens to (on the same, populated notifier); `silenced` has 10 real log
 //!   subscribers at `debug` while the `log` facade drops everything (no logger is installed, so its
 //!   max level is `Off`). Then: `unsubscribed_callsite` (a `static Callsite` nobody listens to),
@@ -31,7 +33,7 @@
 //!   event reads its clock twice); `dyn_calls_20`, the floor of `evented`: twenty indirect calls
 //!   of a do-nothing trait object (its 10 subscribers' starts and finishes) and nothing else.
 //!
-//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 19 cases finish in about 75 s
+//! Settings: 1 s warm-up, 2 s measurement, 50 samples, so the 20 cases finish in about 80 s
 //! on 2 cores. Quick mode (`NOTIFY_BENCH_QUICK=1`): 0.2 s, 0.5 s, 10 samples, about 20 s: for
 //! checking the suite runs, not for quoting. Criterion's own flags (`--warm-up-time`,
 //! `--measurement-time`, `--sample-size`, a name filter) override either. `scripts/bench-report`
@@ -62,6 +64,7 @@ fn as_notifications(c: &mut Criterion) {
         ("timed_monotonic", "timed_monotonic.bench"),
         ("event_object", "event_object.bench"),
         ("evented", "evented.bench"),
+        ("evented_1", "evented_1.bench"),
         ("silenced", "silenced.bench"),
         ("unsubscribed", "unsubscribed.bench"),
     ] {

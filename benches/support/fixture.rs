@@ -61,6 +61,8 @@ pub fn fixture() -> Fixture {
     );
     // `timed_1` and `payload_3_keys`: one do-nothing timed subscriber each, so the payload's cost
     // is payload_3_keys - timed_1 (issue 15: at most 30 ns).
+    // `evented_1`: `evented` with one subscriber (its fixed part, and two calls).
+    let _ = notifier.subscribe("evented_1.bench", Subscriber::evented(NoopEvented));
     for name in ["timed_1.bench", "payload_3_keys.bench"] {
         let _ = notifier.subscribe(
             name,

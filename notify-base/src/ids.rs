@@ -457,7 +457,6 @@ static ORPHANED: AtomicUsize = AtomicUsize::new(0);
 const MAX_ORPHANS: usize = 4096;
 
 /// A fresh random event id (never 0).
-#[cfg(test)]
 pub(crate) fn next_event_id() -> u64 {
     THREAD.with(Thread::next_event_id)
 }

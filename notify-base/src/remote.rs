@@ -21,9 +21,10 @@ use crate::transaction_id::TransactionId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RemoteIds {
-    /// The event's id (its W3C span id).
+    /// The event's id (its W3C span id); 0: none was recorded (W3C forbids an all-zero span id),
+    /// and [`Event::recorded_elsewhere`] draws a fresh random one.
     pub id: EventId,
-    /// The id of the event it happened under, if any.
+    /// The id of the event it happened under, if any; `Some(0)` is read as `None`.
     pub parent_id: Option<EventId>,
     /// Its transaction id.
     pub transaction_id: TransactionId,
@@ -57,6 +58,11 @@ impl Event {
     /// is what [`Event::at_wall_clock`] then [`Event::with_ids`] and [`Event::with_trace_id`]
     /// make.
     ///
+    /// Ids are never 0 in this process, and no W3C header carries an all-zero id: an event id of
+    /// 0 (another process, or a damaged message, recorded none) is replaced by a fresh random id,
+    /// a parent id of 0 means no parent, and a missing trace id starts a fresh trace (as the
+    /// fields of [`RemoteIds`] say).
+    ///
     /// ```
     /// use notify_core::{context::TransactionId, event::{EventId, RemoteIds}, Event, Payload, TraceId};
     /// use std::time::{Duration, SystemTime};
@@ -87,8 +93,11 @@ impl Event {
             start: begin,
             end: begin + duration,
             transaction_id: ids.transaction_id,
-            id: ids.id,
-            parent_id: ids.parent_id,
+            id: match ids.id.get() {
+                0 => EventId::new(crate::ids::next_event_id()),
+                _ => ids.id,
+            },
+            parent_id: ids.parent_id.filter(|parent| parent.get() != 0),
             trace_id: ids.trace_id.unwrap_or_else(crate::ids::random_trace_id),
             payload,
             cpu_time: None,
@@ -103,8 +112,11 @@ impl Event {
     /// An event that started at wall-clock `start` and lasted `duration` (nanosecond precision),
     /// as recorded by another process. Its [`start_time`](Event::start_time) is `start` and its
     /// [`duration`](Event::duration) exactly `duration`; its ids are fresh, as [`Event::new`]'s,
-    /// until [`Event::with_ids`] sets them. A `start` before this machine booted is clamped to the
-    /// earliest monotonic time this process can represent (the duration is kept).
+    /// until [`Event::with_ids`] sets them. The start goes through the process's monotonic clock
+    /// and back, exactly where the platform's [`Instant`](std::time::Instant) reaches it (on
+    /// Linux any time since 1970: its monotonic clock counts signed seconds); where it does not
+    /// (a time before boot, on platforms whose monotonic clock counts from boot), the start
+    /// becomes the moment this process first read its clocks, and the duration is kept.
     ///
     /// ```
     /// use std::time::{Duration, SystemTime};
@@ -283,6 +295,47 @@ mod tests {
         let (a, b): (Event, Event) = (fresh(0), fresh(1));
         assert_ne!(a.trace_id(), b.trace_id());
         assert_ne!(a.trace_id(), trace);
+    }
+
+    /// A start decades before this process (and before this machine booted) comes back exactly:
+    /// Linux's monotonic clock is signed, so nothing is clamped.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn at_wall_clock_keeps_a_start_in_1970_exactly() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(10_000_000_007);
+        let event = Event::at_wall_clock("old.b", start, Duration::from_nanos(1_500), Payload::new());
+        assert_eq!(
+            (event.start_time(), event.duration()),
+            (start, Duration::from_nanos(1_500))
+        );
+    }
+
+    /// An all-zero event id is no id: a fresh random one is drawn; a parent id of 0 is no parent.
+    /// Other ids are kept as they are.
+    #[test]
+    fn recorded_elsewhere_replaces_a_zero_event_id_and_drops_a_zero_parent() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let trace = TraceId::new(9);
+        let zeros = RemoteIds::new(EventId::new(0), Some(EventId::new(0)), TransactionId::new(42), trace);
+        let make = || Event::recorded_elsewhere("a.b", start, Duration::ZERO, zeros, Payload::new());
+        let (a, b) = (make(), make());
+        assert_ne!(a.id().get(), 0);
+        assert_ne!(a.id(), b.id(), "each zero id is replaced by a fresh one");
+        assert_eq!(
+            (a.parent_id(), a.transaction_id(), Some(a.trace_id())),
+            (None, TransactionId::new(42), trace)
+        );
+        let kept = RemoteIds::new(
+            EventId::new(u64::MAX),
+            Some(EventId::new(1)),
+            TransactionId::new(0),
+            trace,
+        );
+        let event = Event::recorded_elsewhere("a.b", start, Duration::ZERO, kept, Payload::new());
+        assert_eq!(
+            (event.id(), event.parent_id()),
+            (EventId::new(u64::MAX), Some(EventId::new(1)))
+        );
     }
 
     #[test]
