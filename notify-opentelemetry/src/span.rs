@@ -164,11 +164,46 @@ fn attribute(value: &Value) -> OtelValue {
         Value::I64(v) => OtelValue::I64(*v),
         Value::U64(v) => i64::try_from(*v).map_or_else(|_| OtelValue::from(v.to_string()), OtelValue::I64),
         Value::F64(v) => OtelValue::F64(*v),
-        Value::Str(v) => match v.as_static() {
-            Some(v) => OtelValue::from(v),
-            None => OtelValue::from(v.to_string()),
+        // Static and shared text is kept as it is (OpenTelemetry holds both without a copy).
+        Value::Str(v) => match (v.as_static(), v.as_shared()) {
+            (Some(v), _) => OtelValue::from(v),
+            (None, Some(shared)) => OtelValue::from(shared.clone()),
+            (None, None) => OtelValue::from(v.to_string()),
         },
         Value::Duration(d) => OtelValue::I64(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
         other => OtelValue::from(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use notify_core::payload::Text;
+    use notify_core::Value;
+    use opentelemetry::Value as OtelValue;
+
+    use super::attribute;
+
+    /// Static and shared text reach OpenTelemetry without a copy: the attribute reads the same
+    /// bytes; other text is copied into the attribute.
+    #[test]
+    fn static_and_shared_text_become_attributes_without_a_copy() {
+        let shared: Arc<str> = Arc::from("SELECT * FROM books WHERE author_id = $1 ORDER BY title");
+        let address = |value: &OtelValue| match value {
+            OtelValue::String(s) => s.as_str().as_ptr(),
+            other => panic!("not a string: {other:?}"),
+        };
+        let from_shared = attribute(&Value::Str(Text::from(shared.clone())));
+        assert_eq!(address(&from_shared), shared.as_ptr());
+        static TABLE: &str = "books";
+        assert_eq!(
+            address(&attribute(&Value::Str(Text::from_static(TABLE)))),
+            TABLE.as_ptr()
+        );
+        let owned = Text::new("a text longer than the inline capacity of forty bytes");
+        let copied = attribute(&Value::Str(owned.clone()));
+        assert_ne!(address(&copied), owned.as_str().as_ptr());
+        assert_eq!(copied.as_str(), owned.as_str());
     }
 }

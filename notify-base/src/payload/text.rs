@@ -120,6 +120,26 @@ impl Text {
         }
     }
 
+    /// The text's shared allocation when it is shared (made from an `Arc<str>`: an importer's
+    /// text a batch repeats), for bridges to APIs that keep an `Arc<str>` without copying (as
+    /// OpenTelemetry's `StringValue` does); `None` for static, inline or `String` text.
+    ///
+    /// ```
+    /// use notify_core::payload::Text;
+    /// use std::sync::Arc;
+    /// let shared: Arc<str> = Arc::from("SELECT * FROM books WHERE author_id = $1 ORDER BY title");
+    /// let text = Text::from(shared.clone());
+    /// assert!(Arc::ptr_eq(text.as_shared().unwrap(), &shared));
+    /// assert!(Text::new("rows").as_shared().is_none());
+    /// ```
+    #[inline]
+    pub fn as_shared(&self) -> Option<&Arc<str>> {
+        match &self.0 {
+            Repr::Shared(text) => Some(text),
+            _ => None,
+        }
+    }
+
     /// The text as a `String` (moved out when owned, else copied).
     ///
     /// ```
