@@ -40,7 +40,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | name | the event name |
 /// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
 /// | start, end | [`Event::start_time`], [`Event::end_time`] |
-/// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text. The exception entry is not an attribute (see below) |
+/// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text (a list or map nested deeper than [`Value::MAX_NESTING`] written `…` there). The exception entry is not an attribute (see below) |
 /// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; else `Error` with the outcome's word (`"panicked"`, `"cancelled"`) when the outcome is not `completed`; else `Unset` (OpenTelemetry's advice for success) |
 /// | events | an `exception` event at the end time with `exception.type` and `exception.message` when the payload has an exception |
 /// | `notify.outcome` | an attribute, only when the outcome is not `completed` (`"panicked"`, `"cancelled"`) |
@@ -169,6 +169,49 @@ fn attribute(value: &Value) -> OtelValue {
             None => OtelValue::from(v.to_string()),
         },
         Value::Duration(d) => OtelValue::I64(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
+        Value::List(_) | Value::Map(_) => {
+            let mut text = String::new();
+            write_nested(&mut text, value, 0);
+            OtelValue::from(text)
+        }
         other => OtelValue::from(other.to_string()),
+    }
+}
+
+/// The text of a list or map attribute: `Value`'s `Display`, except that lists and maps nested
+/// deeper than [`Value::MAX_NESTING`] are written `…`. `Display` recurses once per level, and
+/// this runs on the exporter thread (2 MiB of stack): a value nested a few thousand levels deep,
+/// which the instrumented code can build without recursing, would overflow it and abort the
+/// process.
+fn write_nested(out: &mut String, value: &Value, depth: usize) {
+    use std::fmt::Write as _;
+    match value {
+        Value::List(_) | Value::Map(_) if depth >= Value::MAX_NESTING => out.push('…'),
+        Value::List(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_nested(out, item, depth + 1);
+            }
+            out.push(']');
+        }
+        Value::Map(map) => {
+            out.push('{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(key);
+                out.push_str(": ");
+                write_nested(out, value, depth + 1);
+            }
+            out.push('}');
+        }
+        // Not nested: `Display` does not recurse.
+        other => {
+            let _ = write!(out, "{other}");
+        }
     }
 }
