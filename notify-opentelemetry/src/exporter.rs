@@ -205,6 +205,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
             requests: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            given_up: Mutex::new(false),
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             resource,
@@ -314,6 +315,10 @@ struct Shared {
     closed: AtomicBool,
     /// The exporter thread ended: what is still queued was dropped at shutdown.
     finished: AtomicBool,
+    /// A shutdown's timeout ran out: the exporter thread takes nothing more from the queue (it
+    /// checks under this lock before each batch), so what is queued is dropped at shutdown, and
+    /// what it took but has not exported yet, after its current export, too.
+    given_up: Mutex<bool>,
     counters: Counters,
     tail_stats: Mutex<Option<crate::tail::TailStats>>,
     resource: Resource,
@@ -329,6 +334,8 @@ struct Counters {
     exporter_error: AtomicU64,
     tail: AtomicU64,
     held: AtomicU64,
+    /// Events the thread had taken from the queue and did not export because a shutdown gave up.
+    shutdown: AtomicU64,
 }
 
 /// A request to the exporter thread.
@@ -349,21 +356,28 @@ impl Shared {
         let dropped_exporter_error = c.exporter_error.load(Ordering::Acquire);
         let dropped_tail_sampling = c.tail.load(Ordering::Acquire);
         let held = c.held.load(Ordering::Acquire);
+        let given_up = c.shutdown.load(Ordering::Acquire);
         let handed = self.handoff.stats();
         let mut stats = ExportStats {
             exported,
             dropped_queue_full: handed.dropped_full,
             dropped_exporter_error,
-            dropped_shutdown: handed.dropped_closed,
+            dropped_shutdown: handed.dropped_closed + given_up,
             dropped_tail_sampling,
             held,
             dequeued: handed.drained,
         };
-        if self.finished.load(Ordering::Acquire) {
-            // Events that raced past the `closed` check after the thread's last look at the queues.
-            stats.dropped_shutdown += self.handoff.len() as u64;
+        if self.finished.load(Ordering::Acquire) || self.gave_up() {
+            // Nothing leaves the queue any more: events that raced past the `closed` check after
+            // the thread's last look at the queues, or that a timed-out shutdown left there.
+            stats.dropped_shutdown += handed.queued;
         }
         stats
+    }
+
+    /// True once a shutdown's timeout ran out ([`OpenTelemetryExporter::shutdown`]).
+    fn gave_up(&self) -> bool {
+        *self.given_up.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn wake(&self) {
@@ -508,7 +522,12 @@ impl OpenTelemetryExporter {
         shared.request(Request::Shutdown(tx));
         match rx.recv_timeout(timeout) {
             Ok(_) => Ok(shared.stats()),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(ExportError::TimedOut(shared.stats())),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The thread is stuck in (or slow at) an export: it takes nothing more from the
+                // queue, so what is queued is dropped now and counted so in these stats.
+                *shared.given_up.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                Err(ExportError::TimedOut(shared.stats()))
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => Ok(shared.stats()),
         }
     }
@@ -620,6 +639,11 @@ impl<E: SpanExporter> Worker<E> {
     }
 
     fn take_batch(&mut self, events: &mut Vec<Arc<Event>>) {
+        // Under the lock a timed-out shutdown sets: once it gave up, the queue stays as counted.
+        let given_up = self.shared.given_up.lock().unwrap_or_else(|e| e.into_inner());
+        if *given_up {
+            return;
+        }
         let room = self.shared.batch.saturating_sub(events.len());
         self.shared.handoff.drain(events, room);
     }
@@ -659,6 +683,13 @@ impl<E: SpanExporter> Worker<E> {
     /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.
     fn export_kept(&mut self, mut kept: Vec<Arc<Event>>) {
         for chunk in kept.chunks(self.shared.batch) {
+            if self.shared.gave_up() {
+                // A timed-out shutdown: stop after the current export (tail sampling can release
+                // more than one batch at once).
+                let n = chunk.len() as u64;
+                self.shared.counters.shutdown.fetch_add(n, Ordering::AcqRel);
+                continue;
+            }
             let spans: Vec<SpanData> = chunk.iter().map(|event| span_data(event, &self.scope)).collect();
             let n = spans.len() as u64;
             let result = catch_unwind(AssertUnwindSafe(|| {

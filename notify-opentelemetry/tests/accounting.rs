@@ -347,20 +347,68 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
     for producer in producers {
         producer.join().unwrap();
     }
-    assert_eq!(exporter.stats().dropped_shutdown, 5, "{:?}", exporter.stats());
-    // Released, the thread exports what it holds and the queues of the exited producers, and
-    // ends: all twelve accounted for.
+    // The five that waited, and the six left in the queues when the timeout ran out (this
+    // thread's second event, each producer's first).
+    assert_eq!(exporter.stats().dropped_shutdown, 11, "{:?}", exporter.stats());
+    // Released, the thread ends its current export and stops: all twelve accounted for.
     gate.open();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while exporter.stats().exported < 7 && std::time::Instant::now() < deadline {
+    while exporter.stats().exported < 1 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
+    std::thread::sleep(Duration::from_millis(50));
     let stats = exporter.stats();
     assert_eq!(
         (stats.exported, stats.dropped_shutdown, stats.received()),
-        (7, 5, 12),
+        (1, 11, 12),
         "{stats:?}"
     );
+}
+
+/// ExportError::TimedOut: "for a shutdown, the thread still stops after its current export and
+/// counts what it leaves as dropped_shutdown". The stats attached to the error already count what
+/// is queued (they did not: a hung exporter left those events in no counter at all).
+#[test]
+fn a_timed_out_shutdown_counts_what_is_queued_and_stops_after_the_current_export() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .max_batch_size(100)
+        .on_drops(|_| {})
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 1_000);
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let started = std::time::Instant::now();
+    let error = exporter.shutdown(Duration::from_millis(100)).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let ExportError::TimedOut(at_timeout) = error else {
+        panic!("{error:?}")
+    };
+    let in_flight = at_timeout.dequeued;
+    assert!((1..=100).contains(&in_flight), "{at_timeout:?}");
+    assert_eq!(at_timeout.received(), 1_000, "{at_timeout:?}");
+    assert_eq!(
+        (at_timeout.exported, at_timeout.dropped_shutdown),
+        (0, 1_000 - in_flight),
+        "{at_timeout:?}"
+    );
+    // The stuck export returns: its batch is exported, nothing after it.
+    gate.open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while exporter.stats().exported < in_flight && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.received()),
+        (in_flight, 1_000 - in_flight, 1_000),
+        "{stats:?}"
+    );
+    assert_eq!(gate.spans.lock().unwrap().len() as u64, in_flight);
 }
 
 /// Each publishing thread hands events over through a queue of its own: a flush exports what
