@@ -455,3 +455,55 @@ fn a_flush_exports_the_queues_of_idle_and_exited_threads() {
     release_tx.send(()).unwrap();
     idle.join().unwrap();
 }
+
+/// A panic payload whose own `Drop` panics (`std::panic::panic_any(Bomb)`).
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("the payload's drop panics too");
+        }
+    }
+}
+
+/// Panics with a `Bomb` in `export`, in `shutdown` and in the drop hook.
+#[derive(Debug)]
+struct Bombs;
+
+impl SpanExporter for Bombs {
+    fn export(&self, _batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        std::panic::panic_any(Bomb);
+        #[allow(unreachable_code)]
+        async {
+            Ok(())
+        }
+    }
+
+    fn shutdown(&self) -> OTelSdkResult {
+        std::panic::panic_any(Bomb)
+    }
+}
+
+#[test]
+fn panic_payloads_whose_drop_panics_do_not_end_the_exporter_thread() {
+    let exporter = OpenTelemetryExporter::builder(Bombs)
+        .on_drops(|_| std::panic::panic_any(Bomb))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    for round in 1..=3 {
+        burst(&notifier, 10);
+        // The thread ended with the first bomb: the flush said "shut down" at once, and the
+        // events queued after it were in no counter.
+        let stats = exporter
+            .force_flush_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+        assert_eq!(
+            (stats.dropped_exporter_error, stats.received()),
+            (10 * round, 10 * round)
+        );
+    }
+    let stats = exporter.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!((stats.exported, stats.dropped_exporter_error), (0, 30), "{stats:?}");
+}
