@@ -46,6 +46,10 @@ impl From<Overflow> for OverflowPolicy {
     }
 }
 
+/// At most this many events' room is reserved up front for a batch: `max_batch_size` bounds a
+/// batch, and a batch only grows to what is queued.
+const MAX_RESERVED: usize = 4_096;
+
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
 
@@ -578,7 +582,7 @@ impl<E: SpanExporter> Worker<E> {
         // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
         // back through notify's bridges as events to export, forever.
         notify_core::suppression::suppress_telemetry_on_this_thread();
-        let mut events = Vec::with_capacity(self.shared.batch);
+        let mut events = Vec::with_capacity(self.shared.batch.min(MAX_RESERVED));
         let mut last_export = Instant::now();
         loop {
             let requests = std::mem::take(&mut *self.shared.requests.lock().unwrap_or_else(|e| e.into_inner()));
@@ -677,7 +681,7 @@ impl<E: SpanExporter> Worker<E> {
             None => std::mem::take(events),
         };
         self.export_kept(kept);
-        events.reserve(self.shared.batch);
+        events.reserve(self.shared.batch.min(MAX_RESERVED));
     }
 
     /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.

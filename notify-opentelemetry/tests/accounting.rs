@@ -507,3 +507,25 @@ fn panic_payloads_whose_drop_panics_do_not_end_the_exporter_thread() {
     let stats = exporter.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!((stats.exported, stats.dropped_exporter_error), (0, 30), "{stats:?}");
 }
+
+/// `max_batch_size` is a bound, not an allocation: the exporter thread reserved room for a whole
+/// batch up front, so `usize::MAX` ended the thread at once (capacity overflow: every event then
+/// sat in the queue in no counter, and flushes timed out) and `1 << 40` aborted the process
+/// (an 8 TiB allocation).
+#[test]
+fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
+    for batch in [usize::MAX, 1 << 40] {
+        let memory = InMemorySpanExporter::default();
+        let exporter = OpenTelemetryExporter::builder(memory.clone())
+            .max_batch_size(batch)
+            .build();
+        let notifier = Notifier::new();
+        let _s = exporter.subscribe(&notifier, Pattern::all());
+        burst(&notifier, 1_000);
+        let stats = exporter
+            .force_flush_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("batch {batch}: {e:?}"));
+        assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
+        assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
+    }
+}
