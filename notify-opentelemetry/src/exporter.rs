@@ -454,8 +454,10 @@ impl OpenTelemetryExporter {
         subscription
     }
 
-    /// Hands `event` to the exporter thread (what the subscription does per event): queued, or
-    /// counted as dropped by the [`OverflowPolicy`].
+    /// Hands `event` to the exporter thread (what the subscription does per event, except that
+    /// the subscription first skips events of traces head sampling did not keep, and this does
+    /// not look at [`Event::is_sampled`]): queued, or counted as dropped by the
+    /// [`OverflowPolicy`].
     pub fn export(&self, event: &Arc<Event>) {
         self.inner.shared.enqueue(event);
     }
