@@ -529,3 +529,61 @@ fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
         assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
     }
 }
+
+/// A SpanExporter that only counts what it accepted.
+#[derive(Clone, Debug, Default)]
+struct Counting(Arc<std::sync::atomic::AtomicU64>);
+
+impl SpanExporter for Counting {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.fetch_add(batch.len() as u64, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Four threads publish while another flushes in a loop and this one shuts down: under each
+/// policy, every event ends exported (as the SpanExporter counted) or dropped by a cause, and
+/// nothing is exported after `shutdown` returned.
+#[test]
+fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
+    const PER_THREAD: u64 = 50_000;
+    for policy in [
+        OverflowPolicy::DropNewest,
+        OverflowPolicy::DropOldest,
+        OverflowPolicy::Wait(Duration::MAX),
+    ] {
+        let counting = Counting::default();
+        let exporter = OpenTelemetryExporter::builder(counting.clone())
+            .overflow_policy(policy)
+            .queue_capacity(1_024)
+            .on_drops(|_| {})
+            .build();
+        let notifier = Notifier::new();
+        let _s = exporter.subscribe(&notifier, Pattern::all());
+        let producers: Vec<_> = (0..4)
+            .map(|_| {
+                let notifier = notifier.clone();
+                std::thread::spawn(move || burst(&notifier, PER_THREAD))
+            })
+            .collect();
+        let flusher = {
+            let exporter = exporter.clone();
+            std::thread::spawn(move || while exporter.force_flush().is_ok() {})
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        let at_shutdown = exporter.shutdown(Duration::from_secs(30)).unwrap();
+        for producer in producers {
+            producer.join().unwrap();
+        }
+        flusher.join().unwrap();
+        let stats = exporter.stats();
+        assert_eq!(stats.received(), 4 * PER_THREAD, "{policy:?}: {stats:?}");
+        assert_eq!(
+            stats.exported + stats.dropped(),
+            4 * PER_THREAD,
+            "{policy:?}: {stats:?}"
+        );
+        assert_eq!(stats.exported, at_shutdown.exported, "{policy:?}");
+        assert_eq!(stats.exported, counting.0.load(Ordering::SeqCst), "{policy:?}");
+    }
+}
