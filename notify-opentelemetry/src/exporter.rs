@@ -46,6 +46,10 @@ impl From<Overflow> for OverflowPolicy {
     }
 }
 
+/// At most this many events' room is reserved up front for a batch: `max_batch_size` bounds a
+/// batch, and a batch only grows to what is queued.
+const MAX_RESERVED: usize = 4_096;
+
 /// The drop hook: called on the exporter thread, once per burst of drops.
 type DropHook = Arc<dyn Fn(&DropReport) + Send + Sync>;
 
@@ -205,6 +209,7 @@ impl<E: SpanExporter + 'static> Builder<E> {
             requests: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            given_up: Mutex::new(false),
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             resource,
@@ -314,6 +319,10 @@ struct Shared {
     closed: AtomicBool,
     /// The exporter thread ended: what is still queued was dropped at shutdown.
     finished: AtomicBool,
+    /// A shutdown's timeout ran out: the exporter thread takes nothing more from the queue (it
+    /// checks under this lock before each batch), so what is queued is dropped at shutdown, and
+    /// what it took but has not exported yet, after its current export, too.
+    given_up: Mutex<bool>,
     counters: Counters,
     tail_stats: Mutex<Option<crate::tail::TailStats>>,
     resource: Resource,
@@ -329,6 +338,8 @@ struct Counters {
     exporter_error: AtomicU64,
     tail: AtomicU64,
     held: AtomicU64,
+    /// Events the thread had taken from the queue and did not export because a shutdown gave up.
+    shutdown: AtomicU64,
 }
 
 /// A request to the exporter thread.
@@ -349,21 +360,28 @@ impl Shared {
         let dropped_exporter_error = c.exporter_error.load(Ordering::Acquire);
         let dropped_tail_sampling = c.tail.load(Ordering::Acquire);
         let held = c.held.load(Ordering::Acquire);
+        let given_up = c.shutdown.load(Ordering::Acquire);
         let handed = self.handoff.stats();
         let mut stats = ExportStats {
             exported,
             dropped_queue_full: handed.dropped_full,
             dropped_exporter_error,
-            dropped_shutdown: handed.dropped_closed,
+            dropped_shutdown: handed.dropped_closed + given_up,
             dropped_tail_sampling,
             held,
             dequeued: handed.drained,
         };
-        if self.finished.load(Ordering::Acquire) {
-            // Events that raced past the `closed` check after the thread's last look at the queues.
-            stats.dropped_shutdown += self.handoff.len() as u64;
+        if self.finished.load(Ordering::Acquire) || self.gave_up() {
+            // Nothing leaves the queue any more: events that raced past the `closed` check after
+            // the thread's last look at the queues, or that a timed-out shutdown left there.
+            stats.dropped_shutdown += handed.queued;
         }
         stats
+    }
+
+    /// True once a shutdown's timeout ran out ([`OpenTelemetryExporter::shutdown`]).
+    fn gave_up(&self) -> bool {
+        *self.given_up.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn wake(&self) {
@@ -436,8 +454,10 @@ impl OpenTelemetryExporter {
         subscription
     }
 
-    /// Hands `event` to the exporter thread (what the subscription does per event): queued, or
-    /// counted as dropped by the [`OverflowPolicy`].
+    /// Hands `event` to the exporter thread (what the subscription does per event, except that
+    /// the subscription first skips events of traces head sampling did not keep, and this does
+    /// not look at [`Event::is_sampled`]): queued, or counted as dropped by the
+    /// [`OverflowPolicy`].
     pub fn export(&self, event: &Arc<Event>) {
         self.inner.shared.enqueue(event);
     }
@@ -508,7 +528,12 @@ impl OpenTelemetryExporter {
         shared.request(Request::Shutdown(tx));
         match rx.recv_timeout(timeout) {
             Ok(_) => Ok(shared.stats()),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(ExportError::TimedOut(shared.stats())),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The thread is stuck in (or slow at) an export: it takes nothing more from the
+                // queue, so what is queued is dropped now and counted so in these stats.
+                *shared.given_up.lock().unwrap_or_else(|e| e.into_inner()) = true;
+                Err(ExportError::TimedOut(shared.stats()))
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => Ok(shared.stats()),
         }
     }
@@ -559,7 +584,7 @@ impl<E: SpanExporter> Worker<E> {
         // What the SpanExporter logs or traces (an OTLP client's own tracing output) must not come
         // back through notify's bridges as events to export, forever.
         notify_core::suppression::suppress_telemetry_on_this_thread();
-        let mut events = Vec::with_capacity(self.shared.batch);
+        let mut events = Vec::with_capacity(self.shared.batch.min(MAX_RESERVED));
         let mut last_export = Instant::now();
         loop {
             let requests = std::mem::take(&mut *self.shared.requests.lock().unwrap_or_else(|e| e.into_inner()));
@@ -620,6 +645,11 @@ impl<E: SpanExporter> Worker<E> {
     }
 
     fn take_batch(&mut self, events: &mut Vec<Arc<Event>>) {
+        // Under the lock a timed-out shutdown sets: once it gave up, the queue stays as counted.
+        let given_up = self.shared.given_up.lock().unwrap_or_else(|e| e.into_inner());
+        if *given_up {
+            return;
+        }
         let room = self.shared.batch.saturating_sub(events.len());
         self.shared.handoff.drain(events, room);
     }
@@ -653,12 +683,19 @@ impl<E: SpanExporter> Worker<E> {
             None => std::mem::take(events),
         };
         self.export_kept(kept);
-        events.reserve(self.shared.batch);
+        events.reserve(self.shared.batch.min(MAX_RESERVED));
     }
 
     /// Converts and exports `kept` in batches, then publishes the tail sampler's counters.
     fn export_kept(&mut self, mut kept: Vec<Arc<Event>>) {
         for chunk in kept.chunks(self.shared.batch) {
+            if self.shared.gave_up() {
+                // A timed-out shutdown: stop after the current export (tail sampling can release
+                // more than one batch at once).
+                let n = chunk.len() as u64;
+                self.shared.counters.shutdown.fetch_add(n, Ordering::AcqRel);
+                continue;
+            }
             let spans: Vec<SpanData> = chunk.iter().map(|event| span_data(event, &self.scope)).collect();
             let n = spans.len() as u64;
             let result = catch_unwind(AssertUnwindSafe(|| {
@@ -676,6 +713,7 @@ impl<E: SpanExporter> Worker<E> {
                 Err(panic) => {
                     counters.exporter_error.fetch_add(n, Ordering::AcqRel);
                     self.last_error = Some(format!("panicked: {}", notify_core::failure::panic_message(&*panic)));
+                    drop_panic(panic);
                 }
             }
         }
@@ -712,7 +750,9 @@ impl<E: SpanExporter> Worker<E> {
         };
         match self.on_drops.clone() {
             Some(hook) => {
-                let _ = catch_unwind(AssertUnwindSafe(|| hook(&report)));
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| hook(&report))) {
+                    drop_panic(panic);
+                }
             }
             None => self.report_to_notifier(&report),
         }
@@ -748,7 +788,9 @@ impl<E: SpanExporter> Worker<E> {
             tail.finish(&mut kept);
             self.export_kept(kept);
         }
-        let _ = catch_unwind(AssertUnwindSafe(|| self.exporter.shutdown()));
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.exporter.shutdown())) {
+            drop_panic(panic);
+        }
         // Later events are counted by the producers (closed) or by `stats` (left in the queue).
         self.shared.finished.store(true, Ordering::SeqCst);
         self.report_drops(true);
@@ -762,4 +804,19 @@ impl<E: SpanExporter> Worker<E> {
             }
         }
     }
+}
+
+/// Drops a caught panic's payload, catching a panic of the payload's own `Drop`
+/// (`std::panic::panic_any(Bomb)`): left to unwind, it would end the exporter thread, and every
+/// event queued after it would be in no counter. A drop that keeps panicking with new such
+/// payloads is given up after a few rounds and the last payload leaked.
+fn drop_panic(payload: Box<dyn std::any::Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..8 {
+        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    std::mem::forget(payload);
 }

@@ -40,7 +40,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | name | the event name |
 /// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
 /// | start, end | [`Event::start_time`], [`Event::end_time`] |
-/// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text. The exception entry is not an attribute (see below) |
+/// | attributes | each payload entry under its key: booleans, signed integers, floats and strings as such; an unsigned integer as a signed one when it fits, else as text; a duration as integer nanoseconds; anything else as its text (a list or map nested deeper than [`Value::MAX_NESTING`] written `…` there). The exception entry is not an attribute (see below) |
 /// | status | `Error` with the exception's message when the payload has an [`EXCEPTION_KEY`] entry; else `Error` with the outcome's word (`"panicked"`, `"cancelled"`) when the outcome is not `completed`; else `Unset` (OpenTelemetry's advice for success) |
 /// | events | an `exception` event at the end time with `exception.type` and `exception.message` when the payload has an exception |
 /// | `notify.outcome` | an attribute, only when the outcome is not `completed` (`"panicked"`, `"cancelled"`) |
@@ -171,6 +171,9 @@ fn attribute(value: &Value) -> OtelValue {
             (None, None) => OtelValue::from(v.to_string()),
         },
         Value::Duration(d) => OtelValue::I64(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)),
+        // Lists and maps as `Value`'s text, which cuts nesting deeper than `Value::MAX_NESTING`
+        // (`…`): written by recursion on this thread's stack, a value nested thousands deep would
+        // overflow it.
         other => OtelValue::from(other.to_string()),
     }
 }

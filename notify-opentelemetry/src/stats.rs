@@ -21,8 +21,8 @@ pub struct ExportStats {
     pub dropped_queue_full: u64,
     /// Spans of batches the `SpanExporter` refused (its `export` returned `Err` or panicked).
     pub dropped_exporter_error: u64,
-    /// Events that arrived after shutdown began, or were still queued when the shutdown's timeout
-    /// ran out.
+    /// Events that arrived after shutdown began, or were still queued (or taken from the queue
+    /// but not yet in an export) when the shutdown's timeout ran out.
     pub dropped_shutdown: u64,
     /// Events tail sampling dropped (not kept, evicted, over its limits): the details are in
     /// [`TailStats`](crate::tail::TailStats).
@@ -117,7 +117,9 @@ impl fmt::Display for DropReport {
 pub enum ExportError {
     /// The exporter thread did not answer within the timeout (a slow `SpanExporter`); the counters
     /// at the time are attached. For a shutdown, the thread still stops after its current export
-    /// and counts what it leaves as `dropped_shutdown`.
+    /// and what it leaves is `dropped_shutdown`, already in the attached counters; the batch in
+    /// that export (`dequeued` minus what is exported, dropped or held) is counted when the
+    /// export returns, if ever.
     TimedOut(ExportStats),
     /// The exporter was already shut down (by an earlier `shutdown`, or its thread ended); the
     /// final counters are attached.

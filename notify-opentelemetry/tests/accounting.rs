@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify_core::{Notifier, Pattern, Payload};
 use notify_opentelemetry::{DropReport, ExportError, OpenTelemetryExporter, OverflowPolicy};
@@ -347,20 +347,68 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
     for producer in producers {
         producer.join().unwrap();
     }
-    assert_eq!(exporter.stats().dropped_shutdown, 5, "{:?}", exporter.stats());
-    // Released, the thread exports what it holds and the queues of the exited producers, and
-    // ends: all twelve accounted for.
+    // The five that waited, and the six left in the queues when the timeout ran out (this
+    // thread's second event, each producer's first).
+    assert_eq!(exporter.stats().dropped_shutdown, 11, "{:?}", exporter.stats());
+    // Released, the thread ends its current export and stops: all twelve accounted for.
     gate.open();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while exporter.stats().exported < 7 && std::time::Instant::now() < deadline {
+    while exporter.stats().exported < 1 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
+    std::thread::sleep(Duration::from_millis(50));
     let stats = exporter.stats();
     assert_eq!(
         (stats.exported, stats.dropped_shutdown, stats.received()),
-        (7, 5, 12),
+        (1, 11, 12),
         "{stats:?}"
     );
+}
+
+/// ExportError::TimedOut: "for a shutdown, the thread still stops after its current export and
+/// counts what it leaves as dropped_shutdown". The stats attached to the error already count what
+/// is queued (they did not: a hung exporter left those events in no counter at all).
+#[test]
+fn a_timed_out_shutdown_counts_what_is_queued_and_stops_after_the_current_export() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .max_batch_size(100)
+        .on_drops(|_| {})
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 1_000);
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let started = std::time::Instant::now();
+    let error = exporter.shutdown(Duration::from_millis(100)).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let ExportError::TimedOut(at_timeout) = error else {
+        panic!("{error:?}")
+    };
+    let in_flight = at_timeout.dequeued;
+    assert!((1..=100).contains(&in_flight), "{at_timeout:?}");
+    assert_eq!(at_timeout.received(), 1_000, "{at_timeout:?}");
+    assert_eq!(
+        (at_timeout.exported, at_timeout.dropped_shutdown),
+        (0, 1_000 - in_flight),
+        "{at_timeout:?}"
+    );
+    // The stuck export returns: its batch is exported, nothing after it.
+    gate.open();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while exporter.stats().exported < in_flight && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.received()),
+        (in_flight, 1_000 - in_flight, 1_000),
+        "{stats:?}"
+    );
+    assert_eq!(gate.spans.lock().unwrap().len() as u64, in_flight);
 }
 
 /// Each publishing thread hands events over through a queue of its own: a flush exports what
@@ -406,4 +454,175 @@ fn a_flush_exports_the_queues_of_idle_and_exited_threads() {
     assert_eq!(spans.get_finished_spans().unwrap().len(), 7);
     release_tx.send(()).unwrap();
     idle.join().unwrap();
+}
+
+/// A panic payload whose own `Drop` panics (`std::panic::panic_any(Bomb)`).
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("the payload's drop panics too");
+        }
+    }
+}
+
+/// Panics with a `Bomb` in `export`, in `shutdown` and in the drop hook.
+#[derive(Debug)]
+struct Bombs;
+
+impl SpanExporter for Bombs {
+    fn export(&self, _batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        std::panic::panic_any(Bomb);
+        #[allow(unreachable_code)]
+        async {
+            Ok(())
+        }
+    }
+
+    fn shutdown(&self) -> OTelSdkResult {
+        std::panic::panic_any(Bomb)
+    }
+}
+
+#[test]
+fn panic_payloads_whose_drop_panics_do_not_end_the_exporter_thread() {
+    let exporter = OpenTelemetryExporter::builder(Bombs)
+        .on_drops(|_| std::panic::panic_any(Bomb))
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    for round in 1..=3 {
+        burst(&notifier, 10);
+        // The thread ended with the first bomb: the flush said "shut down" at once, and the
+        // events queued after it were in no counter.
+        let stats = exporter
+            .force_flush_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
+        assert_eq!(
+            (stats.dropped_exporter_error, stats.received()),
+            (10 * round, 10 * round)
+        );
+    }
+    let stats = exporter.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!((stats.exported, stats.dropped_exporter_error), (0, 30), "{stats:?}");
+}
+
+/// `max_batch_size` is a bound, not an allocation: the exporter thread reserved room for a whole
+/// batch up front, so `usize::MAX` ended the thread at once (capacity overflow: every event then
+/// sat in the queue in no counter, and flushes timed out) and `1 << 40` aborted the process
+/// (an 8 TiB allocation).
+#[test]
+fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
+    for batch in [usize::MAX, 1 << 40] {
+        let memory = InMemorySpanExporter::default();
+        let exporter = OpenTelemetryExporter::builder(memory.clone())
+            .max_batch_size(batch)
+            .build();
+        let notifier = Notifier::new();
+        let _s = exporter.subscribe(&notifier, Pattern::all());
+        burst(&notifier, 1_000);
+        let stats = exporter
+            .force_flush_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("batch {batch}: {e:?}"));
+        assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
+        assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
+    }
+}
+
+/// A SpanExporter that only counts what it accepted.
+#[derive(Clone, Debug, Default)]
+struct Counting(Arc<std::sync::atomic::AtomicU64>);
+
+impl SpanExporter for Counting {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.fetch_add(batch.len() as u64, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Four threads publish while another flushes in a loop and this one shuts down: under each
+/// policy, every event ends exported (as the SpanExporter counted) or dropped by a cause, and
+/// nothing is exported after `shutdown` returned.
+#[test]
+fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
+    const PER_THREAD: u64 = 50_000;
+    for policy in [
+        OverflowPolicy::DropNewest,
+        OverflowPolicy::DropOldest,
+        OverflowPolicy::Wait(Duration::MAX),
+    ] {
+        let counting = Counting::default();
+        let exporter = OpenTelemetryExporter::builder(counting.clone())
+            .overflow_policy(policy)
+            .queue_capacity(1_024)
+            .on_drops(|_| {})
+            .build();
+        let notifier = Notifier::new();
+        let _s = exporter.subscribe(&notifier, Pattern::all());
+        let producers: Vec<_> = (0..4)
+            .map(|_| {
+                let notifier = notifier.clone();
+                std::thread::spawn(move || burst(&notifier, PER_THREAD))
+            })
+            .collect();
+        let flusher = {
+            let exporter = exporter.clone();
+            std::thread::spawn(move || while exporter.force_flush().is_ok() {})
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        let at_shutdown = exporter.shutdown(Duration::from_secs(30)).unwrap();
+        for producer in producers {
+            producer.join().unwrap();
+        }
+        flusher.join().unwrap();
+        let stats = exporter.stats();
+        assert_eq!(stats.received(), 4 * PER_THREAD, "{policy:?}: {stats:?}");
+        assert_eq!(
+            stats.exported + stats.dropped(),
+            4 * PER_THREAD,
+            "{policy:?}: {stats:?}"
+        );
+        assert_eq!(stats.exported, at_shutdown.exported, "{policy:?}");
+        assert_eq!(stats.exported, counting.0.load(Ordering::SeqCst), "{policy:?}");
+    }
+}
+
+/// A `SpanExporter` whose export never returns.
+#[derive(Debug)]
+struct Hung;
+
+impl SpanExporter for Hung {
+    fn export(&self, _batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        std::future::pending()
+    }
+}
+
+/// `OverflowPolicy::Wait(bound)`: "Block the instrumenting thread until there is room, at most
+/// this long per event". A blocked publisher slept a whole 200 µs slice (`Handoff`'s
+/// `BLOCK_SLICE`) before it first looked at its deadline, so `Wait(Duration::ZERO)` blocked
+/// ~300 µs per event; now it sleeps at most what is left of the bound, and a zero bound drops at
+/// once (the bound is generous: 200 events took 60 ms before, well under 1 ms now).
+#[test]
+fn a_wait_bound_below_the_block_slice_is_kept() {
+    let exporter = OpenTelemetryExporter::builder(Hung)
+        .queue_capacity(16)
+        .overflow_policy(OverflowPolicy::Wait(Duration::ZERO))
+        .on_drops(|_| {})
+        .build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    for _ in 0..100 {
+        notifier.instrument("wait.open", Payload::new, |_| ());
+    }
+    let started = Instant::now();
+    for _ in 0..200 {
+        notifier.instrument("wait.open", Payload::new, |_| ());
+    }
+    let per_event = started.elapsed() / 200;
+    assert!(exporter.stats().dropped_queue_full >= 200);
+    assert!(
+        per_event < Duration::from_micros(50),
+        "Wait(0) blocked {per_event:?} per dropped event"
+    );
 }

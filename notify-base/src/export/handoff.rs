@@ -333,7 +333,14 @@ impl Handoff {
                 let limit = *lock(&shared.block_limit);
                 let deadline = limit.and_then(|limit| Instant::now().checked_add(limit));
                 loop {
-                    thread::sleep(BLOCK_SLICE);
+                    // A slice, or what is left of the limit when less (a limit under one slice,
+                    // zero included, is kept: it does not wait a whole slice before its first look).
+                    let left = deadline.map_or(BLOCK_SLICE, |deadline| {
+                        deadline.saturating_duration_since(Instant::now()).min(BLOCK_SLICE)
+                    });
+                    if !left.is_zero() {
+                        thread::sleep(left);
+                    }
                     if shared.closed.load(Ordering::SeqCst) {
                         shared.dropped_closed.fetch_add(1, Ordering::Relaxed);
                         return false;

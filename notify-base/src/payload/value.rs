@@ -89,8 +89,9 @@ impl Value {
     /// `"payload value nested deeper than 32 lists and maps"` (plus the format's position, if it
     /// gives one), so a hostile message of a few kilobytes cannot overflow the reading thread's
     /// stack (postcard, for one, has no depth limit of its own). The limit applies to decoding
-    /// only: a value built in the process may nest deeper (and is then refused by a decoder on the
-    /// other side). 32 leaves serde_json's own limit (128 levels) to the envelope around a payload.
+    /// and to the text of `Display` (deeper lists and maps are written `…`): a value built in the
+    /// process may nest deeper (and is then refused by a decoder on the other side). 32 leaves
+    /// serde_json's own limit (128 levels) to the envelope around a payload.
     ///
     /// ```
     /// assert_eq!(notify_core::Value::MAX_NESTING, 32);
@@ -332,9 +333,31 @@ impl Value {
 /// `Display`: numbers and text as they are, a duration as its `Debug` form (`1.5ms`), a time as
 /// RFC 3339 UTC (`2024-05-01T12:00:00.000000001Z`; before 1970 too, and years past 9999 in ISO
 /// 8601's expanded form `+10000-…`, so no time makes it fail), null as `null`, lists as `[a, b]`, maps as
-/// `{k: v, ...}`, an exception as `type: message`.
+/// `{k: v, ...}`, an exception as `type: message`. A list or map nested deeper than
+/// [`Value::MAX_NESTING`] is written `…`: the text is written by recursion, and a value nested
+/// thousands deep (code in the process can build one; decoders refuse it) would overflow the stack
+/// of the thread writing it (an exporter's, 2 MiB) and abort the process.
+///
+/// ```
+/// use notify_core::Value;
+/// let mut deep = Value::from(1_u64);
+/// for _ in 0..10_000 {
+///     deep = Value::List(vec![deep]);
+/// }
+/// let text = deep.to_string();
+/// assert!(text.starts_with(&"[".repeat(Value::MAX_NESTING)) && text.contains("[…]"));
+/// # std::mem::forget(deep); // dropping recurses once per level too
+/// ```
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_nested(f, 0)
+    }
+}
+
+impl Value {
+    /// [`Value`]'s `Display` at nesting `depth` (0: the outermost value).
+    fn write_nested(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        use fmt::Display;
         match self {
             Value::Null => f.write_str("null"),
             Value::Bool(v) => v.fmt(f),
@@ -346,13 +369,14 @@ impl fmt::Display for Value {
             Value::Str(v) => v.fmt(f),
             Value::Duration(v) => write!(f, "{v:?}"),
             Value::Time(v) => super::Rfc3339(*v).fmt(f),
+            Value::List(_) | Value::Map(_) if depth >= Value::MAX_NESTING => f.write_str("…"),
             Value::List(items) => {
                 f.write_str("[")?;
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    item.fmt(f)?;
+                    item.write_nested(f, depth + 1)?;
                 }
                 f.write_str("]")
             }
@@ -362,7 +386,8 @@ impl fmt::Display for Value {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{key}: {value}")?;
+                    write!(f, "{key}: ")?;
+                    value.write_nested(f, depth + 1)?;
                 }
                 f.write_str("}")
             }
