@@ -105,9 +105,12 @@ impl ExporterBuilder {
     /// beyond it the overflow policy decides. The instrumenting thread hands events over through
     /// a queue of its own ([`notify_core::export::Handoff`]: no lock, no read-modify-write shared
     /// with other threads), allocated whole on the thread's first event (8 bytes per event:
-    /// 64 KiB by default). Memory is bounded by this many events per publishing thread (a shared
-    /// event is about 480 bytes plus what its payload owns), also while the server is
-    /// unreachable, plus the round being sent.
+    /// 64 KiB by default). Memory is bounded by this many events per live publishing thread, plus,
+    /// for what threads that exited left queued, this many per thread that published at once
+    /// (threads that come and go one after another do not add up; beyond it the overflow policy
+    /// keeps the oldest or the newest, the rest counted as overflow), also while the server is
+    /// unreachable, plus the round being sent (a shared event is about 480 bytes plus what its
+    /// payload owns).
     #[must_use]
     pub fn capacity(mut self, events: usize) -> ExporterBuilder {
         self.capacity = events.max(1);

@@ -18,15 +18,19 @@ fn event(name: &'static str) -> Arc<Event> {
     Arc::new(Event::new(name, now, now, Payload::new()))
 }
 
-/// `threads` threads each hand `per_thread` events to `exporter`, then exit.
+/// `threads` threads each hand `per_thread` events to `exporter`, then exit, all at once (each
+/// waits for the others: what they leave queued is kept as their queues held it, see
+/// `notify_core::export::Handoff`).
 fn publish_from_threads(exporter: &Arc<Exporter>, threads: usize, per_thread: usize, name: &'static str) {
+    let together = Arc::new(std::sync::Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
-            let exporter = exporter.clone();
+            let (exporter, together) = (exporter.clone(), together.clone());
             std::thread::spawn(move || {
                 for _ in 0..per_thread {
                     exporter.export(&event(name));
                 }
+                together.wait();
             })
         })
         .collect();

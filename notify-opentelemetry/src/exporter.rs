@@ -71,9 +71,15 @@ pub struct Builder<E> {
 impl<E: SpanExporter + 'static> Builder<E> {
     /// How many events each publishing thread's queue holds (default 8,192; at least 1): the
     /// instrumenting thread hands events over through a queue of its own
-    /// ([`notify_core::export::Handoff`]: no lock, no shared read-modify-write per event). Memory
-    /// is bounded by this many events per publishing thread (a shared event is about 480 bytes
-    /// plus what its payload owns) plus one batch being converted.
+    /// ([`notify_core::export::Handoff`]: no lock, no shared read-modify-write per event), made
+    /// whole on its first event (8 bytes per event). Memory is bounded by this many events per
+    /// live publishing thread, plus, for what threads that exited left queued, this many per
+    /// thread that published at once (threads that come and go one after another do not add
+    /// up; beyond it the oldest are kept, the newest with `DropOldest`, the rest counted as
+    /// `dropped_queue_full`), plus one batch being converted (a shared event is about 480 bytes
+    /// plus what its payload owns). A capacity the allocator cannot
+    /// give (`usize::MAX`) panics in the first publishing thread, and one it can but should not
+    /// (`1 << 40`) aborts the process: keep it to what the process can hold.
     pub fn queue_capacity(mut self, events: usize) -> Builder<E> {
         self.capacity = events.max(1);
         self

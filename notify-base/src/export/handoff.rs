@@ -2,8 +2,9 @@
 //! wait-free queue per publishing thread.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::{self, Thread, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -22,11 +23,19 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// [`per_thread`](Handoff::new) events, made on its first push), so a push is a few plain stores:
 /// no lock, no read-modify-write shared with other threads (as fastrace records into a
 /// thread-local queue). The consumer takes from every thread's queue ([`drain`](Handoff::drain)).
-/// Nothing is stranded in a thread's queue: the consumer sees every queue, also of threads that
-/// are idle or have exited (a queue is dropped once its thread exited and it was drained).
+/// Nothing is stranded in a thread's queue: the consumer sees every queue, also of idle threads.
+/// A thread that exits frees its queue and leaves what it still holds in one queue *left behind*,
+/// shared by every thread that exited, which the consumer drains too.
 ///
-/// **Bounded**: at most `per_thread` events per publishing thread (each thread's ring is allocated
-/// whole on its first push: `per_thread` pointers, 64 KB for 8,192). When a thread's queue is full,
+/// **Bounded**: at most `per_thread` events per live publishing thread (each thread's ring is
+/// allocated whole on its first push: `per_thread` pointers, 64 KB for 8,192), plus at most
+/// `per_thread` times the most publishing threads there were at once left behind by threads that
+/// exited: the events of threads that ran together and exited are all kept, as their queues held
+/// them, and however many threads come and go one after another (a thread per task behind a
+/// stalled consumer) memory does not grow. The queue left behind keeps the oldest events with
+/// [`Overflow::DropNewest`] and [`Overflow::Block`] (an exiting thread never waits) and the
+/// newest with [`Overflow::DropOldest`]; what it cannot keep is counted `dropped_full`. When a
+/// thread's queue is full,
 /// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
 /// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
 /// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
@@ -109,8 +118,14 @@ struct Shared {
     wake_at: AtomicUsize,
     overflow: Overflow,
     block_limit: Mutex<Option<Duration>>,
-    /// The consumer ends of every thread's queue.
+    /// The consumer ends of every live thread's queue (and of a queue made for one push from a
+    /// thread whose thread-locals are gone).
     rings: Mutex<Vec<Ring>>,
+    /// What threads that exited left in their queues, oldest first: at most `per_thread` times
+    /// `peak` events. Locked after `rings` (and after a ring), never before.
+    left: Mutex<VecDeque<Arc<Event>>>,
+    /// The most threads' queues there were at once (read and written under `rings`' lock).
+    peak: AtomicUsize,
     /// Where `drain` starts, so that a bounded drain does not always favour the first threads.
     next: AtomicUsize,
     consumer: Mutex<Waker>,
@@ -149,6 +164,8 @@ impl Handoff {
                 overflow,
                 block_limit: Mutex::new(None),
                 rings: Mutex::new(Vec::new()),
+                left: Mutex::new(VecDeque::new()),
+                peak: AtomicUsize::new(0),
                 next: AtomicUsize::new(0),
                 consumer: Mutex::new(Waker::default()),
                 sleeping: AtomicBool::new(false),
@@ -283,7 +300,12 @@ impl Handoff {
         locals.retain(|l| l.owner.strong_count() > 0);
         let (producer, consumer) = RingBuffer::new(self.shared.per_thread);
         let ring = Arc::new(Mutex::new(consumer));
-        lock(&self.shared.rings).push(ring.clone());
+        let mut rings = lock(&self.shared.rings);
+        rings.push(ring.clone());
+        // Under the lock, as every access of `peak`.
+        let peak = self.shared.peak.load(Ordering::Relaxed).max(rings.len());
+        self.shared.peak.store(peak, Ordering::Relaxed);
+        drop(rings);
         locals.push(Local {
             owner: Arc::downgrade(&self.shared),
             producer,
@@ -295,10 +317,11 @@ impl Handoff {
     #[cold]
     #[inline(never)]
     fn push_unregistered(&self, event: &Arc<Event>) -> bool {
-        let (mut producer, consumer) = RingBuffer::new(1);
-        let _ = producer.push(event.clone());
-        lock(&self.shared.rings).push(Arc::new(Mutex::new(consumer)));
-        true
+        let shared = &*self.shared;
+        let rings = lock(&shared.rings);
+        let left = shared.leave(&rings, std::iter::once(event.clone()));
+        drop(rings);
+        left.finish(shared) == 1
     }
 
     /// This thread's queue is full: the policy.
@@ -382,12 +405,20 @@ impl Handoff {
             shared.sleeping.store(false, Ordering::Relaxed);
         }
         let mut rings = lock(&shared.rings);
+        let mut taken = 0;
+        {
+            // What exited threads left first: it is older than what live threads queue since.
+            let mut left = lock(&shared.left);
+            let k = left.len().min(max);
+            out.extend(left.drain(..k));
+            taken += k;
+        }
         let n = rings.len();
         if n == 0 {
-            return 0;
+            shared.drained.fetch_add(taken as u64, Ordering::AcqRel);
+            return taken;
         }
         let start = shared.next.fetch_add(1, Ordering::Relaxed) % n;
-        let mut taken = 0;
         for i in 0..n {
             if taken >= max {
                 break;
@@ -403,7 +434,8 @@ impl Handoff {
                 }
             }
         }
-        // Queues whose thread is gone and that hold nothing are dropped.
+        // Queues whose thread is gone and that hold nothing are dropped (a one-push queue of a
+        // thread without thread-locals; an exiting thread removes its own).
         rings.retain(|ring| {
             let ring = lock(ring);
             !(ring.is_abandoned() && ring.is_empty())
@@ -414,7 +446,9 @@ impl Handoff {
 
     /// Events queued now, in all threads' queues.
     pub fn len(&self) -> usize {
-        lock(&self.shared.rings).iter().map(|ring| lock(ring).slots()).sum()
+        let rings = lock(&self.shared.rings);
+        let queued: usize = rings.iter().map(|ring| lock(ring).slots()).sum();
+        queued + lock(&self.shared.left).len()
     }
 
     /// True when no event is queued.
@@ -453,7 +487,8 @@ impl Handoff {
         let shared = &*self.shared;
         shared.sleeping.store(true, Ordering::SeqCst);
         let wake_at = shared.wake_at.load(Ordering::Relaxed);
-        let ready = lock(&shared.rings).iter().any(|ring| lock(ring).slots() >= wake_at);
+        let rings = lock(&shared.rings);
+        let ready = rings.iter().any(|ring| lock(ring).slots() >= wake_at) || lock(&shared.left).len() >= wake_at;
         !ready
     }
 
@@ -461,17 +496,7 @@ impl Handoff {
     /// [`set_consumer_thread`](Handoff::set_consumer_thread)) and calls the hook of
     /// [`wake_with`](Handoff::wake_with), if set.
     pub fn wake(&self) {
-        self.shared.sleeping.store(false, Ordering::Relaxed);
-        let hook = {
-            let consumer = lock(&self.shared.consumer);
-            if let Some((thread, _)) = &consumer.thread {
-                thread.unpark();
-            }
-            consumer.hook.clone()
-        };
-        if let Some(hook) = hook {
-            hook();
-        }
+        self.shared.wake();
     }
 
     /// Refuses later pushes (counted `dropped_closed`) and ends the waits of blocked publishers.
@@ -493,16 +518,108 @@ impl Handoff {
         // until `dropped_full` is.
         let rings = lock(&shared.rings);
         let guards: Vec<_> = rings.iter().map(|ring| lock(ring)).collect();
-        let queued = guards.iter().map(|ring| ring.slots() as u64).sum();
+        let left = lock(&shared.left);
+        let queued = guards.iter().map(|ring| ring.slots() as u64).sum::<u64>() + left.len() as u64;
         let stats = HandoffStats {
             drained: shared.drained.load(Ordering::Acquire),
             dropped_full: shared.dropped_full.load(Ordering::Acquire),
             dropped_closed: shared.dropped_closed.load(Ordering::Acquire),
             queued,
         };
+        drop(left);
         drop(guards);
         drop(rings);
         stats
+    }
+}
+
+impl Shared {
+    /// See [`Handoff::wake`].
+    fn wake(&self) {
+        self.sleeping.store(false, Ordering::Relaxed);
+        let hook = {
+            let consumer = lock(&self.consumer);
+            if let Some((thread, _)) = &consumer.thread {
+                thread.unpark();
+            }
+            consumer.hook.clone()
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+
+    /// Adds `events` (oldest first) to the queue left behind, under `rings`' lock (held by the
+    /// caller, so a [`Handoff::stats`] snapshot sees each event queued, moved or dropped, once):
+    /// at most `per_thread` times the most threads' queues there were at once (at least one) are
+    /// kept, the newest with [`Overflow::DropOldest`], else the oldest; the others are counted
+    /// `dropped_full`. After [`Handoff::close`], all are kept.
+    fn leave(&self, _rings: &MutexGuard<'_, Vec<Ring>>, events: impl Iterator<Item = Arc<Event>>) -> Left {
+        let mut left = lock(&self.left);
+        let mut kept = 0;
+        let mut dropped = Vec::new();
+        // Once closed nothing new is queued, so what queues hold can only shrink: all of it is
+        // kept, as it was in its thread's queue (an exporter counts it dropped at shutdown).
+        let closed = self.closed.load(Ordering::SeqCst);
+        let room = self.per_thread.saturating_mul(self.peak.load(Ordering::Relaxed).max(1));
+        for event in events {
+            if closed || left.len() < room {
+                left.push_back(event);
+                kept += 1;
+            } else if matches!(self.overflow, Overflow::DropOldest) {
+                dropped.extend(left.pop_front());
+                left.push_back(event);
+                kept += 1;
+            } else {
+                dropped.push(event);
+            }
+        }
+        self.dropped_full.fetch_add(dropped.len() as u64, Ordering::Relaxed);
+        Left {
+            kept,
+            wake: self.sleeping.load(Ordering::Relaxed) && left.len() >= self.wake_at.load(Ordering::Relaxed),
+            dropped,
+        }
+    }
+}
+
+/// What [`Shared::leave`] did: for its caller to finish after releasing the locks (the wake may
+/// call the consumer's hook; the drops free the events).
+struct Left {
+    /// How many of the events were kept.
+    kept: usize,
+    /// The queue left behind holds `wake_at` events and the consumer waits: wake it.
+    wake: bool,
+    /// The events not kept (counted).
+    dropped: Vec<Arc<Event>>,
+}
+
+impl Left {
+    /// Wakes the consumer if due, then frees the dropped events; returns how many were kept.
+    fn finish(self, shared: &Shared) -> usize {
+        if self.wake {
+            shared.wake();
+        }
+        drop(self.dropped);
+        self.kept
+    }
+}
+
+impl Drop for Local {
+    /// The thread exits (or the hand-off is gone): its queue leaves the consumer's list and what
+    /// it still holds goes to the queue left behind; the ring is freed with the last handle.
+    fn drop(&mut self) {
+        let Some(shared) = self.owner.upgrade() else {
+            return;
+        };
+        let mut rings = lock(&shared.rings);
+        rings.retain(|ring| !Arc::ptr_eq(ring, &self.ring));
+        let mut ring = lock(&self.ring);
+        let queued: Vec<Arc<Event>> = std::iter::from_fn(|| ring.pop().ok()).collect();
+        drop(ring);
+        let left = shared.leave(&rings, queued.into_iter());
+        drop(rings);
+        left.finish(&shared);
     }
 }
 
@@ -516,7 +633,7 @@ impl std::fmt::Debug for Handoff {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -542,19 +659,18 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_that_exited_leaves_its_events_and_its_queue_goes_once_drained() {
+    fn a_thread_that_exited_frees_its_queue_and_leaves_its_events_behind() {
         let handoff = Handoff::new(16, Overflow::DropNewest);
         let producer = handoff.clone();
         thread::spawn(move || (1..=5).for_each(|n| assert!(producer.push(&event(n)))))
             .join()
             .unwrap();
-        assert_eq!(handoff.len(), 5);
+        assert_eq!(lock(&handoff.shared.rings).len(), 0, "its queue went with the thread");
+        assert_eq!((handoff.len(), handoff.stats().queued), (5, 5));
         let mut out = Vec::new();
         assert_eq!(handoff.drain(&mut out, 3), 3);
-        assert_eq!(lock(&handoff.shared.rings).len(), 1, "not empty yet: kept");
         assert_eq!(handoff.drain(&mut out, 10), 2);
         assert_eq!(ids(&out), [1, 2, 3, 4, 5]);
-        assert_eq!(lock(&handoff.shared.rings).len(), 0, "abandoned and empty: dropped");
         assert_eq!(
             handoff.stats(),
             HandoffStats {
@@ -564,6 +680,170 @@ mod tests {
                 queued: 0
             }
         );
+    }
+
+    /// Threads that come and go (a thread per task) behind a consumer that takes nothing: what
+    /// they leave is one queue's worth, the oldest kept (the newest with `DropOldest`), the rest
+    /// counted; no queue per thread ever is kept.
+    #[test]
+    fn threads_that_come_and_go_leave_at_most_one_queue_behind() {
+        for (overflow, kept) in [
+            (Overflow::DropNewest, (1..=16).collect::<Vec<u64>>()),
+            (Overflow::Block, (1..=16).collect()),
+            (Overflow::DropOldest, (285..=300).collect()),
+        ] {
+            let handoff = Handoff::new(16, overflow);
+            for t in 0..100_u64 {
+                let producer = handoff.clone();
+                thread::spawn(move || (1..=3).for_each(|n| assert!(producer.push(&event(3 * t + n)))))
+                    .join()
+                    .unwrap();
+            }
+            assert_eq!(lock(&handoff.shared.rings).len(), 0, "{overflow:?}");
+            let stats = handoff.stats();
+            assert_eq!(
+                (stats.queued, stats.dropped_full, stats.pushed()),
+                (16, 284, 300),
+                "{overflow:?}"
+            );
+            let mut out = Vec::new();
+            assert_eq!(handoff.drain(&mut out, usize::MAX), 16);
+            assert_eq!(ids(&out), kept, "{overflow:?}");
+        }
+    }
+
+    /// Threads that ran together and exit keep all they queued (as their own queues did), up to
+    /// `per_thread` times the most threads with a queue at once; more is counted dropped.
+    #[test]
+    fn threads_that_ran_together_leave_all_their_queues_behind() {
+        let handoff = Handoff::new(16, Overflow::DropNewest);
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        let threads: Vec<_> = (0..4_u64)
+            .map(|t| {
+                let (producer, barrier) = (handoff.clone(), barrier.clone());
+                thread::spawn(move || {
+                    (1..=16).for_each(|n| assert!(producer.push(&event(100 * t + n))));
+                    barrier.wait();
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        let stats = handoff.stats();
+        assert_eq!((stats.queued, stats.dropped_full), (64, 0));
+        // A fifth thread, alone: the queue left behind is full (4 queues' worth): its 3 events
+        // are counted dropped.
+        let producer = handoff.clone();
+        thread::spawn(move || (1..=3).for_each(|n| assert!(producer.push(&event(1_000 + n)))))
+            .join()
+            .unwrap();
+        let stats = handoff.stats();
+        assert_eq!((stats.queued, stats.dropped_full), (64, 3));
+    }
+
+    /// After `close`, an exiting thread's events are all left behind, beyond one queue's worth:
+    /// nothing new can be queued any more, and an exporter counts them dropped at shutdown.
+    #[test]
+    fn after_close_exiting_threads_leave_everything_they_hold() {
+        let handoff = Handoff::new(4, Overflow::DropNewest);
+        // Each thread fills its queue, then waits (the first wait) for the close, then exits.
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        let threads: Vec<_> = (0..3_u64)
+            .map(|t| {
+                let (producer, barrier) = (handoff.clone(), barrier.clone());
+                thread::spawn(move || {
+                    (1..=4).for_each(|n| assert!(producer.push(&event(10 * t + n))));
+                    barrier.wait();
+                    barrier.wait();
+                })
+            })
+            .collect();
+        barrier.wait();
+        handoff.close();
+        barrier.wait();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        let stats = handoff.stats();
+        assert_eq!(
+            (stats.queued, stats.dropped_full, lock(&handoff.shared.rings).len()),
+            (12, 0, 0)
+        );
+    }
+
+    /// The queue left behind wakes a waiting consumer when it holds `wake_at` events, as a
+    /// thread's own queue does: threads that each push less than that are not held until the
+    /// consumer's timer.
+    #[test]
+    fn what_exited_threads_leave_wakes_the_consumer_at_wake_at() {
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let counter = wakes.clone();
+        let handoff = Handoff::new(64, Overflow::DropNewest).wake_at(4).wake_with(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(handoff.prepare_wait());
+        for n in 1..=4_u64 {
+            let producer = handoff.clone();
+            thread::spawn(move || assert!(producer.push(&event(n)))).join().unwrap();
+            assert_eq!(wakes.load(Ordering::Relaxed), usize::from(n == 4), "after thread {n}");
+        }
+        assert!(
+            !handoff.prepare_wait(),
+            "4 events left behind: drain instead of waiting"
+        );
+    }
+
+    /// Threads pushing and exiting while the consumer drains and snapshots run: every event is
+    /// drained once or counted dropped, each thread's events in its order, and every snapshot's
+    /// sum is what was pushed before it (never more than pushed in all).
+    #[test]
+    fn exits_racing_drains_and_snapshots_count_every_event_once() {
+        const SPAWNERS: u64 = 4;
+        const THREADS: u64 = 40;
+        const EACH: u64 = 25;
+        let handoff = Handoff::new(8, Overflow::DropOldest);
+        let stop = Arc::new(AtomicBool::new(false));
+        let consumer = {
+            let (handoff, stop) = (handoff.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                loop {
+                    let done = stop.load(Ordering::SeqCst);
+                    handoff.drain(&mut out, 7);
+                    assert!(handoff.stats().pushed() <= SPAWNERS * THREADS * EACH);
+                    if done && handoff.is_empty() {
+                        return out;
+                    }
+                }
+            })
+        };
+        let spawners: Vec<_> = (0..SPAWNERS)
+            .map(|s| {
+                let handoff = handoff.clone();
+                thread::spawn(move || {
+                    for t in 0..THREADS {
+                        let producer = handoff.clone();
+                        let base = (s * THREADS + t) * 1_000;
+                        thread::spawn(move || {
+                            (1..=EACH).for_each(|n| {
+                                producer.push(&event(base + n));
+                            })
+                        })
+                        .join()
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        spawners.into_iter().for_each(|s| s.join().unwrap());
+        stop.store(true, Ordering::SeqCst);
+        let out = consumer.join().unwrap();
+        let stats = handoff.stats();
+        assert_eq!(stats.pushed(), SPAWNERS * THREADS * EACH);
+        assert_eq!((stats.queued, stats.drained), (0, out.len() as u64));
+        let mut seen = std::collections::HashMap::new();
+        for id in ids(&out) {
+            let last = seen.entry(id / 1_000).or_insert(0);
+            assert!(id % 1_000 > *last, "event {id} out of its thread's order or twice");
+            *last = id % 1_000;
+        }
     }
 
     #[test]

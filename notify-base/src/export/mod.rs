@@ -7,9 +7,9 @@
 //! exporter crate can use them without depending on another.
 //!
 //! * [`Handoff`] — the bounded hand-off from the instrumenting threads to the exporter's thread:
-//!   a wait-free queue per publishing thread, drained by the exporter's thread (also those of
-//!   idle and exited threads), the [`Overflow`](crate::Overflow) policy per full queue, every
-//!   drop counted.
+//!   a wait-free queue per live publishing thread and one shared queue of what exited threads
+//!   left, drained by the exporter's thread, the [`Overflow`](crate::Overflow) policy per full
+//!   queue, every drop counted.
 //! * [`recycle`] / [`recycle_all`] — give an event the exporter is done with back to notify, so
 //!   that a later event reuses its allocation: the owned event then costs the instrumenting
 //!   thread no allocation (and the exporter's thread frees nothing); see [`recycle`].
