@@ -1200,6 +1200,10 @@ pub(crate) fn run<T, R: Deref<Target = Resolved>>(
     payload: impl FnOnce() -> Payload,
     body: impl FnOnce(&mut Payload) -> T,
 ) -> T {
+    let listeners = &resolved.listeners;
+    if listeners.phases_only && listeners.silence_groups.is_empty() && !fanout.is_redacting() {
+        return run_evented(fanout, &resolved, parent, location, payload, body);
+    }
     let Some(heard) = Active::<R>::ask(fanout, &resolved) else {
         return unlistened(body);
     };
@@ -1223,6 +1227,109 @@ pub(crate) fn run<T, R: Deref<Target = Resolved>>(
     unsafe { guard.release() };
     mem::forget(guard);
     value
+}
+
+/// [`run`] for an event whose listeners are all evented (no silenceable one, none that asked for
+/// its duration: [`Listeners::phases_only`] without silence groups) on a notifier without a
+/// redaction policy: the same calls, ids, nesting limit, recorded values and failure handling as
+/// through [`Active`], without building one (its fields for clocks, silenced answers, redaction
+/// and measurements are not needed here). Evented, callgrind, `examples/hotpath.rs`: 589 -> 524
+/// instructions per event with 10 subscribers, 433 -> 368 with one.
+#[inline(always)]
+fn run_evented<T>(
+    fanout: &Fanout,
+    resolved: &Resolved,
+    parent: Option<ids::Frame>,
+    location: Option<&'static Location>,
+    payload: impl FnOnce() -> Payload,
+    body: impl FnOnce(&mut Payload) -> T,
+) -> T {
+    let name = resolved.name_str();
+    if !Nesting::allows(fanout, name) {
+        return unlistened(body);
+    }
+    // Before the ids: a `payload()` that unwinds leaves nothing started (no frame pushed).
+    let payload = CheapDrop::new(payload());
+    let sample_below = fanout.sample_below();
+    let begun = match parent {
+        None => ids::begin(true, sample_below),
+        Some(parent) => ids::begin_in(parent, true, sample_below),
+    };
+    let mut context = EventContext::new(begun.id, begun.parent, begun.trace);
+    context.sampled = begun.sampled;
+    context.parent_remote = begun.parent_remote;
+    context.location = location;
+    let mut event = EventedOnly {
+        fanout,
+        listeners: &resolved.listeners,
+        name,
+        context,
+        payload,
+        failures: Failures::new(),
+        finished: false,
+    };
+    event.deliver(|s, args| s.start_with(args));
+    let value = body(&mut event.payload);
+    event.finish(Outcome::Completed);
+    value
+}
+
+/// The started event of [`run_evented`]; finished as panicked when dropped unfinished (its body
+/// unwound).
+struct EventedOnly<'a> {
+    fanout: &'a Fanout,
+    listeners: &'a Listeners,
+    name: &'a str,
+    context: EventContext,
+    payload: CheapDrop,
+    failures: Failures,
+    finished: bool,
+}
+
+impl EventedOnly<'_> {
+    /// One edge's calls (`start_with` or `finish_with`) of every evented listener, in order.
+    #[inline(always)]
+    fn deliver(&mut self, call: impl Fn(&dyn CallEvented, &Phase<'_>)) {
+        let _nesting = Nesting::enter();
+        let args = &Phase {
+            name: self.name,
+            context: &self.context,
+            payload: &self.payload,
+        };
+        each(&mut self.failures, &self.listeners.evented, self.name, args, call);
+    }
+
+    /// As [`Active::finish_phases`]: the thread's frame removed, recorded values taken into the
+    /// payload, the `finish` calls, then the failures of the event's calls handled.
+    #[inline(always)]
+    fn finish(&mut self, outcome: Outcome) {
+        self.finished = true;
+        self.context.outcome = outcome;
+        self.context.finished_on_another_thread = !ids::leave(self.context.id.0);
+        record::take_into(self.context.id.0, &mut self.payload);
+        self.deliver(|s, args| s.finish_with(args));
+        if !self.failures.is_empty() {
+            handle_failures(self.fanout, self.failures.take());
+        }
+    }
+}
+
+impl Drop for EventedOnly<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if !self.finished {
+            self.unwound();
+        }
+    }
+}
+
+impl EventedOnly<'_> {
+    /// The drop of an event whose body unwound: finished as panicked (the panic goes on).
+    #[cold]
+    #[inline(never)]
+    fn unwound(&mut self) {
+        self.finish(Outcome::Panicked);
+    }
 }
 
 /// Finishes the event as panicked if the body unwinds, and drops it undelivered if `payload()`

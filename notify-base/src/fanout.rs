@@ -859,6 +859,12 @@ impl Fanout {
         self.too_deep.load(Ordering::Relaxed)
     }
 
+    /// True when a redaction policy is set (one relaxed load).
+    #[inline(always)]
+    pub(crate) fn is_redacting(&self) -> bool {
+        self.redacting.load(Ordering::Relaxed)
+    }
+
     /// The redaction policy an event prepared now applies (one relaxed load when none is set).
     #[inline(always)]
     pub(crate) fn redaction(&self) -> Option<Arc<Redaction>> {
