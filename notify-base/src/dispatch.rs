@@ -26,7 +26,7 @@ use crate::context::EventContext;
 use crate::event::{Event, Name, Outcome};
 use crate::event_id::EventId;
 use crate::failure::{
-    drop_payload, panic_message, report, FailurePolicy, Failures, SubscriberErrors, SubscriberFailure,
+    drop_panic_payload, panic_message, report, FailurePolicy, Failures, SubscriberErrors, SubscriberFailure,
     SUBSCRIBER_FAILED,
 };
 use crate::fanout::Fanout;
@@ -144,7 +144,7 @@ fn failure_of(entry: &Entry, event: &str, payload: Box<dyn Any + Send>) -> Subsc
         in_drop: false,
         drops: None,
     };
-    drop_payload(payload);
+    drop_panic_payload(payload);
     failure
 }
 
@@ -290,7 +290,7 @@ fn silenced(subscriber: &dyn CallSilenceable, name: &str) -> Option<bool> {
     match catch_unwind(AssertUnwindSafe(|| subscriber.is_silenced(name))) {
         Ok(silenced) => Some(silenced),
         Err(payload) => {
-            drop_payload(payload);
+            drop_panic_payload(payload);
             None
         }
     }

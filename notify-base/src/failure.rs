@@ -397,7 +397,7 @@ impl Drop for FailureSink {
         let hook: Hook = Arc::new(|_: &SubscriberFailure| {});
         let hook = std::mem::replace(&mut *self.hook.write(), hook);
         if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(hook))) {
-            drop_payload(payload);
+            drop_panic_payload(payload);
         }
     }
 }
@@ -435,12 +435,12 @@ impl FailureSink {
         let called = catch_unwind(AssertUnwindSafe(move || {
             for failure in failures {
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(|| hook(failure))) {
-                    drop_payload(payload);
+                    drop_panic_payload(payload);
                 }
             }
         }));
         if let Err(payload) = called {
-            drop_payload(payload);
+            drop_panic_payload(payload);
         }
     }
 }
@@ -483,11 +483,23 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Drops a caught panic's payload where a panic in its `Drop` is caught too: a payload whose drop
-/// panics (`panic_any(Bomb)`) must not unwind into the instrumented code. A drop that keeps
-/// panicking with new such payloads is given up after a few rounds and the last payload leaked.
+/// Drops a caught panic's payload (what `catch_unwind` returned) where a panic in its `Drop` is
+/// caught too: a payload whose drop panics (`std::panic::panic_any(Bomb)`) must not unwind into the
+/// instrumented code, nor end an exporter's thread. A drop that keeps panicking with new such
+/// payloads is given up after 8 rounds and the last payload leaked. Never panics.
+///
+/// ```
+/// struct Bomb;
+/// impl Drop for Bomb {
+///     fn drop(&mut self) {
+///         panic!("dropped");
+///     }
+/// }
+/// let payload = std::panic::catch_unwind(|| std::panic::panic_any(Bomb)).unwrap_err();
+/// notify_core::failure::drop_panic_payload(payload); // its drop's panic caught here
+/// ```
 #[cold]
-pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+pub fn drop_panic_payload(payload: Box<dyn Any + Send>) {
     let mut payload = payload;
     for _ in 0..8 {
         match catch_unwind(AssertUnwindSafe(move || drop(payload))) {

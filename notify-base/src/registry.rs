@@ -88,7 +88,7 @@ impl Drop for Entry {
                 in_drop: true,
                 drops: None,
             }]);
-            crate::failure::drop_payload(payload);
+            crate::failure::drop_panic_payload(payload);
         }
         drop(extra);
     }

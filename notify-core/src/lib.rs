@@ -291,7 +291,8 @@ pub mod failure {
     //! [`SubscriberErrors`]). Each failure is a [`SubscriberFailure`], which a failure hook
     //! ([`Notifier::set_failure_hook`](crate::Notifier::set_failure_hook)) receives.
     //! [`panic_message`] renders a caught panic as `std`'s hook would, for crates that catch
-    //! their subscribers' panics themselves (the worker pool, the log subscribers).
+    //! their subscribers' panics themselves (the worker pool, the log subscribers), and
+    //! [`drop_panic_payload`] drops one where a panic of the payload's own `Drop` is caught too.
     //!
     //! ```
     //! use notify_core::failure::FailurePolicy;
@@ -306,7 +307,8 @@ pub mod failure {
     //! ```
     #[doc(inline)]
     pub use notify_base::{
-        panic_message, ExportDrops, FailurePolicy, SubscriberErrors, SubscriberFailure, SUBSCRIBER_FAILED,
+        drop_panic_payload, panic_message, ExportDrops, FailurePolicy, SubscriberErrors, SubscriberFailure,
+        SUBSCRIBER_FAILED,
     };
 }
 

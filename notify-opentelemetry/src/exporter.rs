@@ -719,7 +719,7 @@ impl<E: SpanExporter> Worker<E> {
                 Err(panic) => {
                     counters.exporter_error.fetch_add(n, Ordering::AcqRel);
                     self.last_error = Some(format!("panicked: {}", notify_core::failure::panic_message(&*panic)));
-                    drop_panic(panic);
+                    notify_core::failure::drop_panic_payload(panic);
                 }
             }
         }
@@ -757,7 +757,7 @@ impl<E: SpanExporter> Worker<E> {
         match self.on_drops.clone() {
             Some(hook) => {
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| hook(&report))) {
-                    drop_panic(panic);
+                    notify_core::failure::drop_panic_payload(panic);
                 }
             }
             None => self.report_to_notifier(&report),
@@ -795,7 +795,7 @@ impl<E: SpanExporter> Worker<E> {
             self.export_kept(kept);
         }
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.exporter.shutdown())) {
-            drop_panic(panic);
+            notify_core::failure::drop_panic_payload(panic);
         }
         // Later events are counted by the producers (closed) or by `stats` (left in the queue).
         self.shared.finished.store(true, Ordering::SeqCst);
@@ -810,19 +810,4 @@ impl<E: SpanExporter> Worker<E> {
             }
         }
     }
-}
-
-/// Drops a caught panic's payload, catching a panic of the payload's own `Drop`
-/// (`std::panic::panic_any(Bomb)`): left to unwind, it would end the exporter thread, and every
-/// event queued after it would be in no counter. A drop that keeps panicking with new such
-/// payloads is given up after a few rounds and the last payload leaked.
-fn drop_panic(payload: Box<dyn std::any::Any + Send>) {
-    let mut payload = payload;
-    for _ in 0..8 {
-        match catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            Ok(()) => return,
-            Err(next) => payload = next,
-        }
-    }
-    std::mem::forget(payload);
 }
