@@ -376,6 +376,7 @@ impl Shared {
             dropped_tail_sampling,
             held,
             dequeued: handed.drained,
+            taken_at_shutdown: given_up,
         };
         if self.finished.load(Ordering::Acquire) || self.gave_up() {
             // Nothing leaves the queue any more: events that raced past the `closed` check after
