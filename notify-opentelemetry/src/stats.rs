@@ -17,7 +17,8 @@ pub struct ExportStats {
     /// Spans the `SpanExporter` accepted (its `export` returned `Ok`).
     pub exported: u64,
     /// Events dropped because the queue was full (policy `DropNewest`: the new event; `DropOldest`:
-    /// the oldest queued one; `Wait`: the new event after the wait timed out).
+    /// the oldest queued one; `Wait`: the new event after the wait timed out), and events of
+    /// threads that exited that the queue they leave behind could not keep (no wait).
     pub dropped_queue_full: u64,
     /// Spans of batches the `SpanExporter` refused (its `export` returned `Err` or panicked).
     pub dropped_exporter_error: u64,

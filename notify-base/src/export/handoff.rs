@@ -32,14 +32,15 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// `per_thread` times the most publishing threads there were at once left behind by threads that
 /// exited: the events of threads that ran together and exited are all kept, as their queues held
 /// them, and however many threads come and go one after another (a thread per task behind a
-/// stalled consumer) memory does not grow. The queue left behind keeps the oldest events with
-/// [`Overflow::DropNewest`] and [`Overflow::Block`] (an exiting thread never waits) and the
-/// newest with [`Overflow::DropOldest`]; what it cannot keep is counted `dropped_full`. When a
-/// thread's queue is full,
-/// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
-/// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
-/// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
-/// consumer thread nor on a thread marked with
+/// stalled consumer) memory does not grow (after [`close`](Handoff::close), exiting threads
+/// leave all they hold, beyond that bound: nothing new is queued any more). The queue left
+/// behind keeps the oldest events with [`Overflow::DropNewest`] and [`Overflow::Block`] (an
+/// exiting thread never waits) and the newest with [`Overflow::DropOldest`]; what it cannot keep
+/// is counted `dropped_full`. When a thread's queue is full, the [`Overflow`] policy decides:
+/// [`Overflow::DropNewest`] drops the new event, [`Overflow::DropOldest`] the oldest of that
+/// thread's queue, [`Overflow::Block`] waits for room (at most
+/// [`block_limit`](Handoff::block_limit), then drops the new event; never on the consumer thread
+/// nor on a thread marked with
 /// [`never_block_this_thread`](Handoff::never_block_this_thread), which drop instead). Every drop
 /// is counted ([`HandoffStats`]); after [`close`](Handoff::close), pushes are refused and counted.
 ///
@@ -88,7 +89,8 @@ pub struct HandoffStats {
     pub dropped_full: u64,
     /// Events pushed after [`Handoff::close`].
     pub dropped_closed: u64,
-    /// Events in the threads' queues when the snapshot was taken (neither drained nor dropped).
+    /// Events in the threads' queues and in the queue left behind by threads that exited when
+    /// the snapshot was taken (neither drained nor dropped).
     pub queued: u64,
 }
 
@@ -118,8 +120,8 @@ struct Shared {
     wake_at: AtomicUsize,
     overflow: Overflow,
     block_limit: Mutex<Option<Duration>>,
-    /// The consumer ends of every live thread's queue (and of a queue made for one push from a
-    /// thread whose thread-locals are gone).
+    /// The consumer ends of every live thread's queue (an exiting thread removes its own; a push
+    /// from a thread whose thread-locals are gone or in use goes to `left`).
     rings: Mutex<Vec<Ring>>,
     /// What threads that exited left in their queues, oldest first: at most `per_thread` times
     /// `peak` events. Locked after `rings` (and after a ring), never before.
@@ -395,7 +397,7 @@ impl Handoff {
     }
 
     /// Moves up to `max` queued events, from every thread's queue, into `out` (appended); returns
-    /// how many. Queues of threads that exited are dropped once empty. Events of one publishing
+    /// how many, first from the queue left behind by threads that exited. Events of one publishing
     /// thread come in the order it pushed them; the threads' queues are taken one after the
     /// other. A drain ends the consumer's wait: pushes do not wake it until it announces its next
     /// one ([`park`](Handoff::park), [`prepare_wait`](Handoff::prepare_wait)).
@@ -434,8 +436,8 @@ impl Handoff {
                 }
             }
         }
-        // Queues whose thread is gone and that hold nothing are dropped (a one-push queue of a
-        // thread without thread-locals; an exiting thread removes its own).
+        // Queues whose thread is gone and that hold nothing are dropped. An exiting thread removes
+        // its own queue (`Local`'s drop), so this finds one only if that drop did not run.
         rings.retain(|ring| {
             let ring = lock(ring);
             !(ring.is_abandoned() && ring.is_empty())
@@ -444,7 +446,7 @@ impl Handoff {
         taken
     }
 
-    /// Events queued now, in all threads' queues.
+    /// Events queued now, in all threads' queues and in the queue left behind.
     pub fn len(&self) -> usize {
         let rings = lock(&self.shared.rings);
         let queued: usize = rings.iter().map(|ring| lock(ring).slots()).sum();
@@ -456,9 +458,9 @@ impl Handoff {
         self.len() == 0
     }
 
-    /// Parks the consumer thread for at most `timeout`, unless some thread's queue already holds
-    /// `wake_at` events; a publisher whose queue reaches that wakes it, and so does
-    /// [`wake`](Handoff::wake) (or an `unpark` of the thread).
+    /// Parks the consumer thread for at most `timeout`, unless some thread's queue (or the queue
+    /// left behind) already holds `wake_at` events; a publisher whose queue reaches that wakes
+    /// it, and so does [`wake`](Handoff::wake) (or an `unpark` of the thread).
     pub fn park(&self, timeout: Duration) {
         if self.prepare_wait() {
             thread::park_timeout(timeout);
@@ -468,8 +470,8 @@ impl Handoff {
 
     /// For a consumer that waits by its own means (an async task woken through
     /// [`wake_with`](Handoff::wake_with)) instead of [`park`](Handoff::park): announces that it is
-    /// about to wait, and returns whether it may, i.e. no thread's queue holds `wake_at` events
-    /// (`false`: drain instead). From the announcement on, the first push that brings its
+    /// about to wait, and returns whether it may, i.e. no thread's queue (nor the queue left
+    /// behind) holds `wake_at` events (`false`: drain instead). From the announcement on, the first push that brings its
     /// thread's queue to `wake_at` events calls [`wake`](Handoff::wake), which ends the
     /// announcement (so one wake per wait, not one per event); so does the next
     /// [`drain`](Handoff::drain).
