@@ -202,9 +202,11 @@ impl Handoff {
     /// is woken, e.g. an async task waiting on a `tokio::sync::Notify` that `hook` notifies. The
     /// hook runs on the instrumenting threads, at most once per wait announced by
     /// [`prepare_wait`](Handoff::prepare_wait) (or [`park`](Handoff::park)) as a push goes, plus
-    /// once per push onto a full queue and per explicit [`wake`](Handoff::wake): keep it short,
-    /// and make it not block, not panic and not push to this hand-off. A later call replaces the
-    /// hook.
+    /// once per push onto a full queue and per explicit [`wake`](Handoff::wake), and also on a
+    /// thread that exits, from its thread-local destructor, when what it leaves brings the queue
+    /// left behind to `wake_at` events while the consumer waits: keep it short, and make it not
+    /// block, not panic (a panic there aborts the process), not rely on thread-locals and not
+    /// push to this hand-off. A later call replaces the hook.
     ///
     /// ```
     /// use notify_core::export::{Handoff, Overflow};
