@@ -850,6 +850,58 @@ mod tests {
         }
     }
 
+    /// Under every policy, threads that push and exit race a consumer that drains and snapshots:
+    /// each snapshot's sum (`pushed`) never goes down and never exceeds what was pushed, and in the
+    /// end every event is drained once or counted dropped.
+    #[test]
+    fn snapshots_never_go_back_while_threads_exit_under_every_policy() {
+        const THREADS: u64 = 60;
+        const EACH: u64 = 20;
+        for overflow in [Overflow::DropNewest, Overflow::DropOldest, Overflow::Block] {
+            let handoff = Handoff::new(4, overflow).block_limit(Duration::ZERO);
+            let stop = Arc::new(AtomicBool::new(false));
+            let consumer = {
+                let (handoff, stop) = (handoff.clone(), stop.clone());
+                thread::spawn(move || {
+                    let (mut out, mut last) = (Vec::new(), 0);
+                    loop {
+                        let done = stop.load(Ordering::SeqCst);
+                        handoff.drain(&mut out, 3);
+                        let pushed = handoff.stats().pushed();
+                        assert!(pushed >= last && pushed <= 2 * THREADS * EACH, "{pushed} after {last}");
+                        last = pushed;
+                        if done && handoff.is_empty() {
+                            return out.len() as u64;
+                        }
+                    }
+                })
+            };
+            let spawners: Vec<_> = (0..2)
+                .map(|_| {
+                    let handoff = handoff.clone();
+                    thread::spawn(move || {
+                        for t in 0..THREADS {
+                            let producer = handoff.clone();
+                            thread::spawn(move || {
+                                (1..=EACH).for_each(|n| {
+                                    let _ = producer.push(&event(t * 100 + n));
+                                })
+                            })
+                            .join()
+                            .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            spawners.into_iter().for_each(|s| s.join().unwrap());
+            stop.store(true, Ordering::SeqCst);
+            let drained = consumer.join().unwrap();
+            let stats = handoff.stats();
+            assert_eq!(stats.pushed(), 2 * THREADS * EACH, "{overflow:?}");
+            assert_eq!((stats.queued, stats.drained), (0, drained), "{overflow:?}");
+        }
+    }
+
     #[test]
     fn the_queue_of_an_idle_live_thread_is_drained() {
         let handoff = Handoff::new(16, Overflow::DropNewest);
