@@ -902,6 +902,39 @@ mod tests {
         }
     }
 
+    /// A push from a thread-local destructor at thread exit (after this thread's queues went,
+    /// as destructors run last-registered first) goes to the queue left behind: drained after
+    /// the thread's earlier events, counted once, and no queue is left in the consumer's list.
+    #[test]
+    fn a_push_from_a_thread_local_destructor_is_left_behind_and_counted() {
+        struct PushOnDrop(RefCell<Option<Handoff>>);
+        impl Drop for PushOnDrop {
+            fn drop(&mut self) {
+                if let Some(handoff) = self.0.borrow_mut().take() {
+                    assert!(handoff.push(&event(2)));
+                }
+            }
+        }
+        thread_local! {
+            static GUARD: PushOnDrop = const { PushOnDrop(RefCell::new(None)) };
+        }
+        let handoff = Handoff::new(8, Overflow::DropNewest);
+        let producer = handoff.clone();
+        thread::spawn(move || {
+            // Registered before this thread's queues: destroyed after them.
+            GUARD.with(|guard| *guard.0.borrow_mut() = Some(producer.clone()));
+            assert!(producer.push(&event(1)));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lock(&handoff.shared.rings).len(), 0);
+        let stats = handoff.stats();
+        assert_eq!((stats.queued, stats.pushed()), (2, 2));
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, usize::MAX), 2);
+        assert_eq!(ids(&out), [1, 2]);
+    }
+
     #[test]
     fn the_queue_of_an_idle_live_thread_is_drained() {
         let handoff = Handoff::new(16, Overflow::DropNewest);
