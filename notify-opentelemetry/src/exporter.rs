@@ -30,7 +30,10 @@ pub enum OverflowPolicy {
     DropOldest,
     /// Block the instrumenting thread until there is room, at most this long per event; then drop
     /// the new event (counted `dropped_queue_full`). `Duration::MAX` waits as long as it takes.
-    /// A shutdown ends the wait (the event is counted `dropped_shutdown`).
+    /// A shutdown ends the wait (the event is counted `dropped_shutdown`). A thread that exits
+    /// never waits: what its queue still holds goes to the queue left behind by exited threads,
+    /// and what that one has no room for (see [`Builder::queue_capacity`]) is counted
+    /// `dropped_queue_full`, also with `Duration::MAX`.
     Wait(Duration),
 }
 
