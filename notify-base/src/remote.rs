@@ -54,9 +54,9 @@ impl Event {
     /// drawing fresh ids to replace (an importer's per-event path). Its times are as in
     /// [`Event::at_wall_clock`]. It is sampled and its parent is not marked remote whatever the
     /// calling thread's current context (use [`Event::with_sampled`] and
-    /// [`Event::with_parent_remote`] to say otherwise): on a thread with no current context, it
-    /// is what [`Event::at_wall_clock`] then [`Event::with_ids`] and [`Event::with_trace_id`]
-    /// make.
+    /// [`Event::with_parent_remote`] to say otherwise): on a thread with no current context and
+    /// with ids that are not 0, it is what [`Event::at_wall_clock`] then [`Event::with_ids`] and
+    /// [`Event::with_trace_id`] make ([`Event::with_ids`] keeps a 0 as it is).
     ///
     /// Ids are never 0 in this process, and no W3C header carries an all-zero id: an event id of
     /// 0 (another process, or a damaged message, recorded none) is replaced by a fresh random id,

@@ -30,7 +30,10 @@ pub enum OverflowPolicy {
     DropOldest,
     /// Block the instrumenting thread until there is room, at most this long per event; then drop
     /// the new event (counted `dropped_queue_full`). `Duration::MAX` waits as long as it takes.
-    /// A shutdown ends the wait (the event is counted `dropped_shutdown`).
+    /// A shutdown ends the wait (the event is counted `dropped_shutdown`). A thread that exits
+    /// never waits: what its queue still holds goes to the queue left behind by exited threads,
+    /// and what that one has no room for (see [`Builder::queue_capacity`]) is counted
+    /// `dropped_queue_full`, also with `Duration::MAX`.
     Wait(Duration),
 }
 
@@ -361,6 +364,10 @@ enum Request {
 impl Shared {
     fn stats(&self) -> ExportStats {
         let c = &self.counters;
+        // Whether anything still leaves the queue, before the queue's snapshot: read after it, a
+        // shutdown that ended (or gave up) in between would count as dropped events the thread
+        // drained after the snapshot (and exports or counts again).
+        let stopped = self.finished.load(Ordering::Acquire) || self.gave_up();
         // The exporter thread's counters first: an event it counts was drained before.
         let exported = c.exported.load(Ordering::Acquire);
         let dropped_exporter_error = c.exporter_error.load(Ordering::Acquire);
@@ -376,8 +383,9 @@ impl Shared {
             dropped_tail_sampling,
             held,
             dequeued: handed.drained,
+            taken_at_shutdown: given_up,
         };
-        if self.finished.load(Ordering::Acquire) || self.gave_up() {
+        if stopped {
             // Nothing leaves the queue any more: events that raced past the `closed` check after
             // the thread's last look at the queues, or that a timed-out shutdown left there.
             stats.dropped_shutdown += handed.queued;

@@ -17,7 +17,8 @@ pub struct ExportStats {
     /// Spans the `SpanExporter` accepted (its `export` returned `Ok`).
     pub exported: u64,
     /// Events dropped because the queue was full (policy `DropNewest`: the new event; `DropOldest`:
-    /// the oldest queued one; `Wait`: the new event after the wait timed out).
+    /// the oldest queued one; `Wait`: the new event after the wait timed out), and events of
+    /// threads that exited that the queue they leave behind could not keep (no wait).
     pub dropped_queue_full: u64,
     /// Spans of batches the `SpanExporter` refused (its `export` returned `Err` or panicked).
     pub dropped_exporter_error: u64,
@@ -31,6 +32,10 @@ pub struct ExportStats {
     pub held: u64,
     /// Events the exporter thread took from the queue.
     pub dequeued: u64,
+    /// Of `dropped_shutdown`, the events the thread had taken from the queue (so also in
+    /// `dequeued`) and did not export because a shutdown's timeout ran out: `received` counts
+    /// them once.
+    pub(crate) taken_at_shutdown: u64,
 }
 
 impl ExportStats {
@@ -43,7 +48,7 @@ impl ExportStats {
     /// that never got in (queue full, shut down). Events in the queue right now are not counted
     /// until taken, so this is exact once flushed.
     pub fn received(&self) -> u64 {
-        self.dequeued + self.dropped_queue_full + self.dropped_shutdown
+        self.dequeued + self.dropped_queue_full + self.dropped_shutdown - self.taken_at_shutdown
     }
 
     /// `self - earlier`, counter by counter (`held` is this one's).
@@ -56,6 +61,7 @@ impl ExportStats {
             dropped_tail_sampling: self.dropped_tail_sampling - earlier.dropped_tail_sampling,
             held: self.held,
             dequeued: self.dequeued - earlier.dequeued,
+            taken_at_shutdown: self.taken_at_shutdown - earlier.taken_at_shutdown,
         }
     }
 }

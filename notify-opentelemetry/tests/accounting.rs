@@ -626,3 +626,50 @@ fn a_wait_bound_below_the_block_slice_is_kept() {
         "Wait(0) blocked {per_event:?} per dropped event"
     );
 }
+
+/// A timed-out shutdown whose thread then releases held traces (tail sampling's `finish`): the
+/// released events were taken from the queue (`dequeued`) and are counted `dropped_shutdown`, so
+/// `received()` (`dequeued + dropped_queue_full + dropped_shutdown`) counted them twice.
+#[test]
+fn events_taken_then_given_up_at_a_timed_out_shutdown_are_received_once() {
+    let gate = Gated::new();
+    let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
+        .tail_sampling(notify_opentelemetry::tail::TailSampling::new().ratio(1.0))
+        .on_drops(|_| {})
+        .build();
+    // Three children whose root (on a notifier the exporter does not watch) never reaches it:
+    // held by tail sampling.
+    let notifier = Notifier::new();
+    let _s = notifier.subscribe(
+        Pattern::all(),
+        notify_core::Subscriber::event(|_: &notify_core::Event| {}),
+    );
+    let now = Instant::now();
+    let event = |name: &'static str| Arc::new(notify_core::Event::new(name, now, now, Payload::new()));
+    notifier.instrument("root.tail", Payload::new, |_| {
+        (0..3).for_each(|_| exporter.export(&event("child.tail")));
+    });
+    let flushed = exporter.force_flush().unwrap();
+    assert_eq!((flushed.dequeued, flushed.held), (3, 3), "{flushed:?}");
+    // A root of its own: kept and exported, into the closed gate.
+    exporter.export(&event("solo.tail"));
+    while !gate.entered.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let Err(ExportError::TimedOut(_)) = exporter.shutdown(Duration::from_millis(50)) else {
+        panic!("the export is stuck: the shutdown times out")
+    };
+    gate.open();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while exporter.stats().exported + exporter.stats().dropped() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let stats = exporter.stats();
+    assert_eq!(
+        (stats.exported, stats.dropped_shutdown, stats.held, stats.dequeued),
+        (1, 3, 0, 4),
+        "{stats:?}"
+    );
+    assert_eq!(stats.received(), stats.exported + stats.dropped(), "{stats:?}");
+}

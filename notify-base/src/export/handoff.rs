@@ -32,14 +32,15 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// `per_thread` times the most publishing threads there were at once left behind by threads that
 /// exited: the events of threads that ran together and exited are all kept, as their queues held
 /// them, and however many threads come and go one after another (a thread per task behind a
-/// stalled consumer) memory does not grow. The queue left behind keeps the oldest events with
-/// [`Overflow::DropNewest`] and [`Overflow::Block`] (an exiting thread never waits) and the
-/// newest with [`Overflow::DropOldest`]; what it cannot keep is counted `dropped_full`. When a
-/// thread's queue is full,
-/// the [`Overflow`] policy decides: [`Overflow::DropNewest`] drops the new event,
-/// [`Overflow::DropOldest`] the oldest of that thread's queue, [`Overflow::Block`] waits for
-/// room (at most [`block_limit`](Handoff::block_limit), then drops the new event; never on the
-/// consumer thread nor on a thread marked with
+/// stalled consumer) memory does not grow (after [`close`](Handoff::close), exiting threads
+/// leave all they hold, beyond that bound: nothing new is queued any more). The queue left
+/// behind keeps the oldest events with [`Overflow::DropNewest`] and [`Overflow::Block`] (an
+/// exiting thread never waits) and the newest with [`Overflow::DropOldest`]; what it cannot keep
+/// is counted `dropped_full`. When a thread's queue is full, the [`Overflow`] policy decides:
+/// [`Overflow::DropNewest`] drops the new event, [`Overflow::DropOldest`] the oldest of that
+/// thread's queue, [`Overflow::Block`] waits for room (at most
+/// [`block_limit`](Handoff::block_limit), then drops the new event; never on the consumer thread
+/// nor on a thread marked with
 /// [`never_block_this_thread`](Handoff::never_block_this_thread), which drop instead). Every drop
 /// is counted ([`HandoffStats`]); after [`close`](Handoff::close), pushes are refused and counted.
 ///
@@ -88,7 +89,8 @@ pub struct HandoffStats {
     pub dropped_full: u64,
     /// Events pushed after [`Handoff::close`].
     pub dropped_closed: u64,
-    /// Events in the threads' queues when the snapshot was taken (neither drained nor dropped).
+    /// Events in the threads' queues and in the queue left behind by threads that exited when
+    /// the snapshot was taken (neither drained nor dropped).
     pub queued: u64,
 }
 
@@ -118,8 +120,8 @@ struct Shared {
     wake_at: AtomicUsize,
     overflow: Overflow,
     block_limit: Mutex<Option<Duration>>,
-    /// The consumer ends of every live thread's queue (and of a queue made for one push from a
-    /// thread whose thread-locals are gone).
+    /// The consumer ends of every live thread's queue (an exiting thread removes its own; a push
+    /// from a thread whose thread-locals are gone or in use goes to `left`).
     rings: Mutex<Vec<Ring>>,
     /// What threads that exited left in their queues, oldest first: at most `per_thread` times
     /// `peak` events. Locked after `rings` (and after a ring), never before.
@@ -200,9 +202,11 @@ impl Handoff {
     /// is woken, e.g. an async task waiting on a `tokio::sync::Notify` that `hook` notifies. The
     /// hook runs on the instrumenting threads, at most once per wait announced by
     /// [`prepare_wait`](Handoff::prepare_wait) (or [`park`](Handoff::park)) as a push goes, plus
-    /// once per push onto a full queue and per explicit [`wake`](Handoff::wake): keep it short,
-    /// and make it not block, not panic and not push to this hand-off. A later call replaces the
-    /// hook.
+    /// once per push onto a full queue and per explicit [`wake`](Handoff::wake), and also on a
+    /// thread that exits, from its thread-local destructor, when what it leaves brings the queue
+    /// left behind to `wake_at` events while the consumer waits: keep it short, and make it not
+    /// block, not panic (a panic there aborts the process), not rely on thread-locals and not
+    /// push to this hand-off. A later call replaces the hook.
     ///
     /// ```
     /// use notify_core::export::{Handoff, Overflow};
@@ -395,7 +399,7 @@ impl Handoff {
     }
 
     /// Moves up to `max` queued events, from every thread's queue, into `out` (appended); returns
-    /// how many. Queues of threads that exited are dropped once empty. Events of one publishing
+    /// how many, first from the queue left behind by threads that exited. Events of one publishing
     /// thread come in the order it pushed them; the threads' queues are taken one after the
     /// other. A drain ends the consumer's wait: pushes do not wake it until it announces its next
     /// one ([`park`](Handoff::park), [`prepare_wait`](Handoff::prepare_wait)).
@@ -434,8 +438,8 @@ impl Handoff {
                 }
             }
         }
-        // Queues whose thread is gone and that hold nothing are dropped (a one-push queue of a
-        // thread without thread-locals; an exiting thread removes its own).
+        // Queues whose thread is gone and that hold nothing are dropped. An exiting thread removes
+        // its own queue (`Local`'s drop), so this finds one only if that drop did not run.
         rings.retain(|ring| {
             let ring = lock(ring);
             !(ring.is_abandoned() && ring.is_empty())
@@ -444,7 +448,7 @@ impl Handoff {
         taken
     }
 
-    /// Events queued now, in all threads' queues.
+    /// Events queued now, in all threads' queues and in the queue left behind.
     pub fn len(&self) -> usize {
         let rings = lock(&self.shared.rings);
         let queued: usize = rings.iter().map(|ring| lock(ring).slots()).sum();
@@ -456,9 +460,9 @@ impl Handoff {
         self.len() == 0
     }
 
-    /// Parks the consumer thread for at most `timeout`, unless some thread's queue already holds
-    /// `wake_at` events; a publisher whose queue reaches that wakes it, and so does
-    /// [`wake`](Handoff::wake) (or an `unpark` of the thread).
+    /// Parks the consumer thread for at most `timeout`, unless some thread's queue (or the queue
+    /// left behind) already holds `wake_at` events; a publisher whose queue reaches that wakes
+    /// it, and so does [`wake`](Handoff::wake) (or an `unpark` of the thread).
     pub fn park(&self, timeout: Duration) {
         if self.prepare_wait() {
             thread::park_timeout(timeout);
@@ -468,8 +472,8 @@ impl Handoff {
 
     /// For a consumer that waits by its own means (an async task woken through
     /// [`wake_with`](Handoff::wake_with)) instead of [`park`](Handoff::park): announces that it is
-    /// about to wait, and returns whether it may, i.e. no thread's queue holds `wake_at` events
-    /// (`false`: drain instead). From the announcement on, the first push that brings its
+    /// about to wait, and returns whether it may, i.e. no thread's queue (nor the queue left
+    /// behind) holds `wake_at` events (`false`: drain instead). From the announcement on, the first push that brings its
     /// thread's queue to `wake_at` events calls [`wake`](Handoff::wake), which ends the
     /// announcement (so one wake per wait, not one per event); so does the next
     /// [`drain`](Handoff::drain).
@@ -844,6 +848,91 @@ mod tests {
             assert!(id % 1_000 > *last, "event {id} out of its thread's order or twice");
             *last = id % 1_000;
         }
+    }
+
+    /// Under every policy, threads that push and exit race a consumer that drains and snapshots:
+    /// each snapshot's sum (`pushed`) never goes down and never exceeds what was pushed, and in the
+    /// end every event is drained once or counted dropped.
+    #[test]
+    fn snapshots_never_go_back_while_threads_exit_under_every_policy() {
+        const THREADS: u64 = 60;
+        const EACH: u64 = 20;
+        for overflow in [Overflow::DropNewest, Overflow::DropOldest, Overflow::Block] {
+            let handoff = Handoff::new(4, overflow).block_limit(Duration::ZERO);
+            let stop = Arc::new(AtomicBool::new(false));
+            let consumer = {
+                let (handoff, stop) = (handoff.clone(), stop.clone());
+                thread::spawn(move || {
+                    let (mut out, mut last) = (Vec::new(), 0);
+                    loop {
+                        let done = stop.load(Ordering::SeqCst);
+                        handoff.drain(&mut out, 3);
+                        let pushed = handoff.stats().pushed();
+                        assert!(pushed >= last && pushed <= 2 * THREADS * EACH, "{pushed} after {last}");
+                        last = pushed;
+                        if done && handoff.is_empty() {
+                            return out.len() as u64;
+                        }
+                    }
+                })
+            };
+            let spawners: Vec<_> = (0..2)
+                .map(|_| {
+                    let handoff = handoff.clone();
+                    thread::spawn(move || {
+                        for t in 0..THREADS {
+                            let producer = handoff.clone();
+                            thread::spawn(move || {
+                                (1..=EACH).for_each(|n| {
+                                    let _ = producer.push(&event(t * 100 + n));
+                                })
+                            })
+                            .join()
+                            .unwrap();
+                        }
+                    })
+                })
+                .collect();
+            spawners.into_iter().for_each(|s| s.join().unwrap());
+            stop.store(true, Ordering::SeqCst);
+            let drained = consumer.join().unwrap();
+            let stats = handoff.stats();
+            assert_eq!(stats.pushed(), 2 * THREADS * EACH, "{overflow:?}");
+            assert_eq!((stats.queued, stats.drained), (0, drained), "{overflow:?}");
+        }
+    }
+
+    /// A push from a thread-local destructor at thread exit (after this thread's queues went,
+    /// as destructors run last-registered first) goes to the queue left behind: drained after
+    /// the thread's earlier events, counted once, and no queue is left in the consumer's list.
+    #[test]
+    fn a_push_from_a_thread_local_destructor_is_left_behind_and_counted() {
+        struct PushOnDrop(RefCell<Option<Handoff>>);
+        impl Drop for PushOnDrop {
+            fn drop(&mut self) {
+                if let Some(handoff) = self.0.borrow_mut().take() {
+                    assert!(handoff.push(&event(2)));
+                }
+            }
+        }
+        thread_local! {
+            static GUARD: PushOnDrop = const { PushOnDrop(RefCell::new(None)) };
+        }
+        let handoff = Handoff::new(8, Overflow::DropNewest);
+        let producer = handoff.clone();
+        thread::spawn(move || {
+            // Registered before this thread's queues: destroyed after them.
+            GUARD.with(|guard| *guard.0.borrow_mut() = Some(producer.clone()));
+            assert!(producer.push(&event(1)));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(lock(&handoff.shared.rings).len(), 0);
+        let stats = handoff.stats();
+        assert_eq!((stats.queued, stats.pushed()), (2, 2));
+        let mut out = Vec::new();
+        assert_eq!(handoff.drain(&mut out, usize::MAX), 2);
+        assert_eq!(ids(&out), [1, 2]);
     }
 
     #[test]
