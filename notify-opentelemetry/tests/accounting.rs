@@ -602,7 +602,8 @@ impl SpanExporter for Hung {
 /// this long per event". A blocked publisher slept a whole 200 µs slice (`Handoff`'s
 /// `BLOCK_SLICE`) before it first looked at its deadline, so `Wait(Duration::ZERO)` blocked
 /// ~300 µs per event; now it sleeps at most what is left of the bound, and a zero bound drops at
-/// once (the bound is generous: 200 events took 60 ms before, well under 1 ms now).
+/// once. Not a performance figure but a bound on blocking, with a wide margin for a loaded
+/// machine: 200 events took 60 ms before, well under 1 ms now; the test allows 20 ms.
 #[test]
 fn a_wait_bound_below_the_block_slice_is_kept() {
     let exporter = OpenTelemetryExporter::builder(Hung)
@@ -622,7 +623,7 @@ fn a_wait_bound_below_the_block_slice_is_kept() {
     let per_event = started.elapsed() / 200;
     assert!(exporter.stats().dropped_queue_full >= 200);
     assert!(
-        per_event < Duration::from_micros(50),
+        per_event < Duration::from_micros(100),
         "Wait(0) blocked {per_event:?} per dropped event"
     );
 }
