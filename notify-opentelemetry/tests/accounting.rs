@@ -11,6 +11,10 @@ use notify_opentelemetry::{DropReport, ExportError, OpenTelemetryExporter, Overf
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData, SpanExporter};
 
+#[path = "support/hung.rs"]
+mod hung;
+use hung::Hung;
+
 const BURST: u64 = 100_000;
 
 /// Publishes `n` events `burst.otel_accounting` (payload `i`) on `notifier`.
@@ -585,16 +589,6 @@ fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
         );
         assert_eq!(stats.exported, at_shutdown.exported, "{policy:?}");
         assert_eq!(stats.exported, counting.0.load(Ordering::SeqCst), "{policy:?}");
-    }
-}
-
-/// A `SpanExporter` whose export never returns.
-#[derive(Debug)]
-struct Hung;
-
-impl SpanExporter for Hung {
-    fn export(&self, _batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        std::future::pending()
     }
 }
 

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use notify_core::{Notifier, Pattern, Payload};
 use notify_opentelemetry::OpenTelemetryExporter;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
+
+#[path = "support/hung.rs"]
+mod hung;
+use hung::Hung;
 
 /// The process' peak resident set, in kB (`VmHWM` of /proc/self/status).
 fn peak_rss_kb() -> u64 {
@@ -17,16 +19,6 @@ fn peak_rss_kb() -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kb| kb.parse().ok())
         .unwrap()
-}
-
-/// A `SpanExporter` whose export never returns.
-#[derive(Debug)]
-struct Hung;
-
-impl SpanExporter for Hung {
-    fn export(&self, _batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> + Send {
-        std::future::pending()
-    }
 }
 
 /// Memory is bounded by the queue capacity per *live* publishing thread: a thread's queue was
