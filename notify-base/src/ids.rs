@@ -331,14 +331,15 @@ const _: () = assert!(!std::mem::needs_drop::<Thread>());
 /// parent and trace id (from the current context; a random trace id for a root), and the
 /// transaction id. With `enter`, the event becomes the thread's current event until [`leave`]
 /// with its id. A local root decides its trace's sampling with the head sampler's `sample_below`.
-#[inline]
+/// Always inlined: out of line, an event's start paid a call and a copy of the returned ids.
+#[inline(always)]
 pub(crate) fn begin(enter: bool, sample_below: u64) -> Begun {
     let thread = this_thread();
     begin_under(thread, thread.current(), enter, sample_below)
 }
 
 /// As [`begin`], with an explicit parent context instead of the thread's current one.
-#[inline]
+#[inline(always)]
 pub(crate) fn begin_in(parent: Frame, enter: bool, sample_below: u64) -> Begun {
     begin_under(this_thread(), parent, enter, sample_below)
 }
