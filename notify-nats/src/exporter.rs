@@ -110,10 +110,12 @@ impl ExporterBuilder {
     /// (threads that come and go one after another do not add up; beyond it the overflow policy
     /// keeps the oldest or the newest, the rest counted as overflow), also while the server is
     /// unreachable, plus the round being sent (a shared event is about 480 bytes plus what its
-    /// payload owns).
+    /// payload owns). At most
+    /// [`Handoff::MAX_PER_THREAD`](notify_core::export::Handoff::MAX_PER_THREAD) (2^24 events):
+    /// a larger capacity is clamped to it.
     #[must_use]
     pub fn capacity(mut self, events: usize) -> ExporterBuilder {
-        self.capacity = events.max(1);
+        self.capacity = events.clamp(1, notify_core::export::Handoff::MAX_PER_THREAD);
         self
     }
 

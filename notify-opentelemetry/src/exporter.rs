@@ -80,11 +80,12 @@ impl<E: SpanExporter + 'static> Builder<E> {
     /// thread that published at once (threads that come and go one after another do not add
     /// up; beyond it the oldest are kept, the newest with `DropOldest`, the rest counted as
     /// `dropped_queue_full`), plus one batch being converted (a shared event is about 480 bytes
-    /// plus what its payload owns). A capacity the allocator cannot
-    /// give (`usize::MAX`) panics in the first publishing thread, and one it can but should not
-    /// (`1 << 40`) aborts the process: keep it to what the process can hold.
+    /// plus what its payload owns). At most
+    /// [`Handoff::MAX_PER_THREAD`](notify_core::export::Handoff::MAX_PER_THREAD) (2^24 events, a
+    /// 128 MiB ring per publishing thread): a larger capacity is clamped to it (one the allocator
+    /// could not give aborted the process on the first event).
     pub fn queue_capacity(mut self, events: usize) -> Builder<E> {
-        self.capacity = events.max(1);
+        self.capacity = events.clamp(1, notify_core::export::Handoff::MAX_PER_THREAD);
         self
     }
 

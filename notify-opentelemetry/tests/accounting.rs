@@ -534,6 +534,27 @@ fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
     }
 }
 
+/// A queue capacity the allocator cannot give (`usize::MAX`: a panic in the first publishing
+/// thread; `1 << 40`: an 8 TiB ring, which aborted the process) is clamped to
+/// `Handoff::MAX_PER_THREAD`: the events are exported as usual.
+#[test]
+fn a_huge_queue_capacity_is_clamped_not_allocated() {
+    for capacity in [usize::MAX, 1 << 40] {
+        let memory = InMemorySpanExporter::default();
+        let exporter = OpenTelemetryExporter::builder(memory.clone())
+            .queue_capacity(capacity)
+            .build();
+        let notifier = Notifier::new();
+        let _s = exporter.subscribe(&notifier, Pattern::all());
+        burst(&notifier, 1_000);
+        let stats = exporter
+            .force_flush_with_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("capacity {capacity}: {e:?}"));
+        assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
+        assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
+    }
+}
+
 /// A SpanExporter that only counts what it accepted.
 #[derive(Clone, Debug, Default)]
 struct Counting(Arc<std::sync::atomic::AtomicU64>);

@@ -155,10 +155,22 @@ thread_local! {
 }
 
 impl Handoff {
-    /// A hand-off with queues of `per_thread` events (at least 1) per publishing thread and
-    /// `overflow` as policy; the consumer is woken when a queue holds half of it (at least 1).
+    /// The largest queue a publishing thread gets, in events (2^24: a 128 MiB ring of pointers,
+    /// allocated whole on the thread's first push). A larger `per_thread` is clamped to it: a ring
+    /// the allocator cannot give would abort the process in the first publishing thread.
+    pub const MAX_PER_THREAD: usize = 1 << 24;
+
+    /// A hand-off with queues of `per_thread` events (at least 1, at most
+    /// [`MAX_PER_THREAD`](Handoff::MAX_PER_THREAD)) per publishing thread and `overflow` as
+    /// policy; the consumer is woken when a queue holds half of it (at least 1).
+    ///
+    /// ```
+    /// use notify_core::export::{Handoff, Overflow};
+    /// assert_eq!(Handoff::new(usize::MAX, Overflow::DropNewest).per_thread(), Handoff::MAX_PER_THREAD);
+    /// assert_eq!(Handoff::new(0, Overflow::DropNewest).per_thread(), 1);
+    /// ```
     pub fn new(per_thread: usize, overflow: Overflow) -> Handoff {
-        let per_thread = per_thread.max(1);
+        let per_thread = per_thread.clamp(1, Handoff::MAX_PER_THREAD);
         Handoff {
             shared: Arc::new(Shared {
                 per_thread,
