@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use notify_core::{Notifier, Pattern, Payload};
-use notify_opentelemetry::{DropReport, ExportError, OpenTelemetryExporter, OverflowPolicy};
+use notify_opentelemetry::{Builder, DropReport, ExportError, OpenTelemetryExporter, OverflowPolicy};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData, SpanExporter};
 
@@ -512,6 +512,24 @@ fn panic_payloads_whose_drop_panics_do_not_end_the_exporter_thread() {
     assert_eq!((stats.exported, stats.dropped_exporter_error), (0, 30), "{stats:?}");
 }
 
+/// Builds an exporter into memory with `configure`, publishes 1,000 events and asserts that all
+/// of them are exported, none dropped.
+fn a_burst_is_exported_whole(
+    what: &str,
+    configure: impl Fn(Builder<InMemorySpanExporter>) -> Builder<InMemorySpanExporter>,
+) {
+    let memory = InMemorySpanExporter::default();
+    let exporter = configure(OpenTelemetryExporter::builder(memory.clone())).build();
+    let notifier = Notifier::new();
+    let _s = exporter.subscribe(&notifier, Pattern::all());
+    burst(&notifier, 1_000);
+    let stats = exporter
+        .force_flush_with_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+    assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{what}: {stats:?}");
+    assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000, "{what}");
+}
+
 /// `max_batch_size` is a bound, not an allocation: the exporter thread reserved room for a whole
 /// batch up front, so `usize::MAX` ended the thread at once (capacity overflow: every event then
 /// sat in the queue in no counter, and flushes timed out) and `1 << 40` aborted the process
@@ -519,18 +537,7 @@ fn panic_payloads_whose_drop_panics_do_not_end_the_exporter_thread() {
 #[test]
 fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
     for batch in [usize::MAX, 1 << 40] {
-        let memory = InMemorySpanExporter::default();
-        let exporter = OpenTelemetryExporter::builder(memory.clone())
-            .max_batch_size(batch)
-            .build();
-        let notifier = Notifier::new();
-        let _s = exporter.subscribe(&notifier, Pattern::all());
-        burst(&notifier, 1_000);
-        let stats = exporter
-            .force_flush_with_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("batch {batch}: {e:?}"));
-        assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
-        assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
+        a_burst_is_exported_whole(&format!("batch {batch}"), |b| b.max_batch_size(batch));
     }
 }
 
@@ -540,18 +547,7 @@ fn a_huge_max_batch_size_bounds_batches_without_reserving_them() {
 #[test]
 fn a_huge_queue_capacity_is_clamped_not_allocated() {
     for capacity in [usize::MAX, 1 << 40] {
-        let memory = InMemorySpanExporter::default();
-        let exporter = OpenTelemetryExporter::builder(memory.clone())
-            .queue_capacity(capacity)
-            .build();
-        let notifier = Notifier::new();
-        let _s = exporter.subscribe(&notifier, Pattern::all());
-        burst(&notifier, 1_000);
-        let stats = exporter
-            .force_flush_with_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("capacity {capacity}: {e:?}"));
-        assert_eq!((stats.exported, stats.dropped()), (1_000, 0), "{stats:?}");
-        assert_eq!(memory.get_finished_spans().unwrap().len(), 1_000);
+        a_burst_is_exported_whole(&format!("capacity {capacity}"), |b| b.queue_capacity(capacity));
     }
 }
 

@@ -304,7 +304,7 @@ impl Handoff {
         match pushed {
             Ok(Some(pushed)) => pushed,
             // This thread's locals are gone (a push from a thread-local destructor at thread exit)
-            // or in use: a queue of its own, at once abandoned, still drained.
+            // or in use: the event goes to the queue left behind (see `Shared::leave`).
             _ => self.push_unregistered(event),
         }
     }
@@ -420,7 +420,7 @@ impl Handoff {
         if shared.sleeping.load(Ordering::Relaxed) {
             shared.sleeping.store(false, Ordering::Relaxed);
         }
-        let mut rings = lock(&shared.rings);
+        let rings = lock(&shared.rings);
         let mut taken = 0;
         {
             // What exited threads left first: it is older than what live threads queue since.
@@ -450,12 +450,7 @@ impl Handoff {
                 }
             }
         }
-        // Queues whose thread is gone and that hold nothing are dropped. An exiting thread removes
-        // its own queue (`Local`'s drop), so this finds one only if that drop did not run.
-        rings.retain(|ring| {
-            let ring = lock(ring);
-            !(ring.is_abandoned() && ring.is_empty())
-        });
+        // No queue of a thread that exited is left to drop here: its `Local`'s drop removed it.
         shared.drained.fetch_add(taken as u64, Ordering::AcqRel);
         taken
     }
