@@ -87,6 +87,34 @@ impl TailSampling {
         let low = trace.get() as u64;
         (low >> 1) < bound
     }
+
+    /// Whether a [`TailSampler`] with this policy keeps the trace of `event` whatever the trace's
+    /// other events are: `event` is an error ([`is_error`]), or it is its trace's local root and
+    /// lasted at least [`slower_than`](Self::slower_than), or the trace id falls in the
+    /// [`ratio`](Self::ratio). False does not mean dropped (another event of the trace may be an
+    /// error); true means the decision is "keep" (the sampler's bounds, counted in [`TailStats`],
+    /// may still drop events of it). What a metric needs before it points to a trace, as an
+    /// exemplar does, that only the tail-sampling exporter will decide later.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use notify_core::export::TailSampling;
+    /// use notify_core::{Event, Payload};
+    /// let policy = TailSampling::new().slower_than(Duration::from_millis(100));
+    /// let now = Instant::now();
+    /// let fast = Event::new("request.http", now, now, Payload::new());
+    /// let slow = Event::new("request.http", now, now + Duration::from_millis(150), Payload::new());
+    /// assert!(!policy.keeps_for_sure(&fast));
+    /// assert!(policy.keeps_for_sure(&slow));
+    /// let mut failed = Payload::new();
+    /// failed.record_error(&std::fmt::Error);
+    /// assert!(policy.keeps_for_sure(&Event::new("request.http", now, now, failed)));
+    /// ```
+    pub fn keeps_for_sure(&self, event: &Event) -> bool {
+        is_error(event)
+            || (is_local_root(event) && self.slower_than.is_some_and(|threshold| event.duration() >= threshold))
+            || self.ratio_keeps(event.trace_id())
+    }
 }
 
 /// Counters of a [`TailSampler`]: traces by decision, events by fate. Exact: every event offered
