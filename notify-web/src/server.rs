@@ -360,8 +360,9 @@ impl Drop for TrackedBody {
 /// Paths: `/` (recent traces, per-name table, latency chart), `/trace/<trace id>` (waterfall;
 /// `?open=<event id>` opens that event's payload),
 /// `/api/traces`, `/api/trace/<trace id>`, `/api/stats` (JSON). Only `GET` and `HEAD`; other
-/// methods get 405, an unknown path 404, a malformed trace id 400. Responses carry a
-/// Content-Security-Policy that allows no script.
+/// methods get 405, an unknown path 404, a malformed trace id 400 (quoting an
+/// [`Excerpt`](notify_core::escape::Excerpt) of it: at most 64 characters and its length, never
+/// the whole path). Responses carry a Content-Security-Policy that allows no script.
 ///
 /// With [`WebOptions::token`](crate::WebOptions::token) every request must carry the token: as
 /// `?token=...` (URL-encoded as a form field is: `%2B` for `+`, `+` or `%20` for a space; the
