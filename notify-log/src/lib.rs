@@ -122,6 +122,7 @@ mod config;
 mod event;
 mod line;
 mod method;
+mod rate_limit;
 pub mod structured;
 
 pub use log::Level;
@@ -130,6 +131,7 @@ pub use self::color::{Color, ColorChoice};
 pub use self::config::{LogConfig, LogSubscriberError};
 pub use self::event::{Elapsed, Field, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
+pub use self::rate_limit::RateLimitStats;
 pub use self::structured::{Format, Keys, LineKey, Placement, StructuredLog, StructuredLogger};
 
 use notify_core::Notifier;

@@ -41,17 +41,24 @@
 //! # Rate limits
 //!
 //! Off by default. [`StructuredLog::rate_limit`]`(n, interval)` writes at most `n` lines per event
-//! name per interval; the first line of that name after an interval in which some were dropped is
-//! preceded by one line saying how many were (`"suppressed":17`). Drops are counted
-//! ([`StructuredLogger::suppressed`]); [`StructuredLogger::flush_suppressed`] writes the pending
-//! summary lines (at shutdown, say).
+//! name per interval; a window in which some were dropped is followed by one line saying how many
+//! were (`"suppressed":17`), written before the next line of that name, or earlier, when the
+//! limiter frees the windows that ended (on the first line of any name once an interval has passed
+//! since it last did). Drops are counted ([`StructuredLogger::suppressed`], by cause in
+//! [`StructuredLogger::rate_limit_stats`]); [`StructuredLogger::flush_suppressed`] writes the
+//! pending summary lines (at shutdown, say).
+//!
+//! The limiter is bounded: at most [`StructuredLog::rate_limit_names`] names (default 10,000) have
+//! a window of their own; further names, and names longer than 256 bytes, share one window of `n`
+//! lines per interval (summarised as event `*`), so names from outside (an importer) cannot grow
+//! its memory without end.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use log::Level;
@@ -59,6 +66,8 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use notify_core::escape::needs_escape;
+
+use crate::rate_limit::{Limiter, Pending, RateLimitStats, DEFAULT_MAX_NAMES, SHARED_NAME};
 use notify_core::{
     context::EventContext, context::Tags, event::EventId, event::Location, event::Outcome, subscriber::EventedOptions,
     Event, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription, TraceId,
@@ -233,6 +242,7 @@ pub struct StructuredLog {
     target: Option<String>,
     keys: Keys,
     rate_limit: Option<(u64, Duration)>,
+    rate_limit_names: usize,
 }
 
 impl StructuredLog {
@@ -246,6 +256,7 @@ impl StructuredLog {
             target: None,
             keys: Keys::default(),
             rate_limit: None,
+            rate_limit_names: DEFAULT_MAX_NAMES,
         }
     }
 
@@ -304,6 +315,18 @@ impl StructuredLog {
         self
     }
 
+    /// At most `names` event names (at least 1; default 10,000) have a rate-limit window of their
+    /// own at once. Lines of further names, and of names longer than 256 bytes, share one window
+    /// of the same `n` lines per interval, summarised under the event name `*`. A window is freed
+    /// within an interval after it ends (its summary written then if it has one), so the limiter
+    /// holds at most `names` windows of at most 256 bytes of name each, however many names events
+    /// from outside (an importer) bring. Counted in [`StructuredLogger::rate_limit_stats`].
+    #[must_use]
+    pub fn rate_limit_names(mut self, names: usize) -> StructuredLog {
+        self.rate_limit_names = names.max(1);
+        self
+    }
+
     /// The subscriber.
     pub fn build(self) -> StructuredLogger {
         let mut keys = self.keys;
@@ -323,11 +346,9 @@ impl StructuredLog {
                 namespaces: self.namespaces.into_iter().collect(),
                 target: self.target,
                 keys,
-                limiter: self.rate_limit.map(|(lines, interval)| Limiter {
-                    lines,
-                    interval,
-                    windows: Mutex::new(HashMap::new()),
-                }),
+                limiter: self
+                    .rate_limit
+                    .map(|(lines, interval)| Limiter::new(lines, interval, self.rate_limit_names)),
                 suppressed: AtomicU64::new(0),
                 written: AtomicU64::new(0),
             }),
@@ -387,73 +408,6 @@ impl Inner {
                 .find(|(n, _)| n == ns)
                 .map_or(self.level, |(_, level)| *level),
             _ => self.level,
-        }
-    }
-}
-
-/// The per-name windows of a rate limit.
-#[derive(Debug)]
-struct Limiter {
-    lines: u64,
-    interval: Duration,
-    windows: Mutex<HashMap<String, Window>>,
-}
-
-#[derive(Debug)]
-struct Window {
-    start: Instant,
-    lines: u64,
-    suppressed: u64,
-    level: Level,
-}
-
-/// What the limiter says about one line.
-enum Admit {
-    /// Write it.
-    Yes,
-    /// Write `suppressed` summary first (for the window that ended), then the line.
-    AfterSummary { suppressed: u64, level: Level },
-    /// Drop it.
-    No,
-}
-
-impl Limiter {
-    fn admit(&self, name: &str, level: Level, now: Instant) -> Admit {
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        let window = match windows.get_mut(name) {
-            Some(window) => window,
-            None => windows.entry(name.to_owned()).or_insert(Window {
-                start: now,
-                lines: 0,
-                suppressed: 0,
-                level,
-            }),
-        };
-        if now.saturating_duration_since(window.start) >= self.interval {
-            let suppressed = std::mem::take(&mut window.suppressed);
-            let summary_level = window.level;
-            *window = Window {
-                start: now,
-                lines: 1,
-                suppressed: 0,
-                level,
-            };
-            return if suppressed > 0 {
-                Admit::AfterSummary {
-                    suppressed,
-                    level: summary_level,
-                }
-            } else {
-                Admit::Yes
-            };
-        }
-        if window.lines < self.lines {
-            window.lines += 1;
-            Admit::Yes
-        } else {
-            window.suppressed += 1;
-            window.level = level;
-            Admit::No
         }
     }
 }
@@ -530,18 +484,24 @@ impl StructuredLogger {
         let Some(limiter) = &self.inner.limiter else {
             return 0;
         };
-        let pending: Vec<(String, u64, Level)> = {
-            let mut windows = limiter.windows.lock().unwrap_or_else(|e| e.into_inner());
-            windows
-                .iter_mut()
-                .filter(|(_, w)| w.suppressed > 0)
-                .map(|(name, w)| (name.clone(), std::mem::take(&mut w.suppressed), w.level))
-                .collect()
-        };
-        for (name, suppressed, level) in &pending {
-            self.summary(name, *suppressed, *level);
+        let pending = limiter.take_pending();
+        for summary in &pending {
+            self.summary(summary);
         }
         pending.len()
+    }
+
+    /// The rate limit's counters (all zero when there is none): lines dropped by cause, names
+    /// with a window of their own now, windows freed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use notify_log::StructuredLog;
+    /// let logger = StructuredLog::json().rate_limit(10, Duration::from_secs(1)).rate_limit_names(500).build();
+    /// assert_eq!(logger.rate_limit_stats().names, 0);
+    /// ```
+    pub fn rate_limit_stats(&self) -> RateLimitStats {
+        self.inner.limiter.as_ref().map(Limiter::stats).unwrap_or_default()
     }
 
     /// Formats `facts` as a line and hands it to the `log` facade, through the rate limit.
@@ -552,13 +512,14 @@ impl StructuredLogger {
             return;
         }
         if let Some(limiter) = &self.inner.limiter {
-            match limiter.admit(facts.name, level, Instant::now()) {
-                Admit::Yes => {}
-                Admit::AfterSummary { suppressed, level } => self.summary(facts.name, suppressed, level),
-                Admit::No => {
-                    self.inner.suppressed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
+            let mut summaries = Vec::new();
+            let admitted = limiter.admit(facts.name, level, Instant::now(), &mut summaries);
+            for summary in &summaries {
+                self.summary(summary);
+            }
+            if !admitted {
+                self.inner.suppressed.fetch_add(1, Ordering::Relaxed);
+                return;
             }
         }
         with_buffer(|buffer| {
@@ -567,9 +528,14 @@ impl StructuredLogger {
         });
     }
 
-    /// Writes the line saying that `suppressed` lines of `name` were dropped.
-    fn summary(&self, name: &str, suppressed: u64, level: Level) {
-        let target = self.target_of(name);
+    /// Writes the line saying that `pending.suppressed` lines of its name were dropped (`*` and
+    /// this crate's target for the shared window, unless a fixed target is set).
+    fn summary(&self, pending: &Pending) {
+        let (suppressed, level) = (pending.suppressed, pending.level);
+        let (name, target) = match &pending.name {
+            Some(name) => (&**name, self.target_of(name)),
+            None => (SHARED_NAME, self.inner.target.as_deref().unwrap_or("notify_log")),
+        };
         let interval = self.inner.limiter.as_ref().map_or(Duration::ZERO, |l| l.interval);
         with_buffer(|buffer| {
             let keys = &self.inner.keys;

@@ -497,6 +497,61 @@ fn pending_suppressed_lines_are_summarised_by_flush_and_the_limit_is_off_by_defa
 }
 
 #[test]
+fn i44_4_names_beyond_the_limit_share_one_window_and_every_drop_is_counted_by_cause() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let logger = StructuredLog::json()
+        .rate_limit(1, Duration::from_secs(3600))
+        .rate_limit_names(3)
+        .build();
+    let _s = logger.subscribe(&notifier, Pattern::all());
+    // Five names (imported from outside, say), two lines each.
+    for name in ["a.x", "b.x", "c.x", "d.x", "e.x"] {
+        for _ in 0..2 {
+            notifier.instrument(name, Payload::new, |_| ());
+        }
+    }
+    // a, b, c have a window each (1 line written, 1 dropped each); d and e share one: 1 of 4.
+    let stats = logger.rate_limit_stats();
+    assert_eq!(
+        (
+            stats.names,
+            stats.suppressed_per_name,
+            stats.suppressed_shared,
+            stats.lines_shared
+        ),
+        (3, 3, 3, 4)
+    );
+    assert_eq!((logger.written(), logger.suppressed()), (4, 6));
+    let written: Vec<Json> = messages().iter().map(|m| json(m)).collect();
+    let events: Vec<&str> = written.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["a.x", "b.x", "c.x", "d.x"]);
+    // The summaries: one per own window, one for the shared window under `*`.
+    assert_eq!(logger.flush_suppressed(), 4);
+    let mut summaries: Vec<(String, u64)> = messages()[4..]
+        .iter()
+        .map(|m| {
+            let line = json(m);
+            (
+                line["event"].as_str().unwrap().to_owned(),
+                line["suppressed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    summaries.sort();
+    assert_eq!(
+        summaries,
+        [
+            ("*".to_owned(), 3),
+            ("a.x".to_owned(), 1),
+            ("b.x".to_owned(), 1),
+            ("c.x".to_owned(), 1)
+        ]
+    );
+    assert_eq!(lines()[7].1, "notify_log", "the shared summary's target");
+}
+
+#[test]
 fn tags_follow_spawned_futures_and_threads_with_their_context() {
     let _serial = setup(LevelFilter::Trace);
     let notifier = Notifier::new();
