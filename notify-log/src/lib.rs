@@ -120,7 +120,12 @@
 mod color;
 mod config;
 mod event;
+mod facts;
+mod json;
+mod keys;
 mod line;
+mod line_keys;
+mod logfmt;
 mod method;
 mod rate_limit;
 pub mod structured;
