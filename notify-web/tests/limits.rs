@@ -498,16 +498,18 @@ fn i44_1_a_flood_of_trickling_heads_cannot_lock_out_a_legitimate_request() {
         took.push(legit(addr, ""));
         std::thread::sleep(Duration::from_millis(100));
     }
-    let during = server.counts();
+    // Each evicted trickler came back: the flood holds every place again.
+    eventually("the flood back at every place", || {
+        server.counts().open_connections == 256
+    });
     let report = flood.stop();
     let counts = server.counts();
     assert!(
         took.iter().all(|t| *t < Duration::from_secs(1)),
         "legitimate requests took {took:?} under the flood ({counts:?}, {report:?})"
     );
-    // The flood was at full strength throughout: every place taken, every trickler sending.
-    assert_eq!(during.open_connections, 256, "{during:?}");
-    assert!(report.ticks >= 6 + 5 && report.sent >= 250 * 6, "{report:?}");
+    // The flood was at full strength: every open trickler sent a byte at each round.
+    assert!(report.ticks >= 6 && report.sent >= 200 * report.ticks, "{report:?}");
     // Each legitimate request took a trickler's place (none was refused); no trickler's request
     // reached the pages, and none got a byte back: each was closed for a newer connection (the
     // 44 past the limit, the 5 legitimate ones, then each trickler coming back).
