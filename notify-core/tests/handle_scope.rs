@@ -137,7 +137,8 @@ fn i44_7_a_handle_ends_with_the_tags_current_at_its_start() {
     use notify_core::context::{tagged, Tags};
     let notifier = Notifier::new();
     // (event name, its `request_id` tag as subscribers see it when the event finishes)
-    let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    type SeenTags = Arc<Mutex<Vec<(String, Option<String>)>>>;
+    let seen = SeenTags::default();
     let sink = seen.clone();
     let _s = notifier.subscribe(
         Pattern::all(),

@@ -288,14 +288,16 @@ async fn headers_are_recorded_only_when_asked_and_secrets_never() {
     }
 }
 
+/// (event name, the `request_id` tag subscribers see when it finishes), in finish order.
+type SeenTags = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
 /// Issue 44 item 7: the request's own event carries the tags current when it started (Rails'
 /// `event.tagged`), also when it ends inside a streamed body's poll, outside the request's scope.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i44_7_a_streamed_response_keeps_the_request_tags_on_its_own_event() {
     use notify_core::context::Tags;
     let captured = Captured::new();
-    // (event name, the `request_id` tag subscribers see when it finishes)
-    let seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>> = Default::default();
+    let seen: SeenTags = Default::default();
     let sink = seen.clone();
     let _s = captured.notifier.subscribe(
         notify_core::Pattern::all(),

@@ -89,7 +89,9 @@ enum Copying<'a> {
     Map {
         source: &'a Payload,
         entries: std::slice::Iter<'a, (Key, Value)>,
-        out: SmallVec<[(Key, Value); super::INLINE]>,
+        /// A `Vec` (not the payload's inline `SmallVec`, which would make every frame large),
+        /// moved inline at the end when it fits.
+        out: Vec<(Key, Value)>,
         /// The key of the nested value being copied.
         key: Option<Key>,
     },
@@ -105,7 +107,7 @@ impl<'a> Copying<'a> {
             Value::Map(map) => Copying::Map {
                 source: map,
                 entries: map.entries.iter(),
-                out: SmallVec::with_capacity(map.entries.len()),
+                out: Vec::with_capacity(map.entries.len()),
                 key: None,
             },
             _ => unreachable!("only lists and maps are copied here"),
@@ -150,7 +152,7 @@ impl<'a> Copying<'a> {
         match self {
             Copying::List { out, .. } => Value::List(out),
             Copying::Map { source, out, .. } => Value::Map(Box::new(Payload {
-                entries: out,
+                entries: SmallVec::from_vec(out),
                 // Same keys at the same positions: the index holds as it is.
                 index: source.index.clone(),
             })),
