@@ -292,6 +292,24 @@ pub fn with_baggage<T>(baggage: Baggage, f: impl FnOnce() -> T) -> T {
     Propagated::current().with_baggage(baggage).in_scope(f)
 }
 
+/// The `tracestate` current on this thread for `trace` (empty when none): what an event of that
+/// trace finishing here carries. One thread-local access; a reference-count increment only when
+/// there is one.
+#[inline]
+pub(crate) fn state_of(trace: TraceId) -> TraceState {
+    CURRENT
+        .try_with(|current| {
+            let fields = current.take();
+            let state = match fields.as_deref() {
+                Some(f) if f.trace == trace.get() && !f.state.is_empty() => f.state.clone(),
+                _ => TraceState::new(),
+            };
+            current.set(fields);
+            state
+        })
+        .unwrap_or_default()
+}
+
 /// The `tracestate` of the current trace (the trace of [`Context::current`]): the incoming
 /// request's inside a handler behind notify-http's server layer, empty when there is none.
 pub fn trace_state() -> TraceState {
