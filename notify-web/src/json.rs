@@ -161,13 +161,20 @@ pub fn trace_json(trace: &Trace) -> String {
 
 /// The per-name statistics and the recorder's counts: `{"window_ns", "counts": {...},
 /// "names": [{"name", "count", "window_count", "rate", "p50_ns", "p90_ns", "p99_ns", "max_ns",
-/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}]}]}`. Durations are nanoseconds as
-/// numbers, `rate` events per second, `seconds_ago` seconds (both floats).
+/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}], "buckets": [{"le_ns", "count",
+/// "trace_id", "event_id"}]}]}`. Durations are nanoseconds as numbers, `rate` events per second,
+/// `seconds_ago` seconds (both floats). `buckets` are the non-empty latency buckets
+/// ([`LatencyBucket`](crate::LatencyBucket)): `le_ns` the upper bound (`null` above 10 s), and a
+/// recent trace held with an event of that name in that bucket (`trace_id` 32 hex digits,
+/// `event_id` 16; both `null` when no held trace has one): `/trace/<trace_id>?open=<event_id>`
+/// shows it.
 pub fn stats_json(recorder: &TraceRecorder) -> String {
+    let mut names = recorder.stats();
+    crate::stats::link_recent_traces(&mut names, &recorder.traces());
     serde_json::to_string(&StatsJson {
         window_ns: recorder.window().as_nanos(),
         counts: recorder.counts(),
-        names: recorder.stats(),
+        names,
     })
     .expect("serializable")
 }
