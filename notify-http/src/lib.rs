@@ -49,13 +49,19 @@
 //!   too.
 //! * **Trace context in.** A request with a valid W3C `traceparent` continues that trace: its
 //!   event has the header's trace id, the sender's span as parent, and
-//!   [`parent_is_remote`](notify_core::Event::parent_is_remote). An absent or malformed header
-//!   starts a new trace, never an error the request sees, counted by
-//!   [`trace_context::stats`](notify_core::trace_context::stats). Turn it off at a trust
-//!   boundary with [`ServerLayer::continue_trace`]. The header is read only when someone listens
-//!   to the server event.
+//!   [`parent_is_remote`](notify_core::Event::parent_is_remote); its `tracestate` and `baggage`
+//!   are current for the handler ([`notify_core::context::baggage`],
+//!   [`notify_core::context::trace_state`]). An absent or malformed header starts a new random
+//!   trace, never an error the request sees, counted by
+//!   [`trace_context::stats`](notify_core::trace_context::stats). The headers are read whether
+//!   or not anybody listens: with nobody listening, the handler runs in the caller's trace (a
+//!   non-recording span). Turn it off at a trust boundary with [`ServerLayer::continue_trace`].
+//!   Level 2's `traceresponse` on request: [`ServerLayer::traceresponse`].
 //! * **Trace context out.** [`ClientLayer`] sets the call's `traceparent` to its own event (a
-//!   child of the current one), or to the current event when nobody listens to calls.
+//!   child of the current one), or, when nobody listens to calls, to a fresh random span id in
+//!   the current trace, and sends the current `tracestate` and `baggage`
+//!   (docs/trace-context.md in the repository: every listening configuration passes the W3C
+//!   validation suite).
 //! * **Status.** A failing status is recorded as the payload's `exception` (type `"http.status"`,
 //!   message `"500 Internal Server Error"`), which log subscribers and the OpenTelemetry bridge
 //!   report as an error; the [`Outcome`](notify_core::event::Outcome) stays about how the request
@@ -65,10 +71,11 @@
 //!   `proxy-authorization`, `cookie`, `set-cookie` by default) are recorded as [`REDACTED`], and
 //!   the notifier's redaction policy, if any, applies to the whole payload as to every event.
 //! * **Cost.** With the default name on the global notifier, whether anybody listens is one
-//!   atomic load and a branch (a static callsite); the rest of an unlistened request's overhead
-//!   is the wrapping of its future and body (about 300 instructions per request in
-//!   `benches/http.rs` under callgrind, against about 1,200 for tower-http's `TraceLayer` with
-//!   tracing disabled). Another name or notifier adds a name lookup (about 10 ns).
+//!   atomic load and a branch (a static callsite); an unlistened request still reads its three
+//!   trace headers, draws a trace id when none came in, and attaches its context around each
+//!   poll of its response future and body (docs/benchmarks.md in the repository has the
+//!   figures: `benches/http.rs`, `notify_unlistened` against `no_layer`). Another name or
+//!   notifier adds a name lookup.
 //! * **Not collected:** facts added with [`notify_core::record`] from the handler are not moved
 //!   into the request's event (the layer finishes it with a [`Handle`](notify_core::Handle),
 //!   which collects only the facts of the finishing thread).
