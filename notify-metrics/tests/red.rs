@@ -407,3 +407,14 @@ fn i47_3_renamed_events_and_a_disabled_side() {
     );
     assert!(!text.contains("http_client_request_duration_seconds"), "{text}");
 }
+
+/// A setup crate keeps the guard in its own guard, moved across threads and shared.
+#[test]
+fn i47_3_the_builder_and_the_guard_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<PrometheusExporter>();
+    send_sync::<notify_metrics::PrometheusGuard>();
+    let guard = PrometheusExporter::new().notifier(&Notifier::new()).install();
+    let text = std::thread::spawn(move || guard.render()).join().unwrap();
+    assert_eq!(text, "# EOF\n");
+}

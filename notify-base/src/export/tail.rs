@@ -88,10 +88,11 @@ impl TailSampling {
         (low >> 1) < bound
     }
 
-    /// Whether a [`TailSampler`] with this policy keeps the trace of `event` whatever the trace's
-    /// other events are: `event` is an error ([`is_error`]), or it is its trace's local root and
-    /// lasted at least [`slower_than`](Self::slower_than), or the trace id falls in the
-    /// [`ratio`](Self::ratio). False does not mean dropped (another event of the trace may be an
+    /// Whether a [`TailSampler`] with this policy keeps `event`, with the part of its trace its
+    /// local root decides, whatever the trace's other events are: `event` is an error
+    /// ([`is_error`]), or it is a local root that lasted at least
+    /// [`slower_than`](Self::slower_than), or the trace id falls in the [`ratio`](Self::ratio)
+    /// (then the whole trace). False does not mean dropped (another event of the trace may be an
     /// error); true means the decision is "keep" (the sampler's bounds, counted in [`TailStats`],
     /// may still drop events of it). What a metric needs before it points to a trace, as an
     /// exemplar does, that only the tail-sampling exporter will decide later.
