@@ -852,11 +852,11 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             return;
         };
         if !resolved.listeners.owned.is_empty() {
-            // An allocation an exporter gave back (`export::recycle`): filled in place, field by
+            // An allocation an exporter gave back (`recycle`): filled in place, field by
             // field (the destructuring names every field, so a new one does not compile until it
             // is set here too), the payload swapped with the emptied one. No allocation, and no
             // copy of a whole event (issue 38).
-            if let Some(mut spare) = crate::export::spare_event() {
+            if let Some(mut spare) = crate::recycle::spare_event() {
                 if let Some(event) = Arc::get_mut(&mut spare) {
                     let Event {
                         name,

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use notify_core::export::Overflow;
 use notify_core::{Notifier, Pattern, Payload};
-use notify_opentelemetry::{Builder, DropReport, ExportError, OpenTelemetryExporter, OverflowPolicy};
+use notify_opentelemetry::{Builder, DropReport, ExportError, OpenTelemetryExporter};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData, SpanExporter};
 
@@ -77,7 +78,7 @@ fn a_100000_event_burst_with_the_wait_policy_drops_nothing() {
     let exporter = OpenTelemetryExporter::builder(memory.clone())
         .queue_capacity(256)
         .max_batch_size(64)
-        .overflow_policy(OverflowPolicy::Wait(Duration::MAX))
+        .overflow(Overflow::Block)
         .build();
     let notifier = Notifier::new();
     let _s = exporter.subscribe(&notifier, Pattern::all());
@@ -139,7 +140,7 @@ fn dropping_oldest_keeps_the_newest_and_reports_the_burst_once() {
         .max_batch_size(100)
         .scheduled_delay(Duration::from_secs(3600))
         .report_interval(Duration::from_secs(3600))
-        .overflow_policy(OverflowPolicy::DropOldest)
+        .overflow(Overflow::DropOldest)
         .on_drops(hook)
         .build();
     let notifier = Notifier::new();
@@ -309,7 +310,8 @@ fn a_queue_smaller_than_a_batch_still_wakes_the_exporter_thread() {
     let exporter = OpenTelemetryExporter::builder(memory.clone())
         .queue_capacity(10)
         .scheduled_delay(Duration::from_secs(3600))
-        .overflow_policy(OverflowPolicy::Wait(Duration::from_secs(60)))
+        .overflow(Overflow::Block)
+        .block_limit(Duration::from_secs(60))
         .build();
     let notifier = Notifier::new();
     let _s = exporter.subscribe(&notifier, Pattern::all());
@@ -327,7 +329,7 @@ fn producers_waiting_on_a_full_queue_return_at_shutdown_counted() {
     let gate = Gated::new();
     let exporter = OpenTelemetryExporter::builder(GatedExporter(gate.clone()))
         .queue_capacity(1)
-        .overflow_policy(OverflowPolicy::Wait(Duration::MAX))
+        .overflow(Overflow::Block)
         .build();
     let notifier = Notifier::new();
     let _s = exporter.subscribe(&notifier, Pattern::all());
@@ -568,14 +570,10 @@ impl SpanExporter for Counting {
 #[test]
 fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
     const PER_THREAD: u64 = 50_000;
-    for policy in [
-        OverflowPolicy::DropNewest,
-        OverflowPolicy::DropOldest,
-        OverflowPolicy::Wait(Duration::MAX),
-    ] {
+    for policy in [Overflow::DropNewest, Overflow::DropOldest, Overflow::Block] {
         let counting = Counting::default();
         let exporter = OpenTelemetryExporter::builder(counting.clone())
-            .overflow_policy(policy)
+            .overflow(policy)
             .queue_capacity(1_024)
             .on_drops(|_| {})
             .build();
@@ -609,9 +607,9 @@ fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
     }
 }
 
-/// `OverflowPolicy::Wait(bound)`: "Block the instrumenting thread until there is room, at most
+/// `Overflow::Block` with a `block_limit(bound)`: "Block the instrumenting thread until there is room, at most
 /// this long per event". A blocked publisher slept a whole 200 µs slice (`Handoff`'s
-/// `BLOCK_SLICE`) before it first looked at its deadline, so `Wait(Duration::ZERO)` blocked
+/// `BLOCK_SLICE`) before it first looked at its deadline, so a zero limit blocked
 /// ~300 µs per event; now it sleeps at most what is left of the bound, and a zero bound drops at
 /// once. Not a performance figure but a bound on blocking, with a wide margin for a loaded
 /// machine: 200 events took 60 ms before, well under 1 ms now; the test allows 20 ms.
@@ -619,7 +617,8 @@ fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
 fn a_wait_bound_below_the_block_slice_is_kept() {
     let exporter = OpenTelemetryExporter::builder(Hung)
         .queue_capacity(16)
-        .overflow_policy(OverflowPolicy::Wait(Duration::ZERO))
+        .overflow(Overflow::Block)
+        .block_limit(Duration::ZERO)
         .on_drops(|_| {})
         .build();
     let notifier = Notifier::new();
@@ -635,7 +634,7 @@ fn a_wait_bound_below_the_block_slice_is_kept() {
     assert!(exporter.stats().dropped_queue_full >= 200);
     assert!(
         per_event < Duration::from_micros(100),
-        "Wait(0) blocked {per_event:?} per dropped event"
+        "a zero block limit blocked {per_event:?} per dropped event"
     );
 }
 

@@ -1,4 +1,4 @@
-//! The tail-sampling stage ([`notify_core::export::TailSampler`]) on its own: a synthetic mix keeps
+//! The tail-sampling stage ([`notify_export::TailSampler`]) on its own: a synthetic mix keeps
 //! exactly the error and slow traces, whole, and counts the rest; the bounds (traces in flight,
 //! events per trace, wait) each drop and count by cause; a remote-parented root decides its trace.
 //! notify-opentelemetry, notify-nats and notify-web test the same mix through their exporters.
@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify_core::export::{is_error, TailSampler, TailSampling};
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_export::{is_error, TailSampler, TailSampling};
 
 /// Collects the shared events a notifier publishes.
 #[derive(Clone, Default)]
