@@ -71,6 +71,7 @@ mod collector;
 mod drop_report;
 mod handoff;
 mod runtime;
+mod shared;
 mod sink;
 mod stats;
 mod tail;

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use notify_core::failure::ExportDrops;
 use notify_core::Event;
 
-use crate::collector::{lock, DropHook, Shared};
 use crate::runtime::Driver;
+use crate::shared::{lock, DropHook, Shared};
 use crate::sink::{Sink, SinkFuture};
 use crate::stats::{DropReport, ExportStats};
 use crate::tail::TailSampler;
