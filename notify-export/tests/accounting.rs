@@ -630,12 +630,11 @@ fn publishing_and_flushing_threads_racing_a_shutdown_account_for_every_event() {
     }
 }
 
-/// `Overflow::Block` with a `block_limit(bound)`: "Block the instrumenting thread until there is room, at most
-/// this long per event". A blocked publisher slept a whole 200 µs slice (`Handoff`'s
-/// `BLOCK_SLICE`) before it first looked at its deadline, so a zero limit blocked
-/// ~300 µs per event; now it sleeps at most what is left of the bound, and a zero bound drops at
-/// once. Not a performance figure but a bound on blocking, with a wide margin for a loaded
-/// machine: 200 events took 60 ms before, well under 1 ms now; the test allows 20 ms.
+/// `Overflow::Block` with a `block_limit(bound)`: "Block the instrumenting thread until there is
+/// room, at most this long per event". A blocked publisher slept a whole slice (`Handoff`'s
+/// `BLOCK_SLICE`) before it first looked at its deadline, so a zero limit blocked a slice per
+/// event; now it sleeps at most what is left of the bound, and a zero bound drops at once. Not a
+/// performance figure but a bound on blocking, with a wide margin for a loaded machine.
 #[test]
 fn a_wait_bound_below_the_block_slice_is_kept() {
     let exporter = Collector::builder("accounting", Hung)

@@ -68,7 +68,7 @@
 //!   atomic load and a branch (a static callsite); the rest of an unlistened request's overhead
 //!   is the wrapping of its future and body (about 300 instructions per request in
 //!   `benches/http.rs` under callgrind, against about 1,200 for tower-http's `TraceLayer` with
-//!   tracing disabled). Another name or notifier adds a name lookup (about 10 ns).
+//!   tracing disabled). Another name or notifier adds a name lookup (docs/benchmarks.md).
 //! * **Not collected:** facts added with [`notify_core::record`] from the handler are not moved
 //!   into the request's event (the layer finishes it with a [`Handle`](notify_core::Handle),
 //!   which collects only the facts of the finishing thread).
