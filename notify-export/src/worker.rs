@@ -269,7 +269,15 @@ impl<S: Sink> Worker<S> {
         // Later events are counted by the producers (closed) or by `stats` (left in the queues).
         self.shared.finished.store(true, Ordering::SeqCst);
         self.report_drops(true);
-        lock(&self.shared.control).finished = true;
+        {
+            let mut control = lock(&self.shared.control);
+            // Flushes that raced the shutdown: everything queued before them was exported above
+            // (unless the shutdown gave up: then they end as `ShutDown`).
+            if !self.shared.gave_up() {
+                control.flushed = control.flush_requested;
+            }
+            control.finished = true;
+        }
         self.shared.changed.notify_all();
     }
 }
