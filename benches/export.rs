@@ -5,7 +5,7 @@
 //!
 //! Criterion groups (ns per event on the calling thread):
 //! * `export/notify_opentelemetry`: `Notifier::instrument` with notify-opentelemetry subscribed
-//!   (`OverflowPolicy::Wait`: nothing dropped, the producer is paced by the exporter thread);
+//!   (`Overflow::Block`: nothing dropped, the producer is paced by the exporter thread);
 //!   `export/notify_opentelemetry_drop_newest`: the default policy (under a sustained flood it drops,
 //!   counted; the table says how many); `export/notify_opentelemetry_callsite`: the same event
 //!   through a `static Callsite` on the global notifier (no lookup by name; tracing's macros have
@@ -54,8 +54,9 @@ use cpu_time::{ProcessTime, ThreadTime};
 use criterion::Criterion;
 use fastrace::collector::{Config, SpanContext as FastraceContext};
 use fastrace::Span as FastraceSpan;
+use notify_core::export::Overflow;
 use notify_core::{event::Callsite, Notifier, Pattern, Payload, Value};
-use notify_opentelemetry::{OpenTelemetryExporter, OverflowPolicy};
+use notify_opentelemetry::OpenTelemetryExporter;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::InstrumentationScope;
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -151,9 +152,9 @@ fn calling_thread_fastrace(n: u64) {
 }
 
 /// notify-opentelemetry into `sink`, subscribed to everything on a new notifier.
-fn notify_pipeline(sink: &Nothing, policy: OverflowPolicy) -> (Notifier, OpenTelemetryExporter) {
+fn notify_pipeline(sink: &Nothing, policy: Overflow) -> (Notifier, OpenTelemetryExporter) {
     let mut builder = OpenTelemetryExporter::builder(sink.clone())
-        .overflow_policy(policy)
+        .overflow(policy)
         .on_drops(|_| {});
     // `NOTIFY_EXPORT_QUEUE=N`: the queue per publishing thread (default 8,192), to see what the
     // working set of events in flight costs the calling thread (docs/benchmarks.md).
@@ -203,7 +204,7 @@ fn owned_noop_notifier() -> Notifier {
 /// (`Wait` policy); unsubscribe with the returned subscription.
 fn notify_site_pipeline(sink: &Nothing) -> (notify_core::Subscription, OpenTelemetryExporter) {
     let exporter = OpenTelemetryExporter::builder(sink.clone())
-        .overflow_policy(WAIT)
+        .overflow(WAIT)
         .on_drops(|_| {})
         .build();
     let subscription = exporter.subscribe(Notifier::global(), Pattern::from("request.export_site"));
@@ -254,7 +255,7 @@ fn fastrace_pipeline(sink: &Nothing) {
     fastrace::set_reporter(reporter, Config::default());
 }
 
-const WAIT: OverflowPolicy = OverflowPolicy::Wait(Duration::MAX);
+const WAIT: Overflow = Overflow::Block;
 
 fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
     let mut group = c.benchmark_group("export");
@@ -320,7 +321,7 @@ fn bench(c: &mut Criterion, fastrace_sink: &Nothing) {
     let _ = exporter.shutdown(Duration::from_secs(30));
 
     let sink = Nothing::default();
-    let (notifier, exporter) = notify_pipeline(&sink, OverflowPolicy::DropNewest);
+    let (notifier, exporter) = notify_pipeline(&sink, Overflow::DropNewest);
     group.bench_function("notify_opentelemetry_drop_newest", |b| {
         b.iter(|| {
             i += 1;
@@ -412,7 +413,7 @@ fn table(n: u64, fastrace_sink: &Nothing) {
     ));
     for (case, policy) in [
         ("notify_opentelemetry", WAIT),
-        ("notify_opentelemetry_drop_newest", OverflowPolicy::DropNewest),
+        ("notify_opentelemetry_drop_newest", Overflow::DropNewest),
     ] {
         let sink = Nothing::default();
         let (notifier, exporter) = notify_pipeline(&sink, policy);

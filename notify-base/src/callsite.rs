@@ -209,7 +209,7 @@ impl Callsite {
     /// when nobody would receive the event. The set stays pinned by the callsite cache's guard
     /// (no reference count touched): for the macro's synchronous guard, which lives in the
     /// caller's frame. (Pinned as `instrument` pins it, through the thread's hazard slot, this
-    /// path measured 10 ns slower: the pin is moved into the guard; docs/architecture.md.)
+    /// path measured slower: the pin is moved into the guard; docs/architecture.md.)
     #[inline]
     pub(crate) fn prepare(&'static self) -> Option<Active<SitePin>> {
         let resolved = self.cache.site_pin()?;

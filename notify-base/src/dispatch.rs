@@ -95,7 +95,7 @@ const ROUND: usize = 2;
 /// panic in call `i` becomes the failure of the listener `entry_of(i)`, and the loop resumes at
 /// `i + 1`. The position is kept in a local inside the guarded frame (stored to `next` before each
 /// call, for the resume), so the loop stays a few loads and the call per subscriber, [`ROUND`]
-/// subscribers per round (issue 15: evented, 20 calls per event, 44-52 -> 41-42 ns).
+/// subscribers per round (issue 15; the measurement: docs/benchmarks.md).
 #[inline(always)]
 fn guarded_loop<'l>(
     failures: &mut Failures,
@@ -385,7 +385,7 @@ struct Heard {
 /// * `None`: none was heard and none panicked, the common case (nothing built: carried as an
 ///   empty `SmallVec` and `Vec`, the answers were built in one place and copied twice on their way
 ///   into the event's frame, and each copy's 16-byte loads of 8-byte stores stalled on store
-///   forwarding, about 5 ns per event);
+///   forwarding on every event);
 /// * `Group(g)`: exactly the members of silence group `g` were heard and none panicked (one log
 ///   subscriber, or several of one level and target; the tracing bridge): the indices are that
 ///   group's, read from the listener set, so nothing is allocated (boxed, this answer cost a
@@ -852,11 +852,11 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             return;
         };
         if !resolved.listeners.owned.is_empty() {
-            // An allocation an exporter gave back (`export::recycle`): filled in place, field by
+            // An allocation an exporter gave back (`recycle`): filled in place, field by
             // field (the destructuring names every field, so a new one does not compile until it
             // is set here too), the payload swapped with the emptied one. No allocation, and no
             // copy of a whole event (issue 38).
-            if let Some(mut spare) = crate::export::spare_event() {
+            if let Some(mut spare) = crate::recycle::spare_event() {
                 if let Some(event) = Arc::get_mut(&mut spare) {
                     let Event {
                         name,

@@ -54,7 +54,7 @@ pub(crate) enum Name {
     Shared(Arc<str>),
     /// The text of a [`Name`] that outlives the event (made by [`Name::lend`]): what the event
     /// object of a synchronous delivery holds, so building it touches no reference count (two
-    /// atomic read-modify-writes, about 11 ns, per event for a shared name). A clone of such an
+    /// atomic read-modify-writes per event for a shared name). A clone of such an
     /// event owns its name.
     Lent(std::ptr::NonNull<str>),
 }

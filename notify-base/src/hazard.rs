@@ -3,9 +3,8 @@
 //!
 //! An event borrows its listener set from the registry snapshot that was current when it started,
 //! so the snapshot must outlive the event even if a writer replaces it meanwhile. `arc-swap`'s
-//! guard does that with two read-modify-writes per event (taking a debt slot and giving it back,
-//! about 5.5 ns each on this kind of machine, 12 ns with the rest of its load) and some 70
-//! instructions. Here each thread has one [`Slot`] whose `hazard` names the snapshot it uses:
+//! guard does that with two read-modify-writes per event (taking a debt slot and giving it back;
+//! their cost is in docs/benchmarks.md) and some 70 instructions. Here each thread has one [`Slot`] whose `hazard` names the snapshot it uses:
 //!
 //! * **Pin** (reader): load the current snapshot `p` from the [`Mirror`], store it into the
 //!   thread's hazard, a `SeqCst` fence, then load the mirror again: if it still holds `p`, `p` is
@@ -30,8 +29,8 @@
 //! reference too many, dropped at that thread's next unpin.
 //!
 //! The reader's fence was once the light half of an asymmetric pair (a compiler fence, with a
-//! `membarrier` system call on the writer's side): it saved 1.6–3.4 ns of a 41–70 ns event, under
-//! 5 % (docs/architecture.md, "The read path, justified"), for a system call and an interrupt to
+//! `membarrier` system call on the writer's side): it saved under 5 % of an event
+//! (docs/architecture.md, "The read path, justified"), for a system call and an interrupt to
 //! every running thread on each write, and was removed.
 //!
 //! **Happens-before, not only visibility.** Pins store the hazard with `Release`, unpins store

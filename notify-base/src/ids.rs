@@ -96,7 +96,7 @@ struct Thread {
 
 /// One of a thread's inline frames, a `Cell` per field: a push stores the fields from registers
 /// (a `Cell<Frame>` was built on the stack and copied in with 16-byte loads of its 8-byte stores,
-/// which stall on store forwarding: some 5 ns per event).
+/// which stall on store forwarding on every event).
 struct FrameSlot {
     key: Cell<u64>,
     event: Cell<u64>,

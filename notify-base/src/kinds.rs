@@ -323,7 +323,7 @@ impl<T: OwnedEventSubscriber + ?Sized> OwnedEventSubscriber for Arc<T> {
 }
 
 /// What an event-object subscriber asks to be measured. Both cost something per event, so both are
-/// off by default: thread CPU time is a system call per edge (~0.5-1 µs on a VM).
+/// off by default: thread CPU time is a system call per edge (its cost: docs/benchmarks.md).
 ///
 /// ```
 /// use notify_core::{subscriber::EventOptions, Event, Notifier, Payload, Subscriber};

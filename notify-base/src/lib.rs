@@ -31,7 +31,6 @@ mod error;
 pub mod escape;
 mod event;
 mod event_id;
-pub mod export;
 mod failure;
 mod fanout_end;
 // Under loom only its model uses it: the fanout pins through arc-swap there.
@@ -46,6 +45,8 @@ mod pattern;
 mod payload;
 mod recent;
 mod record;
+// The spare list of owned events exporters gave back (notify-export's collector fills it).
+mod recycle;
 #[cfg(feature = "redaction")]
 mod redaction;
 // Without the feature: no policy type, and the hooks that would apply one do nothing.
@@ -113,6 +114,7 @@ pub use crate::propagated::{
     baggage, trace_state, with_baggage, Propagated, PropagatedEntered, PropagatedGuard, WithPropagated,
 };
 pub use crate::record::*;
+pub use crate::recycle::*;
 #[cfg(feature = "redaction")]
 pub use crate::redaction::*;
 pub use crate::remote::*;

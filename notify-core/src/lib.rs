@@ -45,7 +45,7 @@
 //! | subscribe | [`subscribe`], [`subscribed`], [`unsubscribe_name`], [`listening`], [`Subscriber`], [`Subscription`], the kind traits | [`subscriber`]: options, kinds, subscriber types with a method per event |
 //! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors, what is propagated; [`trace_context`]: W3C `traceparent`, `tracestate`; [`baggage`]: W3C Baggage |
 //! | handle panicking subscribers | | [`failure`] |
-//! | hand events off (queues, exporters) | | [`export`]: overflow policy, head sampling; [`suppression`]: telemetry suppression |
+//! | hand events off (queues, exporters) | | [`export`]: overflow policy, head sampling, recycling (the collector: notify-export); [`suppression`]: telemetry suppression |
 //! | match errors | [`NotifyError`], [`PatternError`] | |
 //! | hide secrets, test | | `redaction`, `testing` (features of the same name) |
 //! | write safe log lines | | [`escape`] |
@@ -340,15 +340,15 @@ pub mod suppression {
 
 pub mod export {
     //! For crates that hand events off to queues, workers and other systems: the one [`Overflow`]
-    //! policy of a bounded queue (notify-pool's mailboxes, notify-nats' exporter queue) and head
-    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event);
-    //! for exporters, [`Handoff`] (a queue per publishing thread to the exporter's thread),
-    //! [`recycle_all`] (the events an exporter is done with become the next events' allocations)
-    //! and tail sampling ([`TailSampler`]: on an exporter's thread, keep the traces with an error,
-    //! a slow root or in a ratio, whole; notify-opentelemetry, notify-nats and notify-web run it).
-    //! An exporter reports what it dropped through the notifier's failure hook with a
-    //! [`DropReporter`] (the subscriptions it was made with;
-    //! [`Subscription::report_export_drops`](crate::Subscription::report_export_drops) underneath).
+    //! policy of a bounded queue (notify-pool's mailboxes, the export collector's queues), head
+    //! sampling ([`Sampler`]: which traces exporters get; in-process subscribers get every event),
+    //! and the recycling of the owned events an exporter is done with ([`recycle_all`]: they
+    //! become the next events' allocations, so the instrumenting thread allocates nothing per
+    //! owned event).
+    //!
+    //! The export collector itself (the hand-off from instrumenting threads, batching, tail
+    //! sampling, drop accounting, flush and shutdown, the runtime of asynchronous sinks) is the
+    //! crate `notify-export`, beside this one: the engine recycles events without knowing it.
     //!
     //! ```
     //! use notify_core::export::{Overflow, Sampler};
@@ -359,13 +359,9 @@ pub mod export {
     //! assert_eq!(Overflow::default(), Overflow::DropNewest, "a full queue never blocks by default");
     //! ```
     #[doc(inline)]
-    pub use notify_base::export::{is_error, DropReporter, TailSampler, TailSampling, TailStats};
+    pub use notify_base::{recycle, recycle_all, MAX_SPARE_EVENTS, TAKE_AT_ONCE};
     #[doc(inline)]
     pub use notify_base::{Overflow, Sampler};
-    // The exporters' hand-off (issue 38): a queue per publishing thread, and the recycling of
-    // the owned events exporters are done with.
-    #[doc(inline)]
-    pub use notify_base::export::{recycle, recycle_all, Handoff, HandoffStats, MAX_SPARE_EVENTS, TAKE_AT_ONCE};
 }
 
 #[cfg(feature = "redaction")]

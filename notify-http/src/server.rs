@@ -66,7 +66,7 @@ impl Default for ServerLayer {
 
 impl<C: Classify> ServerLayer<C> {
     /// Names the events `name` instead of `"request.http"` (AS::N's `"<method>.<namespace>"`
-    /// form is advised). Unlistened, a named event costs a name lookup (about 10 ns) per request
+    /// form is advised). Unlistened, a named event costs a name lookup per request
     /// instead of the default name's one atomic load.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.source = self.source.with_name(name.into());

@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use notify_core::event::EventId;
-use notify_core::export::TailSampling;
 use notify_core::{Event, TraceId};
+use notify_export::TailSampling;
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 
 /// The labels of an exemplar: `trace_id` (32 lowercase hex digits) and `span_id` (the event id,

@@ -6,8 +6,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use notify_core::export::TailSampling;
 use notify_core::{Event, Notifier, Pattern, Subscriber, Subscription};
+use notify_export::TailSampling;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::exemplars::{ExemplarCounts, ExemplarFilter, ExemplarPolicy, ExemplarStats};

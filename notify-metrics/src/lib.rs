@@ -123,7 +123,7 @@
 //! sampled flag of the caller honoured) decided to keep it, which is what exporters (OpenTelemetry,
 //! NATS, the live page) send. When those exporters also tail-sample, give the exporter the same
 //! policy ([`PrometheusExporter::tail_sampling`]): an exemplar then points only to a trace that
-//! policy keeps whatever its other events are ([`TailSampling::keeps_for_sure`](notify_core::export::TailSampling::keeps_for_sure):
+//! policy keeps whatever its other events are ([`TailSampling::keeps_for_sure`](notify_export::TailSampling::keeps_for_sure):
 //! the event is an error, or a local root slower than the threshold, or its trace id is in the
 //! ratio). Not guaranteed: that the backend still holds the trace (a tail sampler's bounds, an
 //! exporter's queue, a backend's retention can still lose it, each counted where it happens).

@@ -9,8 +9,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use notify_core::export::{Sampler, TailSampling};
+use notify_core::export::Sampler;
 use notify_core::{Event, Notifier, Payload};
+use notify_export::TailSampling;
 use notify_metrics::{ExemplarFilter, PrometheusExporter, PrometheusStats, OPENMETRICS_CONTENT_TYPE};
 use support::{client, exemplars, fetch, serve, Captured};
 

@@ -11,9 +11,10 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures_util::future;
 use notify_core::escape::Escaped;
-use notify_core::export::{DropReporter, Handoff, Overflow, TailSampler, TailSampling, TailStats};
+use notify_core::export::Overflow;
 use notify_core::failure::ExportDrops;
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Subscriber, Subscription};
+use notify_export::{DropReporter, Handoff, TailSampler, TailSampling, TailStats};
 use parking_lot::{Condvar, Mutex};
 
 use crate::confirm::{Tally, Window};
@@ -103,7 +104,7 @@ impl ExporterBuilder {
 
     /// How many events may wait in each publishing thread's queue (default 8,192; at least 1);
     /// beyond it the overflow policy decides. The instrumenting thread hands events over through
-    /// a queue of its own ([`notify_core::export::Handoff`]: no lock, no read-modify-write shared
+    /// a queue of its own ([`notify_export::Handoff`]: no lock, no read-modify-write shared
     /// with other threads), allocated whole on the thread's first event (8 bytes per event:
     /// 64 KiB by default). Memory is bounded by this many events per live publishing thread, plus,
     /// for what threads that exited left queued, this many per thread that published at once
@@ -111,11 +112,11 @@ impl ExporterBuilder {
     /// keeps the oldest or the newest, the rest counted as overflow), also while the server is
     /// unreachable, plus the round being sent (a shared event is about 480 bytes plus what its
     /// payload owns). At most
-    /// [`Handoff::MAX_PER_THREAD`](notify_core::export::Handoff::MAX_PER_THREAD) (2^24 events):
+    /// [`Handoff::MAX_PER_THREAD`](notify_export::Handoff::MAX_PER_THREAD) (2^24 events):
     /// a larger capacity is clamped to it.
     #[must_use]
     pub fn capacity(mut self, events: usize) -> ExporterBuilder {
-        self.capacity = events.clamp(1, notify_core::export::Handoff::MAX_PER_THREAD);
+        self.capacity = events.clamp(1, notify_export::Handoff::MAX_PER_THREAD);
         self
     }
 
@@ -163,7 +164,7 @@ impl ExporterBuilder {
         self
     }
 
-    /// Runs a tail-sampling stage ([`notify_core::export::TailSampler`]) on the exporter's thread,
+    /// Runs a tail-sampling stage ([`notify_export::TailSampler`]) on the exporter's thread,
     /// between the queue and the encoder: a trace's events are held until its local root arrives,
     /// then sent whole when it has an error, a root slower than the threshold, or falls in the
     /// ratio, and dropped whole otherwise (counted in [`Dropped::tail_sampling`], by cause in
@@ -462,7 +463,7 @@ impl std::error::Error for FlushTimeout {}
 /// Exports finished events to NATS.
 ///
 /// The instrumenting thread only enqueues (an `Arc` clone and a push into a queue of its own,
-/// [`notify_core::export::Handoff`]: no lock, no read-modify-write shared with other threads); the
+/// [`notify_export::Handoff`]: no lock, no read-modify-write shared with other threads); the
 /// exporter's thread takes everything queued (each thread's events in the order it published
 /// them), groups it by event name, encodes each group into
 /// messages of up to [`ExporterBuilder::max_message_bytes`], publishes them under
@@ -474,7 +475,7 @@ impl std::error::Error for FlushTimeout {}
 /// round is on the wire goes in the next; the exporter's thread is woken once per idle period
 /// (by the first event after it found every queue empty), never per event, and has no timer
 /// when idle (one of a millisecond as it goes idle, see
-/// [`Handoff::prepare_wait`](notify_core::export::Handoff::prepare_wait)). Encoded events are
+/// [`Handoff::prepare_wait`](notify_export::Handoff::prepare_wait)). Encoded events are
 /// given back for reuse ([`notify_core::export::recycle_all`]), so in a steady flow the
 /// instrumenting thread allocates no owned event.
 pub struct Exporter {
@@ -673,7 +674,7 @@ pub(crate) fn random_u64() -> u64 {
 fn run_thread(config: ExporterBuilder, shared: Arc<Shared>, ready: std::sync::mpsc::Sender<Result<u64, ConnectError>>) {
     // With `Overflow::Block` this thread drops onto a full queue instead of waiting: the
     // exporter's queues may be drained only by a thread that would wait, or one waiting for it.
-    notify_core::export::Handoff::never_block_this_thread();
+    notify_export::Handoff::never_block_this_thread();
     let runtime = match connect::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {

@@ -405,7 +405,7 @@ fn run_thread(
 ) {
     // With `Overflow::Block` this thread drops onto a full queue instead of waiting: the
     // exporter's queues may be drained only by a thread that would wait, or one waiting for it.
-    notify_core::export::Handoff::never_block_this_thread();
+    notify_export::Handoff::never_block_this_thread();
     let servers = config.options.servers().to_owned();
     let runtime = match connect::runtime() {
         Ok(runtime) => runtime,

@@ -1,4 +1,4 @@
-//! The exporter's per-thread queues (notify_core::export::Handoff) against a real nats-server:
+//! The exporter's per-thread queues (notify_export::Handoff) against a real nats-server:
 //! several publishing threads, each overflow policy, exact counts of drops by cause, and nothing
 //! lost on flush, also of threads that exited.
 
@@ -20,7 +20,7 @@ fn event(name: &'static str) -> Arc<Event> {
 
 /// `threads` threads each hand `per_thread` events to `exporter`, then exit, all at once (each
 /// waits for the others: what they leave queued is kept as their queues held it, see
-/// `notify_core::export::Handoff`).
+/// `notify_export::Handoff`).
 fn publish_from_threads(exporter: &Arc<Exporter>, threads: usize, per_thread: usize, name: &'static str) {
     let together = Arc::new(std::sync::Barrier::new(threads));
     let handles: Vec<_> = (0..threads)

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use notify_core::export::TailSampling;
 use notify_core::{Event, Notifier, Pattern, Payload, Subscriber, Value};
+use notify_export::TailSampling;
 use notify_nats::{Exporter, Importer, NatsOptions};
 use support::{recorder, NatsServer};
 

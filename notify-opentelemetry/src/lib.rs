@@ -3,11 +3,13 @@
 //! [`OpenTelemetryExporter`] subscribes to notify events and turns each finished one into a span
 //! ([`span_data`]): notify's 128-bit trace id is the span's trace id, the event id its span id, the
 //! parent event's id its parent span id, so a request's events form one trace tree whatever
-//! threads and tasks they ran on. The instrumenting thread only queues the shared event; the
-//! exporter's own thread converts and calls any `opentelemetry_sdk` `SpanExporter` (OTLP, stdout,
-//! in-memory) in batches, counting what it accepted and every drop by cause ([`ExportStats`]).
-//! [`tail`] (the stage of [`notify_core::export`], re-exported) holds traces until their local
-//! root ends and keeps the errors, the slow ones and a ratio of the rest.
+//! threads and tasks they ran on. The instrumenting thread only queues the shared event on the
+//! export collector ([`notify_export::Collector`]); the collector's thread batches, tail-samples,
+//! converts ([`SpanSink`]) and awaits any `opentelemetry_sdk` `SpanExporter` (OTLP over gRPC or
+//! HTTP, stdout, in-memory) on a tokio runtime ([`ExportRuntime`]: the application's, else one of
+//! its own), counting what it accepted and every drop by cause ([`ExportStats`]). [`tail`] (the
+//! collector's stage, re-exported) holds traces until their local root ends and keeps the
+//! errors, the slow ones and a ratio of the rest.
 //!
 //! ```no_run
 //! use notify_opentelemetry::OpenTelemetryExporter;
@@ -28,18 +30,16 @@
 #![warn(missing_docs)]
 
 mod exporter;
+mod resource;
+mod sink;
 mod span;
-mod stats;
 pub mod tail;
 
-pub use crate::exporter::{Builder, OpenTelemetryExporter, OverflowPolicy};
+pub use crate::exporter::{Builder, OpenTelemetryExporter};
+pub use crate::sink::SpanSink;
 pub use crate::span::{span_data, span_id, trace_id, KIND_KEY};
-pub use crate::stats::{DropReport, ExportError, ExportStats};
-
-/// `text` escaped for one log line (an exporter's error message is foreign text).
-pub(crate) fn escape(text: &str) -> notify_core::escape::Escaped<'_> {
-    notify_core::escape::Escaped::new(text)
-}
+// The collector's counters, report and errors, under the names this crate always had.
+pub use notify_export::{DropReport, ExportError, ExportRuntime, ExportStats};
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

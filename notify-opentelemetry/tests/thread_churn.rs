@@ -25,7 +25,7 @@ fn peak_rss_kb() -> u64 {
 /// kept until drained, also after the thread exited, so behind a stuck exporter a thread-per-task
 /// program grew by ~5 kB of RSS per thread it ever ran (20,000 one-event threads: +105 MB), and
 /// the counters showed none of those events. Now an exiting thread frees its queue and leaves its
-/// events in one shared queue (`notify_core::export::Handoff`) of the capacity times the most
+/// events in one shared queue (`notify_export::Handoff`) of the capacity times the most
 /// threads that published at once (here one, one after another): the rest is counted as dropped
 /// on a full queue. Alone in its test binary: it reads the process' peak RSS.
 #[test]

@@ -41,6 +41,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod collected;
 mod html;
 mod json;
 mod options;
@@ -50,6 +51,7 @@ mod server;
 mod stats;
 mod traces;
 
+pub use self::collected::Collected;
 pub use self::html::{render_index, render_trace};
 pub use self::json::{stats_json, trace_json, traces_json};
 pub use self::options::WebOptions;

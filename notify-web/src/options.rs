@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use notify_core::export::TailSampling;
+use notify_export::TailSampling;
 
 use crate::record::TraceEvent;
 
@@ -263,7 +263,7 @@ impl WebOptions {
         self
     }
 
-    /// Feeds the trace store through a tail-sampling stage ([`notify_core::export::TailSampler`],
+    /// Feeds the trace store through a tail-sampling stage ([`notify_export::TailSampler`],
     /// on the pool worker that records): a trace is held until its local root arrives, then
     /// stored whole when it has an error, a root slower than the threshold, or falls in the ratio,
     /// and left out whole otherwise. The per-name statistics still see every event. What the
@@ -275,7 +275,7 @@ impl WebOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use notify_core::export::TailSampling;
+    /// use notify_export::TailSampling;
     /// let options = notify_web::WebOptions::new()
     ///     .tail_sampling(TailSampling::new().slower_than(Duration::from_millis(250)).ratio(0.01));
     /// assert!(format!("{options:?}").contains("tail_sampling: Some("));

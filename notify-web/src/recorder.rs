@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use notify_core::export::{TailSampler, TailStats};
 use notify_core::{Event, Notifier, Pattern, TraceId};
+use notify_export::{TailSampler, TailStats};
 use notify_pool::{AsyncOptions, AsyncSubscriber, AsyncSubscription, WorkerPool};
 
 use crate::options::WebOptions;

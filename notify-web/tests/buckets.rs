@@ -6,8 +6,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use notify_core::export::{Sampler, TailSampling};
+use notify_core::export::Sampler;
 use notify_core::{Event, Notifier, Pattern, Payload};
+use notify_export::TailSampling;
 use notify_pool::WorkerPool;
 use notify_web::{render_index, render_trace, stats_json, TraceRecorder, WebOptions, WebServer, LATENCY_BUCKETS_NS};
 

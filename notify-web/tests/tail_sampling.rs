@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use notify_core::export::TailSampling;
 use notify_core::{Notifier, Pattern, Payload};
+use notify_export::TailSampling;
 use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 

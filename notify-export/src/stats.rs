@@ -1,36 +1,37 @@
-//! What an [`OpenTelemetryExporter`](crate::OpenTelemetryExporter) did with the events it
-//! received: [`ExportStats`], the [`DropReport`] given to the drop hook, [`ExportError`].
+//! What a [`Collector`](crate::Collector) did with the events it received: [`ExportStats`], the
+//! [`DropReport`] given to the drop hook, [`ExportError`].
 
 use std::fmt;
 
-/// Counters of one exporter since it was built, every one exact.
+/// Counters of one collector (one exporter) since it was built, every one exact.
 ///
 /// Every event the subscription hands over ends in exactly one of: exported, a drop cause, held by
 /// tail sampling, or still queued / being exported. After a [`force_flush`] without tail sampling
 /// (or a [`shutdown`], which decides held traces), `received() == exported + dropped()`.
 ///
-/// [`force_flush`]: crate::OpenTelemetryExporter::force_flush
-/// [`shutdown`]: crate::OpenTelemetryExporter::shutdown
+/// [`force_flush`]: crate::Collector::force_flush
+/// [`shutdown`]: crate::Collector::shutdown
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExportStats {
-    /// Spans the `SpanExporter` accepted (its `export` returned `Ok`).
+    /// Events the sink accepted ([`Sink::export`](crate::Sink::export) returned `Ok`).
     pub exported: u64,
     /// Events dropped because the queue was full (policy `DropNewest`: the new event; `DropOldest`:
     /// the oldest queued one; `Wait`: the new event after the wait timed out), and events of
     /// threads that exited that the queue they leave behind could not keep (no wait).
     pub dropped_queue_full: u64,
-    /// Spans of batches the `SpanExporter` refused (its `export` returned `Err` or panicked).
+    /// Events of batches the sink refused ([`Sink::export`](crate::Sink::export) returned `Err` or
+    /// panicked).
     pub dropped_exporter_error: u64,
     /// Events that arrived after shutdown began, or were still queued (or taken from the queue
     /// but not yet in an export) when the shutdown's timeout ran out.
     pub dropped_shutdown: u64,
     /// Events tail sampling dropped (not kept, evicted, over its limits): the details are in
-    /// [`TailStats`](crate::tail::TailStats).
+    /// [`TailStats`](crate::TailStats).
     pub dropped_tail_sampling: u64,
     /// Events tail sampling holds now, waiting for their trace's local root.
     pub held: u64,
-    /// Events the exporter thread took from the queue.
+    /// Events the collector's thread took from the queues.
     pub dequeued: u64,
     /// Of `dropped_shutdown`, the events the thread had taken from the queue (so also in
     /// `dequeued`) and did not export because a shutdown's timeout ran out: `received` counts
@@ -51,8 +52,11 @@ impl ExportStats {
         self.dequeued + self.dropped_queue_full + self.dropped_shutdown - self.taken_at_shutdown
     }
 
-    /// `self - earlier`, counter by counter (`held` is this one's).
-    pub(crate) fn since(&self, earlier: &ExportStats) -> ExportStats {
+    /// `self - earlier`, counter by counter (`held` is this one's): a burst's growth.
+    ///
+    /// # Panics
+    /// In debug builds, when a counter of `earlier` is above this one's (not an earlier snapshot).
+    pub fn since(&self, earlier: &ExportStats) -> ExportStats {
         ExportStats {
             exported: self.exported - earlier.exported,
             dropped_queue_full: self.dropped_queue_full - earlier.dropped_queue_full,
@@ -82,18 +86,21 @@ impl fmt::Display for ExportStats {
     }
 }
 
-/// What the drop hook receives: the drops of one burst (the counters' growth since the previous
-/// report), the totals, and the exporter's last error message when the burst had exporter errors.
+/// What the drop hook receives: the exporter's name, the drops of one burst (the counters' growth
+/// since the previous report), the totals, and the sink's last error message when the burst had
+/// exporter errors.
 ///
-/// The exporter thread reports once a burst is over (the queue drained) or, under sustained
+/// The collector's thread reports once a burst is over (the queue drained) or, under sustained
 /// overload, at most once per `report_interval`; never per event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DropReport {
+    /// The exporter's name (the collector's, [`Collector::builder`](crate::Collector::builder)).
+    pub exporter: String,
     /// The counters' growth since the previous report.
     pub burst: ExportStats,
     /// The counters since the exporter was built.
     pub total: ExportStats,
-    /// The `SpanExporter`'s last error (or panic message), when `burst.dropped_exporter_error > 0`.
+    /// The sink's last error (or panic message), when `burst.dropped_exporter_error > 0`.
     pub last_error: Option<String>,
 }
 
@@ -101,7 +108,8 @@ impl fmt::Display for DropReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "notify-opentelemetry dropped {} spans (queue full {}, exporter error {}, shutdown {}, tail sampling {}); in all: {}",
+            "exporter `{}` dropped {} events (queue full {}, exporter error {}, shutdown {}, tail sampling {}); in all: {}",
+            crate::escape(&self.exporter),
             self.burst.dropped(),
             self.burst.dropped_queue_full,
             self.burst.dropped_exporter_error,
@@ -116,18 +124,18 @@ impl fmt::Display for DropReport {
     }
 }
 
-/// Why [`force_flush`](crate::OpenTelemetryExporter::force_flush) or
-/// [`shutdown`](crate::OpenTelemetryExporter::shutdown) did not complete.
+/// Why [`force_flush`](crate::Collector::force_flush) or
+/// [`shutdown`](crate::Collector::shutdown) did not complete.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExportError {
-    /// The exporter thread did not answer within the timeout (a slow `SpanExporter`); the counters
+    /// The collector's thread did not answer within the timeout (a slow sink); the counters
     /// at the time are attached. For a shutdown, the thread still stops after its current export
     /// and what it leaves is `dropped_shutdown`, already in the attached counters; the batch in
     /// that export (`dequeued` minus what is exported, dropped or held) is counted when the
     /// export returns, if ever.
     TimedOut(ExportStats),
-    /// The exporter was already shut down (by an earlier `shutdown`, or its thread ended); the
+    /// The collector was already shut down (by an earlier `shutdown`, or its thread ended); the
     /// final counters are attached.
     ShutDown(ExportStats),
 }
@@ -144,8 +152,8 @@ impl ExportError {
 impl fmt::Display for ExportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ExportError::TimedOut(stats) => write!(f, "the OpenTelemetry exporter thread timed out ({stats})"),
-            ExportError::ShutDown(stats) => write!(f, "the OpenTelemetry exporter is shut down ({stats})"),
+            ExportError::TimedOut(stats) => write!(f, "the exporter's collector thread timed out ({stats})"),
+            ExportError::ShutDown(stats) => write!(f, "the exporter is shut down ({stats})"),
         }
     }
 }

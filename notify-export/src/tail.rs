@@ -6,10 +6,9 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::event::{Event, Outcome};
-use crate::event_id::EventId;
-use crate::payload::EXCEPTION_KEY;
-use crate::trace_id::TraceId;
+use notify_core::event::{EventId, Outcome};
+use notify_core::payload::EXCEPTION_KEY;
+use notify_core::{Event, TraceId};
 
 /// What a [`TailSampler`] keeps and how much it may hold.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +73,7 @@ impl TailSampling {
     /// low 64 bits, shifted right once, below `ratio * 2^63`).
     ///
     /// ```
-    /// use notify_core::export::TailSampling;
+    /// use notify_export::TailSampling;
     /// let trace = notify_core::TraceId::new(0x1234).unwrap();
     /// assert!(TailSampling::new().ratio(1.0).ratio_keeps(trace));
     /// assert!(!TailSampling::new().ratio(0.0).ratio_keeps(trace));
@@ -99,7 +98,7 @@ impl TailSampling {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use notify_core::export::TailSampling;
+    /// use notify_export::TailSampling;
     /// use notify_core::{Event, Payload};
     /// let policy = TailSampling::new().slower_than(Duration::from_millis(100));
     /// let now = Instant::now();
@@ -264,7 +263,7 @@ struct Held {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::{Duration, Instant};
-/// use notify_core::export::{TailSampler, TailSampling};
+/// use notify_export::{TailSampler, TailSampling};
 /// use notify_core::{Event, Payload};
 ///
 /// let mut sampler = TailSampler::new(TailSampling::new().slower_than(Duration::from_millis(100)).ratio(0.0));
@@ -348,7 +347,7 @@ impl TailSampler {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::{Duration, Instant};
-    /// use notify_core::export::{TailSampler, TailSampling};
+    /// use notify_export::{TailSampler, TailSampling};
     /// use notify_core::{Event, Notifier, Payload, Pattern, Subscriber};
     ///
     /// let mut sampler = TailSampler::new(TailSampling::new().max_wait(Duration::from_secs(2)));

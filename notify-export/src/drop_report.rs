@@ -2,12 +2,12 @@
 
 use std::sync::Mutex;
 
-use crate::failure::ExportDrops;
-use crate::Subscription;
+use notify_core::failure::ExportDrops;
+use notify_core::Subscription;
 
 /// The subscriptions an exporter reports its drops through: the failure hook of the first one
 /// whose notifier is alive ([`Subscription::report_export_drops`]), so that drops reach the same
-/// hook as subscriber panics and are counted in [`Notifier::failures`](crate::Notifier::failures).
+/// hook as subscriber panics and are counted in [`Notifier::failures`](notify_core::Notifier::failures).
 ///
 /// An exporter's `subscribe(&notifier, pattern)` [`keep`](DropReporter::keep)s each subscription
 /// it makes (the first [`DropReporter::MAX_SUBSCRIPTIONS`]: a few are enough, and an exporter
@@ -16,7 +16,7 @@ use crate::Subscription;
 /// use one each.
 ///
 /// ```
-/// use notify_core::export::DropReporter;
+/// use notify_export::DropReporter;
 /// use notify_core::failure::{ExportDrops, SubscriberFailure};
 /// use notify_core::{Event, Notifier, Subscriber};
 ///

@@ -1,15 +1,17 @@
-//! The tail-sampling stage ([`notify_core::export::TailSampler`]) on its own: a synthetic mix keeps
+//! The tail-sampling stage ([`notify_export::TailSampler`]) on its own: a synthetic mix keeps
 //! exactly the error and slow traces, whole, and counts the rest; the bounds (traces in flight,
 //! events per trace, wait) each drop and count by cause; a remote-parented root decides its trace.
-//! notify-opentelemetry, notify-nats and notify-web test the same mix through their exporters.
+//! `on_the_collector` below runs the stage in a collector (what notify-opentelemetry exports
+//! through); notify-nats and notify-web still test the same mix through loops of their own (they
+//! are not on the collector yet).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use notify_core::context::TransactionId;
 use notify_core::event::{EventId, Outcome};
-use notify_core::export::{is_error, TailSampler, TailSampling};
 use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber, TraceId};
+use notify_export::{is_error, TailSampler, TailSampling};
 
 /// Collects the shared events a notifier publishes.
 #[derive(Clone, Default)]
@@ -513,4 +515,127 @@ fn i48_keeps_for_sure_agrees_with_the_samplers_decision() {
         sure > 0 && kept_traces > 0 && kept_traces < mix.len(),
         "{sure} {kept_traces}"
     );
+}
+
+// The stage on the collector: what it keeps is exported whole, the rest counted, a shutdown
+// decides what is held. (These ran against notify-opentelemetry's exporter before it sat on the
+// collector; notify-opentelemetry keeps only the ratio's comparison with the SDK's sampler.)
+
+mod on_the_collector {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber, Value};
+    use notify_export::{ready, Collector, Sink, SinkFuture, TailSampling};
+
+    #[derive(Clone, Default)]
+    struct Memory(Arc<Mutex<Vec<Arc<Event>>>>);
+
+    impl Sink for Memory {
+        fn export<'a>(&'a mut self, batch: &'a [Arc<Event>]) -> SinkFuture<'a> {
+            self.0.lock().unwrap().extend(batch.iter().cloned());
+            ready(Ok(()))
+        }
+    }
+
+    struct Push(Collector);
+
+    impl OwnedEventSubscriber for Push {
+        fn deliver(&self, event: &Arc<Event>) {
+            self.0.push(event);
+        }
+    }
+
+    /// Publishes trace `n`: a root `request.tail` with three children.
+    fn trace(notifier: &Notifier, n: u64, error: bool, slow: bool) {
+        notifier.instrument(
+            "request.tail",
+            || Payload::new().with("n", n),
+            |_| {
+                notifier.instrument("auth.tail", || Payload::new().with("n", n), |_| ());
+                let _ = notifier.instrument_result(
+                    "query.tail",
+                    || Payload::new().with("n", n),
+                    |_| if error { "x".parse::<u8>().map(drop) } else { Ok(()) },
+                );
+                notifier.instrument("render.tail", || Payload::new().with("n", n), |_| ());
+                if slow {
+                    std::thread::sleep(Duration::from_millis(40));
+                }
+            },
+        );
+    }
+
+    const ERRORS: [u64; 3] = [7, 42, 77];
+    const SLOW: [u64; 2] = [13, 55];
+
+    #[test]
+    fn a_synthetic_mix_keeps_exactly_the_error_and_slow_traces_whole_and_counts_the_rest() {
+        let memory = Memory::default();
+        let collector = Collector::builder("tail", memory.clone())
+            .tail_sampling(TailSampling::new().slower_than(Duration::from_millis(30)).ratio(0.0))
+            .build();
+        let notifier = Notifier::new();
+        let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(Push(collector.clone())));
+        for n in 0..100 {
+            trace(&notifier, n, ERRORS.contains(&n), SLOW.contains(&n));
+        }
+        let stats = collector.force_flush(Duration::from_secs(30)).unwrap();
+        assert_eq!(stats.exported, 5 * 4, "{stats:?}");
+        assert_eq!(stats.dropped_tail_sampling, 95 * 4, "{stats:?}");
+        assert_eq!((stats.dropped(), stats.held, stats.received()), (95 * 4, 0, 400));
+        let tail = collector.tail_stats().expect("tail sampling is on");
+        assert_eq!(
+            (
+                tail.traces_kept_error,
+                tail.traces_kept_slow,
+                tail.traces_kept_ratio,
+                tail.traces_dropped
+            ),
+            (3, 2, 0, 95)
+        );
+        assert_eq!((tail.kept, tail.dropped_not_sampled, tail.dropped()), (20, 380, 380));
+
+        // Exactly those traces, each whole: a root and its three children.
+        let events = memory.0.lock().unwrap().clone();
+        let mut traces: BTreeMap<u64, Vec<Arc<Event>>> = BTreeMap::new();
+        for event in events {
+            let Some(Value::U64(n)) = event.payload().get("n").cloned() else {
+                panic!("{event:?}")
+            };
+            traces.entry(n).or_default().push(event);
+        }
+        assert_eq!(traces.keys().copied().collect::<Vec<_>>(), [7, 13, 42, 55, 77]);
+        for events in traces.values() {
+            let root = events.iter().find(|e| e.parent_id().is_none()).unwrap();
+            let mut names: Vec<_> = events.iter().map(|e| e.name().to_owned()).collect();
+            names.sort();
+            assert_eq!(names, ["auth.tail", "query.tail", "render.tail", "request.tail"]);
+            assert!(events.iter().all(|e| e.trace_id() == root.trace_id()));
+        }
+    }
+
+    #[test]
+    fn shutdown_decides_held_traces_and_exports_the_kept_ones() {
+        let memory = Memory::default();
+        let collector = Collector::builder("tail", memory.clone())
+            .tail_sampling(TailSampling::new().ratio(1.0))
+            .build();
+        // Children whose root never finishes before shutdown: held, then decided by the ratio.
+        let notifier = Notifier::new();
+        let _s = notifier.subscribe(Pattern::all(), Subscriber::event(|_: &Event| {}));
+        let now = std::time::Instant::now();
+        notifier.instrument("root.tail", Payload::new, |_| {
+            for _ in 0..3 {
+                collector.push(&Arc::new(Event::new("child.tail", now, now, Payload::new())));
+            }
+        });
+        let flushed = collector.force_flush(Duration::from_secs(30)).unwrap();
+        assert_eq!((flushed.exported, flushed.held), (0, 3), "{flushed:?}");
+        let stats = collector.shutdown(Duration::from_secs(30)).unwrap();
+        assert_eq!((stats.exported, stats.held, stats.dropped()), (3, 0, 0), "{stats:?}");
+        assert_eq!(collector.tail_stats().unwrap().traces_expired, 1);
+        assert_eq!(memory.0.lock().unwrap().len(), 3);
+    }
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use rtrb::{Consumer, Producer, PushError, RingBuffer};
 
-use crate::event::Event;
-use crate::overflow::Overflow;
+use notify_core::export::Overflow;
+use notify_core::Event;
 
 /// How long a publisher blocked on a full queue ([`Overflow::Block`]) sleeps between looks.
 const BLOCK_SLICE: Duration = Duration::from_micros(200);
@@ -48,10 +48,11 @@ const BLOCK_SLICE: Duration = Duration::from_micros(200);
 /// `wake_at` events. A consumer that is not a thread of its own (an async task) waits by its own
 /// means instead: [`wake_with`](Handoff::wake_with) and [`prepare_wait`](Handoff::prepare_wait).
 ///
-/// [`OwnedEventSubscriber`]: crate::OwnedEventSubscriber
+/// [`OwnedEventSubscriber`]: notify_core::OwnedEventSubscriber
 ///
 /// ```
-/// use notify_core::export::{Handoff, Overflow};
+/// use notify_core::export::Overflow;
+/// use notify_export::Handoff;
 /// use notify_core::{Event, Payload};
 /// use std::{sync::Arc, time::Instant};
 ///
@@ -165,7 +166,8 @@ impl Handoff {
     /// policy; the consumer is woken when a queue holds half of it (at least 1).
     ///
     /// ```
-    /// use notify_core::export::{Handoff, Overflow};
+    /// use notify_core::export::Overflow;
+    /// use notify_export::Handoff;
     /// assert_eq!(Handoff::new(usize::MAX, Overflow::DropNewest).per_thread(), Handoff::MAX_PER_THREAD);
     /// assert_eq!(Handoff::new(0, Overflow::DropNewest).per_thread(), 1);
     /// ```
@@ -221,7 +223,8 @@ impl Handoff {
     /// push to this hand-off. A later call replaces the hook.
     ///
     /// ```
-    /// use notify_core::export::{Handoff, Overflow};
+    /// use notify_core::export::Overflow;
+    /// use notify_export::Handoff;
     /// use notify_core::{Event, Payload};
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
@@ -651,14 +654,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EventId, Payload};
+    use notify_core::event::EventId;
+    use notify_core::Payload;
     use std::sync::mpsc;
 
     fn event(n: u64) -> Arc<Event> {
         let now = Instant::now();
-        let mut event = Event::new("x.y", now, now, Payload::new());
-        event.id = EventId::new(n);
-        Arc::new(event)
+        Arc::new(Event::new("x.y", now, now, Payload::new()).with_ids(
+            EventId::new(n),
+            None,
+            notify_core::context::TransactionId::new(1),
+        ))
     }
 
     fn ids(events: &[Arc<Event>]) -> Vec<u64> {
