@@ -208,6 +208,7 @@ impl Context {
         }
     }
 
+    #[inline]
     pub(crate) fn frame(&self) -> ids::Frame {
         ids::frame(
             self.event_id.map_or(0, EventId::get),
@@ -230,6 +231,7 @@ impl Context {
     /// }
     /// assert_eq!(notify_core::context::current_event_id(), None);
     /// ```
+    #[inline]
     pub fn attach(self) -> ContextGuard {
         ContextGuard {
             key: ids::attach(self.frame()),
@@ -258,6 +260,7 @@ pub struct ContextGuard {
 }
 
 impl Drop for ContextGuard {
+    #[inline]
     fn drop(&mut self) {
         ids::leave(self.key);
     }

@@ -396,6 +396,7 @@ pub(crate) fn event_flags(sampled: bool) -> u8 {
 
 /// A frame making `event` (0: none) of `trace` (0: none) current, to push or to start under,
 /// with `flags` ([`DECIDED`], [`SAMPLED`], [`REMOTE`]).
+#[inline]
 pub(crate) fn frame(event: u64, trace: u128, flags: u8) -> Frame {
     Frame {
         key: 0,
