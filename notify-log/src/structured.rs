@@ -58,6 +58,9 @@ use log::Level;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
+mod record;
+pub use self::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
+
 use notify_core::escape::needs_escape;
 use notify_core::{
     context::EventContext, context::Tags, event::EventId, event::Location, event::Outcome, subscriber::EventedOptions,
@@ -608,16 +611,18 @@ impl StructuredLogger {
     fn emit(&self, level: Level, target: &str, location: Option<&'static Location>, line: &[u8]) {
         // Both writers write UTF-8 only (serde_json, and logfmt from `str`s).
         let line = std::str::from_utf8(line).unwrap_or("<line not UTF-8>");
-        log::logger().log(
-            &log::Record::builder()
-                .level(level)
-                .target(target)
-                .args(format_args!("{line}"))
-                .file_static(location.map(Location::file))
-                .line(location.map(Location::line))
-                .module_path_static(location.map(Location::module_path))
-                .build(),
-        );
+        record::emitting(|| {
+            log::logger().log(
+                &log::Record::builder()
+                    .level(level)
+                    .target(target)
+                    .args(format_args!("{line}"))
+                    .file_static(location.map(Location::file))
+                    .line(location.map(Location::line))
+                    .module_path_static(location.map(Location::module_path))
+                    .build(),
+            )
+        });
         self.inner.written.fetch_add(1, Ordering::Relaxed);
     }
 
