@@ -59,6 +59,11 @@
 
 #![warn(missing_docs)]
 
+/// This crate's README.md: its code blocks are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 mod config;
 mod dev;
 mod output;
