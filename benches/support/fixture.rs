@@ -1,5 +1,5 @@
 //! The populated notifier of benches/notifications.rs's `as_notifications` group, shared with
-//! examples/hotpath.rs (the same cases in a plain loop, for callgrind). Included with `#[path]` by
+//! benches/examples/hotpath.rs (the same cases in a plain loop, for callgrind). Included with `#[path]` by
 //! each; not every includer uses every item.
 #![allow(dead_code)]
 

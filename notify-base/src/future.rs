@@ -78,12 +78,14 @@ pub trait Instrument: Future + Sized {
     }
 
     /// This future with `context` attached while it is polled (and while it is dropped), and the
-    /// [`Tags`](crate::Tags) current here.
+    /// [`Tags`](crate::Tags) and [`Propagated`](crate::Propagated) (trace flags, `tracestate`,
+    /// baggage) current here.
     fn with_context(self, context: Context) -> WithContext<Self> {
         WithContext {
             inner: ManuallyDrop::new(self),
             context,
             tags: crate::tags::Tags::current(),
+            propagated: crate::propagated::Propagated::current(),
         }
     }
 }
@@ -243,6 +245,8 @@ pub struct WithContext<F> {
     context: Context,
     /// The tags current where the future was wrapped.
     tags: crate::tags::Tags,
+    /// What was propagated where the future was wrapped (moved in and out around each poll).
+    propagated: crate::propagated::Propagated,
 }
 
 impl<F> WithContext<F> {
@@ -263,10 +267,12 @@ impl<F: Future> Future for WithContext<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         // SAFETY: `inner` is structurally pinned (never moved out, dropped in place in `drop`);
-        // `context` is `Copy` and not pinned; `tags` is not pinned (only cloned).
+        // `context` is `Copy` and not pinned; `tags` and `propagated` are not pinned (cloned,
+        // or swapped with the thread's slot and back).
         let this = unsafe { self.get_unchecked_mut() };
         let _attached: ContextGuard = this.context.attach();
         let _tags = this.tags.clone().attach();
+        let _propagated = this.propagated.enter();
         // SAFETY: see above.
         unsafe { Pin::new_unchecked(&mut *this.inner) }.poll(cx)
     }
@@ -276,6 +282,7 @@ impl<F> Drop for WithContext<F> {
     fn drop(&mut self) {
         let _attached = self.context.attach();
         let _tags = self.tags.clone().attach();
+        let _propagated = self.propagated.enter();
         // SAFETY: dropped in place exactly once, never used again.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
     }

@@ -49,6 +49,8 @@ mod record;
 #[cfg(feature = "redaction")]
 mod redaction;
 // Without the feature: no policy type, and the hooks that would apply one do nothing.
+pub mod baggage;
+mod propagated;
 #[cfg(not(feature = "redaction"))]
 #[path = "redaction_off.rs"]
 mod redaction;
@@ -63,6 +65,7 @@ mod sync;
 mod tags;
 pub mod trace_context;
 mod trace_id;
+mod tracestate;
 mod transaction_id;
 
 mod registry;
@@ -104,6 +107,9 @@ pub use crate::notifier::*;
 pub use crate::overflow::Overflow;
 pub use crate::pattern::*;
 pub use crate::payload::*;
+pub use crate::propagated::{
+    baggage, trace_state, with_baggage, Propagated, PropagatedEntered, PropagatedGuard, WithPropagated,
+};
 pub use crate::record::*;
 #[cfg(feature = "redaction")]
 pub use crate::redaction::*;

@@ -6,7 +6,12 @@
 //!   and [`TraceFlags`] (the *sampled* bit). Parsed and formatted as the specification says
 //!   (lowercase hex only; version `ff` and all-zero ids invalid; a future version is read by its
 //!   first four fields).
-//! * [`TraceState`]: the `tracestate` header, carried opaque and bounded (32 members, 512 bytes).
+//! * [`TraceState`]: the `tracestate` header, carried opaque and bounded (32 members, 512
+//!   characters), Level 2's key grammar.
+//! * [`Baggage`](crate::baggage::Baggage) (W3C Baggage, the `baggage` header) and
+//!   [`Propagated`], which carries the trace flags, `tracestate` and baggage of a request beside
+//!   its `Context`: [`extract_propagated`] and [`inject_propagated`] (feature `http`) read and
+//!   write all three headers, as notify-http's layers do.
 //! * [`Context::from_traceparent`] makes the context of an incoming request: its parent is
 //!   *remote* ([`Event::parent_is_remote`](crate::Event::parent_is_remote)) and its sampled flag is
 //!   the trace's sampling decision; [`Context::traceparent`] formats the outgoing header.
@@ -38,9 +43,14 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::baggage::Baggage;
 use crate::context::Context;
 use crate::event_id::EventId;
+use crate::propagated::Propagated;
 use crate::trace_id::TraceId;
+
+pub use crate::baggage::BAGGAGE;
+pub use crate::tracestate::TraceState;
 
 /// The name of the `traceparent` header (lowercase, as HTTP/2 requires; HTTP matches names
 /// case-insensitively).
@@ -49,9 +59,15 @@ pub const TRACEPARENT: &str = "traceparent";
 /// The name of the `tracestate` header.
 pub const TRACESTATE: &str = "tracestate";
 
+/// The name of Level 2's `traceresponse` response header (same format as `traceparent`: the
+/// trace id, the server's span id and the trace flags).
+pub const TRACERESPONSE: &str = "traceresponse";
+
 /// The `trace-flags` byte of a [`TraceParent`]. Bit 0 is *sampled*: the caller may have recorded
-/// the trace, and [`Context::from_traceparent`] takes it as the trace's sampling decision. Other
-/// bits are kept as received in version 00 and are not interpreted.
+/// the trace, and [`Context::from_traceparent`] takes it as the trace's sampling decision. Bit 1
+/// is Level 2's *random* flag: the trace id's right-most 7 bytes are random (notify sets it for
+/// the traces it starts, and passes on what it receives). A parsed header keeps the other bits as
+/// received; headers notify sends carry only these two.
 ///
 /// ```
 /// use notify_core::trace_context::TraceFlags;
@@ -68,6 +84,8 @@ impl TraceFlags {
     pub const NONE: TraceFlags = TraceFlags(0);
     /// The sampled flag (`01`).
     pub const SAMPLED: TraceFlags = TraceFlags(0x01);
+    /// Level 2's random trace id flag (`02`).
+    pub const RANDOM: TraceFlags = TraceFlags(0x02);
 
     /// The flags of this byte.
     pub const fn new(bits: u8) -> TraceFlags {
@@ -82,6 +100,28 @@ impl TraceFlags {
     /// True when the sampled bit is set.
     pub const fn is_sampled(self) -> bool {
         self.0 & TraceFlags::SAMPLED.0 != 0
+    }
+
+    /// True when Level 2's random trace id bit is set.
+    pub const fn is_random(self) -> bool {
+        self.0 & TraceFlags::RANDOM.0 != 0
+    }
+
+    /// The same flags with the random bit set or cleared.
+    #[must_use]
+    pub const fn with_random(self, random: bool) -> TraceFlags {
+        if random {
+            TraceFlags(self.0 | TraceFlags::RANDOM.0)
+        } else {
+            TraceFlags(self.0 & !TraceFlags::RANDOM.0)
+        }
+    }
+
+    /// Only the flags this version of the specification defines (sampled, random): what goes
+    /// out ("vendors MUST set those to zero" for the others).
+    #[must_use]
+    pub const fn known(self) -> TraceFlags {
+        TraceFlags(self.0 & (TraceFlags::SAMPLED.0 | TraceFlags::RANDOM.0))
     }
 
     /// The same flags with the sampled bit set or cleared.
@@ -110,7 +150,7 @@ impl fmt::Display for TraceFlags {
 /// around the value are ignored; every field is lowercase hex of its exact length; version `ff`
 /// is invalid; an all-zero trace id or parent id is invalid; version `00` has nothing after the
 /// flags; a higher (future) version is read by its first four fields, anything after them must
-/// start with `-`, and only its sampled flag is kept.
+/// start with `-`, and only its sampled and random flags are kept.
 ///
 /// ```
 /// use notify_core::trace_context::{TraceContextError, TraceParent};
@@ -205,8 +245,6 @@ pub enum TraceContextError {
     NotText,
     /// A `tracestate` list member that is not `key=value` with a valid key and value.
     TraceStateMember,
-    /// A `tracestate` key that appears twice.
-    TraceStateDuplicateKey,
     /// More than [`TraceState::MAX_MEMBERS`] `tracestate` members.
     TraceStateTooManyMembers,
 }
@@ -227,7 +265,6 @@ impl fmt::Display for TraceContextError {
             TraceContextError::Duplicate => "more than one traceparent header",
             TraceContextError::NotText => "traceparent header is not visible ASCII",
             TraceContextError::TraceStateMember => "tracestate member is not a valid key=value",
-            TraceContextError::TraceStateDuplicateKey => "tracestate key appears twice",
             TraceContextError::TraceStateTooManyMembers => "tracestate has more than 32 members",
         })
     }
@@ -287,203 +324,10 @@ impl FromStr for TraceParent {
             return Err(TraceContextError::TrailingData);
         }
         if version != 0 {
-            flags &= TraceFlags::SAMPLED.0;
+            flags &= TraceFlags::SAMPLED.0 | TraceFlags::RANDOM.0;
         }
         let trace_id = TraceId::new(trace).ok_or(TraceContextError::ZeroTraceId)?;
         TraceParent::new(trace_id, EventId(parent), TraceFlags(flags)).ok_or(TraceContextError::ZeroParentId)
-    }
-}
-
-/// A W3C `tracestate`: vendor-specific `key=value` members, carried opaque (notify reads none of
-/// them) and bounded: at most [`TraceState::MAX_MEMBERS`] members and [`TraceState::MAX_LEN`]
-/// bytes as formatted.
-///
-/// Parsing follows the specification and its test suite (strict level 2): members are separated
-/// by `,` with optional spaces and tabs around them; empty members are skipped; several header
-/// values are one list in order; a member with an invalid key or value, a key appearing twice or
-/// more than 32 members discard the whole list (an error). A valid list longer than 512 bytes is
-/// truncated as the specification allows: members longer than 128 bytes are removed first, then
-/// members from the end, until it fits.
-///
-/// ```
-/// use notify_core::trace_context::TraceState;
-/// let state = TraceState::from_values(["rojo=00f067aa0ba902b7", " congo=t61rcWkgMzE "])?;
-/// assert_eq!(state.get("congo"), Some("t61rcWkgMzE"));
-/// assert_eq!(state.to_string(), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
-/// assert!("foo=1,foo=2".parse::<TraceState>().is_err());
-/// # Ok::<(), notify_core::trace_context::TraceContextError>(())
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct TraceState {
-    /// The members joined by `,`, no whitespace.
-    list: String,
-}
-
-impl TraceState {
-    /// The most members a `tracestate` may have.
-    pub const MAX_MEMBERS: usize = 32;
-    /// The most bytes kept (members longer than 128 bytes are dropped first to fit).
-    pub const MAX_LEN: usize = 512;
-
-    /// The empty `tracestate`.
-    pub const fn new() -> TraceState {
-        TraceState { list: String::new() }
-    }
-
-    /// The `tracestate` of one or more header values, in order (HTTP allows the header to be
-    /// split over several lines).
-    ///
-    /// # Errors
-    ///
-    /// [`TraceContextError::TraceStateMember`], [`TraceContextError::TraceStateDuplicateKey`] or
-    /// [`TraceContextError::TraceStateTooManyMembers`]: the whole list is to be discarded.
-    pub fn from_values<'a>(values: impl IntoIterator<Item = &'a str>) -> Result<TraceState, TraceContextError> {
-        let mut members: Vec<&str> = Vec::new();
-        for value in values {
-            for member in value.split(',').map(trim_ows).filter(|m| !m.is_empty()) {
-                let key = valid_member(member)?;
-                if members.iter().any(|m| member_key(m) == key) {
-                    return Err(TraceContextError::TraceStateDuplicateKey);
-                }
-                if members.len() == TraceState::MAX_MEMBERS {
-                    return Err(TraceContextError::TraceStateTooManyMembers);
-                }
-                members.push(member);
-            }
-        }
-        Ok(TraceState {
-            list: fit(members).join(","),
-        })
-    }
-
-    /// The value of `key`, if the list has it.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.members().find(|(k, _)| *k == key).map(|(_, v)| v)
-    }
-
-    /// The members as `(key, value)`, in order (the most recently updated vendor first).
-    pub fn members(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.list
-            .split(',')
-            .filter(|m| !m.is_empty())
-            .filter_map(|m| m.split_once('='))
-    }
-
-    /// The number of members.
-    pub fn len(&self) -> usize {
-        self.members().count()
-    }
-
-    /// True when there is no member (then no `tracestate` header is sent).
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// The header value: the members joined by `,`.
-    pub fn as_str(&self) -> &str {
-        &self.list
-    }
-
-    /// The same list with `key=value` as its first member (a vendor updating its own entry, as
-    /// the specification asks: an existing member of that key is removed), truncated to the
-    /// bounds as parsing does.
-    ///
-    /// # Errors
-    ///
-    /// [`TraceContextError::TraceStateMember`] when `key` or `value` is not valid.
-    ///
-    /// ```
-    /// use notify_core::trace_context::TraceState;
-    /// let state: TraceState = "a=1,b=2".parse()?;
-    /// assert_eq!(state.with("b", "3")?.as_str(), "b=3,a=1");
-    /// assert!(state.with("B", "3").is_err());
-    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
-    /// ```
-    pub fn with(&self, key: &str, value: &str) -> Result<TraceState, TraceContextError> {
-        let member = format!("{key}={value}");
-        valid_member(&member)?;
-        let mut members = vec![member.as_str()];
-        members.extend(self.list.split(',').filter(|m| !m.is_empty() && member_key(m) != key));
-        members.truncate(TraceState::MAX_MEMBERS);
-        Ok(TraceState {
-            list: fit(members).join(","),
-        })
-    }
-}
-
-impl fmt::Display for TraceState {
-    /// The header value ([`TraceState::as_str`]).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.list)
-    }
-}
-
-impl FromStr for TraceState {
-    type Err = TraceContextError;
-
-    /// [`TraceState::from_values`] of one header value.
-    fn from_str(text: &str) -> Result<TraceState, TraceContextError> {
-        TraceState::from_values([text])
-    }
-}
-
-/// The key of a member already checked.
-fn member_key(member: &str) -> &str {
-    member.split_once('=').map_or(member, |(k, _)| k)
-}
-
-/// `members` without those that make the list longer than [`TraceState::MAX_LEN`]: members over
-/// 128 bytes go first, then members from the end.
-fn fit(mut members: Vec<&str>) -> Vec<&str> {
-    let len = |m: &[&str]| m.iter().map(|s| s.len()).sum::<usize>() + m.len().saturating_sub(1);
-    while len(&members) > TraceState::MAX_LEN {
-        match members.iter().rposition(|m| m.len() > 128) {
-            Some(at) => members.remove(at),
-            None => members.pop().unwrap_or_default(),
-        };
-    }
-    members
-}
-
-/// The key of `member` when it is a valid `key=value` list member.
-fn valid_member(member: &str) -> Result<&str, TraceContextError> {
-    let (key, value) = member.split_once('=').ok_or(TraceContextError::TraceStateMember)?;
-    if valid_key(key.as_bytes()) && valid_value(value.as_bytes()) {
-        Ok(key)
-    } else {
-        Err(TraceContextError::TraceStateMember)
-    }
-}
-
-/// `lcalpha / DIGIT / "_" / "-" / "*" / "/"`.
-fn key_char(c: u8) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'*' | b'/')
-}
-
-/// `simple-key = lcalpha 0*255(key chars)` or `tenant-id "@" system-id` with
-/// `tenant-id = (lcalpha / DIGIT) 0*240(key chars)` and `system-id = lcalpha 0*13(key chars)`.
-fn valid_key(key: &[u8]) -> bool {
-    match key.iter().position(|&c| c == b'@') {
-        None => key.len() <= 256 && key.first().is_some_and(u8::is_ascii_lowercase) && key.iter().all(|&c| key_char(c)),
-        Some(at) => {
-            let (tenant, system) = (&key[..at], &key[at + 1..]);
-            (1..=241).contains(&tenant.len())
-                && (tenant[0].is_ascii_lowercase() || tenant[0].is_ascii_digit())
-                && tenant.iter().all(|&c| key_char(c))
-                && (1..=14).contains(&system.len())
-                && system[0].is_ascii_lowercase()
-                && system.iter().all(|&c| key_char(c))
-        }
-    }
-}
-
-/// `0*255(chr) nblk-chr`: 1 to 256 printable ASCII characters but `,` and `=`, spaces allowed
-/// except last.
-fn valid_value(value: &[u8]) -> bool {
-    let nblk = |c: u8| (0x21..=0x7e).contains(&c) && c != b',' && c != b'=';
-    match value.split_last() {
-        Some((&last, rest)) => value.len() <= 256 && nblk(last) && rest.iter().all(|&c| c == b' ' || nblk(c)),
-        None => false,
     }
 }
 
@@ -500,6 +344,12 @@ pub struct ExtractStats {
     pub rejected: u64,
     /// `tracestate`s discarded (invalid, or sent without a valid `traceparent`).
     pub tracestate_discarded: u64,
+    /// `tracestate` members dropped from lists that were kept: repeated keys, and members
+    /// removed to fit 512 characters ([`TraceState`]).
+    pub tracestate_members_dropped: u64,
+    /// `baggage` members dropped: invalid, or beyond 64 members or 8,192 bytes
+    /// ([`Baggage`](crate::baggage::Baggage)).
+    pub baggage_members_dropped: u64,
 }
 
 static CONTINUED: AtomicU64 = AtomicU64::new(0);
@@ -522,6 +372,8 @@ pub fn stats() -> ExtractStats {
         absent: ABSENT.load(Ordering::Relaxed),
         rejected: REJECTED.load(Ordering::Relaxed),
         tracestate_discarded: TRACESTATE_DISCARDED.load(Ordering::Relaxed),
+        tracestate_members_dropped: crate::tracestate::MEMBERS_DROPPED.load(Ordering::Relaxed),
+        baggage_members_dropped: crate::baggage::MEMBERS_DROPPED.load(Ordering::Relaxed),
     }
 }
 
@@ -547,20 +399,80 @@ pub fn extract_values<'a>(
     traceparents: impl IntoIterator<Item = &'a str>,
     tracestates: impl IntoIterator<Item = &'a str>,
 ) -> (Context, TraceState) {
-    let mut traceparents = traceparents.into_iter();
-    let parsed = match (traceparents.next(), traceparents.next()) {
+    let (traceparent, state) = extract_parsed(parse_one(traceparents), tracestates);
+    (
+        traceparent.map_or(Context::none(), |t| Context::from_traceparent(&t)),
+        state,
+    )
+}
+
+/// Everything an incoming call carries, from its `traceparent`, `tracestate` and `baggage`
+/// header values: the context of [`extract_values`], and a [`Propagated`] of the `traceparent`'s
+/// trace with its trace flags (Level 2's random flag) and `tracestate`, and the baggage
+/// ([`Baggage::from_values`], read whether or not the `traceparent` is valid: W3C Baggage is
+/// independent of trace context). Without a valid `traceparent` the record has no trace. Never
+/// fails; every outcome is counted in [`stats`].
+///
+/// ```
+/// use notify_core::trace_context::extract_values_propagated;
+/// let (context, propagated) = extract_values_propagated(
+///     ["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03"],
+///     ["congo=t61rcWkgMzE"],
+///     ["tenant=acme"],
+/// );
+/// assert!(context.is_remote());
+/// assert!(propagated.trace_flags().is_random());
+/// assert_eq!(propagated.trace_state().as_str(), "congo=t61rcWkgMzE");
+/// assert_eq!(propagated.baggage().get("tenant"), Some("acme"));
+/// ```
+pub fn extract_values_propagated<'a>(
+    traceparents: impl IntoIterator<Item = &'a str>,
+    tracestates: impl IntoIterator<Item = &'a str>,
+    baggages: impl IntoIterator<Item = &'a str>,
+) -> (Context, Propagated) {
+    let (traceparent, state) = extract_parsed(parse_one(traceparents), tracestates);
+    propagated_of(traceparent, state, Baggage::from_values(baggages))
+}
+
+fn propagated_of(traceparent: Option<TraceParent>, state: TraceState, baggage: Baggage) -> (Context, Propagated) {
+    match traceparent {
+        Some(t) => (
+            Context::from_traceparent(&t),
+            Propagated::for_trace(t.trace_id(), t.flags(), state).with_baggage(baggage),
+        ),
+        None => (Context::none(), Propagated::new().with_baggage(baggage)),
+    }
+}
+
+/// The one `traceparent` of `values`: `None` when absent, an error when there are two or more.
+fn parse_one<'a>(values: impl IntoIterator<Item = &'a str>) -> Option<Result<TraceParent, TraceContextError>> {
+    let mut values = values.into_iter();
+    match (values.next(), values.next()) {
         (None, _) => None,
         (Some(one), None) => Some(one.parse::<TraceParent>()),
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
-    };
-    extract_parsed(parsed, tracestates)
+    }
 }
 
-/// [`extract_values`] after the `traceparent` was parsed (`None`: absent).
+/// A fresh random span id (never 0), from the generator of event ids: the parent id of a call
+/// made where nobody records a span (a non-recording span, as OpenTelemetry's SDK makes when its
+/// sampler drops one), so each outgoing call still has its own parent id.
+///
+/// ```
+/// let (a, b) = (notify_core::trace_context::new_span_id(), notify_core::trace_context::new_span_id());
+/// assert_ne!(a, b);
+/// assert_ne!(a.get(), 0);
+/// ```
+pub fn new_span_id() -> EventId {
+    EventId(crate::ids::next_event_id())
+}
+
+/// The valid `traceparent` of an incoming call and its `tracestate`, counted (`None`: absent or
+/// rejected; the `tracestate` is kept only with a valid `traceparent`).
 fn extract_parsed<'a>(
     parsed: Option<Result<TraceParent, TraceContextError>>,
     tracestates: impl IntoIterator<Item = &'a str>,
-) -> (Context, TraceState) {
+) -> (Option<TraceParent>, TraceState) {
     let mut tracestates = tracestates.into_iter().peekable();
     let sent_state = tracestates.peek().is_some();
     let traceparent = match parsed {
@@ -575,7 +487,7 @@ fn extract_parsed<'a>(
             if sent_state {
                 TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
             }
-            return (Context::none(), TraceState::new());
+            return (None, TraceState::new());
         }
     };
     CONTINUED.fetch_add(1, Ordering::Relaxed);
@@ -583,7 +495,7 @@ fn extract_parsed<'a>(
         TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
         TraceState::new()
     });
-    (Context::from_traceparent(&traceparent), state)
+    (Some(traceparent), state)
 }
 
 /// The context of an incoming HTTP request: [`extract_values`] of its `traceparent` and
@@ -605,6 +517,90 @@ pub fn extract(headers: &http::HeaderMap) -> Context {
 /// [`extract`] and the request's `tracestate` (to send on with [`inject_with_state`]).
 #[cfg(feature = "http")]
 pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
+    let (traceparent, state) = extract_http(headers);
+    (
+        traceparent.map_or(Context::none(), |t| Context::from_traceparent(&t)),
+        state,
+    )
+}
+
+/// Everything an incoming HTTP request carries: [`extract_values_propagated`] of its
+/// `traceparent`, `tracestate` and `baggage` headers (header names match in any case). A header
+/// value that is not text counts as invalid.
+///
+/// ```
+/// let mut headers = http::HeaderMap::new();
+/// headers.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02".parse().unwrap());
+/// headers.insert("tracestate", "rojo=00f067aa0ba902b7".parse().unwrap());
+/// headers.insert("baggage", "tenant=acme".parse().unwrap());
+/// let (context, propagated) = notify_core::trace_context::extract_propagated(&headers);
+/// assert_eq!(context.is_sampled(), Some(false));
+/// assert!(propagated.trace_flags().is_random());
+/// assert_eq!(propagated.baggage().get("tenant"), Some("acme"));
+/// ```
+#[cfg(feature = "http")]
+pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
+    if headers.is_empty() {
+        ABSENT.fetch_add(1, Ordering::Relaxed);
+        return (Context::none(), Propagated::new());
+    }
+    let (traceparent, state) = extract_http(headers);
+    let baggage = match headers.get(BAGGAGE) {
+        None => Baggage::new(),
+        Some(_) => {
+            let values: Vec<&str> = headers
+                .get_all(BAGGAGE)
+                .iter()
+                .map(|v| v.to_str().unwrap_or("not text"))
+                .collect();
+            Baggage::from_values(values)
+        }
+    };
+    propagated_of(traceparent, state, baggage)
+}
+
+/// Sets the `traceparent`, `tracestate` and `baggage` headers of an outgoing request:
+/// `traceparent` from `context` with the trace flags of `propagated` for its trace
+/// ([`Context::traceparent_with`]), `tracestate` when `propagated` has one for that trace, and
+/// `baggage` when it has any; each header is removed otherwise.
+///
+/// ```
+/// use notify_core::{context::Propagated, event::EventId, trace_context::TraceFlags, Context, TraceId};
+/// let trace = TraceId::new(0x4bf9).unwrap();
+/// let propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, "a=1".parse().unwrap());
+/// let mut headers = http::HeaderMap::new();
+/// notify_core::trace_context::inject_propagated(&Context::new(trace, Some(EventId::new(0xb7ad))), &propagated, &mut headers);
+/// assert_eq!(headers["traceparent"], "00-00000000000000000000000000004bf9-000000000000b7ad-03");
+/// assert_eq!(headers["tracestate"], "a=1");
+/// assert!(headers.get("baggage").is_none());
+/// ```
+#[cfg(feature = "http")]
+pub fn inject_propagated(context: &Context, propagated: &Propagated, headers: &mut http::HeaderMap) {
+    let traceparent = context.traceparent_with(propagated);
+    set_header(headers, TRACEPARENT, traceparent.map(|t| t.to_string()));
+    let state = traceparent.and_then(|t| propagated.state_for(t.trace_id()));
+    set_header(headers, TRACESTATE, state.map(|s| s.as_str().to_owned()));
+    let baggage = propagated.baggage();
+    set_header(headers, BAGGAGE, (!baggage.is_empty()).then(|| baggage.to_string()));
+}
+
+/// Sets header `name` to `value`, or removes it for `None`. Values made here are visible ASCII
+/// (formatted ids, validated tracestate, percent-encoded baggage), so the conversion succeeds.
+#[cfg(feature = "http")]
+fn set_header(headers: &mut http::HeaderMap, name: &'static str, value: Option<String>) {
+    match value.and_then(|v| http::HeaderValue::try_from(v).ok()) {
+        Some(value) => {
+            headers.insert(name, value);
+        }
+        None => {
+            headers.remove(name);
+        }
+    }
+}
+
+/// The `traceparent` and `tracestate` of HTTP headers, counted.
+#[cfg(feature = "http")]
+fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) {
     let mut values = headers.get_all(TRACEPARENT).iter();
     let parsed = match (values.next(), values.next()) {
         (None, _) => None,
@@ -615,6 +611,10 @@ pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
         ),
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
     };
+    if parsed.is_none() && !headers.contains_key(TRACESTATE) {
+        ABSENT.fetch_add(1, Ordering::Relaxed);
+        return (None, TraceState::new());
+    }
     // A tracestate value that is not text cannot be a valid list: one invalid member is what
     // discards the whole list, so it stands in for it.
     let states: Vec<&str> = headers
@@ -710,6 +710,25 @@ impl Context {
     pub fn traceparent(&self) -> Option<TraceParent> {
         let flags = TraceFlags::NONE.with_sampled(self.is_sampled() != Some(false));
         TraceParent::new(self.trace_id()?, self.event_id()?, flags)
+    }
+
+    /// [`Context::traceparent`] with the trace flags `propagated` holds for this context's trace
+    /// (Level 2's random flag) besides the sampled flag.
+    ///
+    /// ```
+    /// use notify_core::{context::Propagated, event::EventId, trace_context::TraceFlags, Context, TraceId};
+    /// let trace = TraceId::new(9).unwrap();
+    /// let context = Context::remote(trace, EventId::new(5), false);
+    /// let propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, Default::default());
+    /// assert_eq!(context.traceparent_with(&propagated).unwrap().flags().bits(), 0x02);
+    /// assert_eq!(context.traceparent_with(&Propagated::new()).unwrap().flags().bits(), 0x00);
+    /// ```
+    pub fn traceparent_with(&self, propagated: &Propagated) -> Option<TraceParent> {
+        let traceparent = self.traceparent()?;
+        let flags = traceparent
+            .flags()
+            .with_random(propagated.flags_for(traceparent.trace_id()).is_random());
+        TraceParent::new(traceparent.trace_id(), traceparent.parent_id(), flags)
     }
 }
 
@@ -890,135 +909,19 @@ mod tests {
             TraceParent::new(header.trace_id(), EventId(0), TraceFlags::SAMPLED),
             None
         );
-        // Version 00 keeps unknown flags as received; a future version keeps only `sampled`.
-        let other = parse("00-12345678901234567890123456789012-1234567890123456-03").unwrap();
-        assert_eq!(other.flags().bits(), 0x03);
-        let future = parse("cc-12345678901234567890123456789012-1234567890123456-03-x").unwrap();
-        assert_eq!(future.flags(), TraceFlags::SAMPLED);
+        // Version 00 keeps unknown flags as received; a future version keeps only `sampled` and
+        // `random` (the flags Level 2 defines).
+        let other = parse("00-12345678901234567890123456789012-1234567890123456-07").unwrap();
+        assert_eq!((other.flags().bits(), other.flags().known().bits()), (0x07, 0x03));
+        let future = parse("cc-12345678901234567890123456789012-1234567890123456-07-x").unwrap();
+        assert_eq!(future.flags(), TraceFlags::SAMPLED.with_random(true));
+        assert!(future.flags().is_random());
         assert_eq!(
             future.to_string(),
-            "00-12345678901234567890123456789012-1234567890123456-01"
+            "00-12345678901234567890123456789012-1234567890123456-03"
         );
         let max = TraceParent::new(TraceId::new(u128::MAX).unwrap(), EventId(u64::MAX), TraceFlags::SAMPLED).unwrap();
         assert_eq!(parse(&max.to_string()), Ok(max));
-    }
-
-    fn state(values: &[&str]) -> Result<TraceState, TraceContextError> {
-        TraceState::from_values(values.iter().copied())
-    }
-
-    /// The tracestate cases of the W3C test suite (strict level 2).
-    #[test]
-    fn tracestate_cases_of_the_w3c_test_suite() {
-        use TraceContextError as E;
-        // test_tracestate_empty_header
-        assert_eq!(state(&[""]), Ok(TraceState::new()));
-        assert_eq!(state(&["foo=1", ""]).unwrap().get("foo"), Some("1"));
-        assert_eq!(state(&["", "foo=1"]).unwrap().get("foo"), Some("1"));
-        // test_tracestate_multiple_headers_different_keys: one list, in order.
-        let joined = state(&["foo=1,bar=2", "rojo=1,congo=2", "baz=3"]).unwrap();
-        assert_eq!(joined.as_str(), "foo=1,bar=2,rojo=1,congo=2,baz=3");
-        // test_tracestate_duplicated_keys
-        for values in [
-            &["foo=1,foo=1"][..],
-            &["foo=1,foo=2"],
-            &["foo=1", "foo=1"],
-            &["foo=1", "foo=2"],
-        ] {
-            assert_eq!(state(values), Err(E::TraceStateDuplicateKey), "{values:?}");
-        }
-        // test_tracestate_all_allowed_characters
-        let key = "abcdefghijklmnopqrstuvwxyz0123456789_-*/";
-        let value: String = (0x20_u8..=0x2b)
-            .chain(0x2d..=0x3c)
-            .chain(0x3e..=0x7e)
-            .map(char::from)
-            .collect();
-        let all = state(&[&format!("{key}={value}")]).unwrap();
-        assert_eq!(all.get(key), Some(value.as_str()));
-        let vendor_key = format!("{key}@a-z0-9_-*/");
-        assert_eq!(
-            state(&[&format!("{vendor_key}={value}")]).unwrap().get(&vendor_key),
-            Some(value.as_str())
-        );
-        // test_tracestate_ows_handling
-        for text in ["foo=1 \t , \t bar=2, \t baz=3", "foo=1\t \t,\t \tbar=2,\t \tbaz=3"] {
-            let s = state(&[text]).unwrap();
-            assert_eq!(
-                (s.get("foo"), s.get("bar"), s.get("baz")),
-                (Some("1"), Some("2"), Some("3"))
-            );
-        }
-        for text in [" foo=1", "\tfoo=1", "foo=1 ", "foo=1\t", "\t foo=1 \t"] {
-            assert_eq!(state(&[text]).unwrap().as_str(), "foo=1", "{text:?}");
-        }
-        // test_tracestate_key_illegal_characters, _illegal_vendor_format, value_illegal_characters
-        for text in [
-            "foo =1",
-            "FOO=1",
-            "foo.bar=1",
-            "foo@=1,bar=2",
-            "@foo=1,bar=2",
-            "foo@@bar=1,bar=2",
-            "foo@bar@baz=1,bar=2",
-            "foo=bar=baz",
-            "foo=,bar=3",
-        ] {
-            assert_eq!(state(&[text]), Err(E::TraceStateMember), "{text:?}");
-        }
-        // test_tracestate_member_count_limit: 32 kept, 33 discard the list.
-        let members: Vec<String> = (1..=33).map(|i| format!("bar{i:02}={i:02}")).collect();
-        let thirty_two = state(&[&members[..32].join(",")]).unwrap();
-        assert_eq!((thirty_two.len(), thirty_two.get("bar01")), (32, Some("01")));
-        assert_eq!(state(&[&members.join(",")]), Err(E::TraceStateTooManyMembers));
-        // test_tracestate_key_length_limit
-        let z256 = format!("{}=1", "z".repeat(256));
-        assert_eq!(state(&["foo=1", &z256]).unwrap().get("foo"), Some("1"));
-        assert_eq!(
-            state(&["foo=1", &format!("{}=1", "z".repeat(257))]),
-            Err(E::TraceStateMember)
-        );
-        let tenant = format!("{}@{}=1", "t".repeat(241), "v".repeat(14));
-        assert_eq!(state(&["foo=1", &tenant]).unwrap().get("foo"), Some("1"));
-        assert_eq!(
-            state(&["foo=1", &format!("{}@v=1", "t".repeat(242))]),
-            Err(E::TraceStateMember)
-        );
-        assert_eq!(
-            state(&["foo=1", &format!("t@{}=1", "v".repeat(15))]),
-            Err(E::TraceStateMember)
-        );
-    }
-
-    #[test]
-    fn a_tracestate_over_512_bytes_drops_long_members_first_then_from_the_end() {
-        let long = format!("long={}", "x".repeat(200));
-        let short: Vec<String> = (0..30).map(|i| format!("k{i:02}={}", "v".repeat(10))).collect();
-        // 30 short members of 14 bytes: 30 * 14 + 29 commas = 449 bytes; with the long one, 655.
-        let mut values = vec![long.as_str()];
-        values.extend(short.iter().map(String::as_str));
-        let fitted = state(&values).unwrap();
-        assert_eq!(fitted.get("long"), None, "the member over 128 bytes goes first");
-        assert_eq!(fitted.len(), 30);
-        assert_eq!(fitted.as_str().len(), 449);
-        // Only short members, 40 bytes each: 13 fit (13 * 40 + 12 = 532 > 512, 12 * 40 + 11 = 491).
-        let wide: Vec<String> = (0..20).map(|i| format!("k{i:02}={}", "v".repeat(36))).collect();
-        let fitted = state(&wide.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
-        assert_eq!(fitted.len(), 12);
-        assert_eq!(fitted.as_str().len(), 491);
-        assert_eq!(fitted.members().last().unwrap().0, "k11", "members go from the end");
-    }
-
-    #[test]
-    fn tracestate_with_puts_the_member_first_and_replaces_its_key() {
-        let s: TraceState = "a=1,b=2,c=3".parse().unwrap();
-        assert_eq!(s.with("c", "9").unwrap().as_str(), "c=9,a=1,b=2");
-        assert_eq!(s.with("d", "4").unwrap().as_str(), "d=4,a=1,b=2,c=3");
-        assert_eq!(s.with("d", ""), Err(TraceContextError::TraceStateMember));
-        let full = state(&[&(0..32).map(|i| format!("k{i}=1")).collect::<Vec<_>>().join(",")]).unwrap();
-        let added = full.with("new", "1").unwrap();
-        assert_eq!((added.len(), added.get("new"), added.get("k31")), (32, Some("1"), None));
-        assert_eq!(TraceState::new().with("a", "1").unwrap().to_string(), "a=1");
     }
 
     /// Every outcome of `extract_values`, with the counters' exact moves. The counters are
@@ -1037,7 +940,7 @@ mod tests {
         assert_eq!(context.is_sampled(), Some(false));
         assert_eq!(s.as_str(), "foo=1,bar=2");
         // Valid traceparent, invalid tracestate: the context is kept, the state discarded.
-        let (context, s) = extract_values([VALID], ["foo=1,foo=2"]);
+        let (context, s) = extract_values([VALID], ["foo=1,FOO=2"]);
         assert!(context.is_remote() && s.is_empty());
         // Absent: a new trace; a tracestate without traceparent is discarded.
         let (context, s) = extract_values([], ["foo=1"]);

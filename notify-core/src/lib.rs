@@ -43,7 +43,7 @@
 //! | make events | [`instrument`], [`macro@instrument_event`], [`Handle`], [`Instrument`] (futures), [`record`], [`publish`], [`instrumenter`] | [`event`]: callsites, instrumenters, event ids, outcomes, allocation counts |
 //! | build payloads | [`Payload`], [`Value`] | [`payload`]: keys, text, [`payload::ToValue`] |
 //! | subscribe | [`subscribe`], [`subscribed`], [`unsubscribe_name`], [`listening`], [`Subscriber`], [`Subscription`], the kind traits | [`subscriber`]: options, kinds, subscriber types with a method per event |
-//! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors; [`trace_context`]: W3C `traceparent` |
+//! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors, what is propagated; [`trace_context`]: W3C `traceparent`, `tracestate`; [`baggage`]: W3C Baggage |
 //! | handle panicking subscribers | | [`failure`] |
 //! | hand events off (queues, exporters) | | [`export`]: overflow policy, head sampling; [`suppression`]: telemetry suppression |
 //! | match errors | [`NotifyError`], [`PatternError`] | |
@@ -122,7 +122,7 @@
 // The root: the everyday API (README's tour uses nothing else). Everything else is in the
 // modules below, one per concept; notify-base's root is flat, this list is what users see.
 #[doc(inline)]
-pub use notify_base::{escape, trace_context};
+pub use notify_base::{baggage, escape, trace_context};
 #[doc(inline)]
 pub use notify_base::{
     instrument, instrumenter, listening, publish, record, subscribe, subscribed, unsubscribe_name, Context, Event,
@@ -279,8 +279,9 @@ pub mod context {
     //! ```
     #[doc(inline)]
     pub use notify_base::{
-        current_event_id, tagged, transaction_id, ContextGuard, EventContext, Instrumented, Tagged, Tags, TagsGuard,
-        TraceIdError, TransactionId, WithContext,
+        baggage, current_event_id, tagged, trace_state, transaction_id, with_baggage, ContextGuard, EventContext,
+        Instrumented, Propagated, PropagatedEntered, PropagatedGuard, Tagged, Tags, TagsGuard, TraceIdError,
+        TransactionId, WithContext, WithPropagated,
     };
 }
 

@@ -6,8 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use notify_core::context::TransactionId;
+use notify_core::event::{EventId, Outcome};
 use notify_core::export::{is_error, TailSampler, TailSampling};
-use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber, TraceId};
 
 /// Collects the shared events a notifier publishes.
 #[derive(Clone, Default)]
@@ -219,4 +221,237 @@ fn a_local_root_with_a_remote_parent_decides_its_trace() {
     // Decided at once (not held until max_wait), kept whole for its error.
     assert_eq!((kept.len(), sampler.traces_held()), (2, 0));
     assert_eq!(sampler.stats().traces_kept_error, 1);
+}
+
+// Issue 44 item 3: a trace with several local roots is decided part by part (the rule is on
+// `TailSampler`): no decision drops an error or a slow root that comes after it.
+
+/// A synthetic finished event of trace `trace` with id `id` under `parent` (local), lasting `ms`.
+fn event(trace: u128, id: u64, parent: Option<u64>, ms: u64, outcome: Outcome) -> Arc<Event> {
+    let now = Instant::now();
+    let event = Event::new("op.tail", now, now + Duration::from_millis(ms), Payload::new())
+        .with_ids(EventId::new(id), parent.map(EventId::new), TransactionId::new(1))
+        .with_trace_id(TraceId::new(trace).unwrap())
+        .with_outcome(outcome);
+    Arc::new(event)
+}
+
+fn ok(trace: u128, id: u64, parent: Option<u64>) -> Arc<Event> {
+    event(trace, id, parent, 0, Outcome::Completed)
+}
+
+fn ids(events: &[Arc<Event>]) -> Vec<u64> {
+    events.iter().map(|e| e.id().get()).collect()
+}
+
+/// Two requests of one trace (a caller calling this service twice with one traceparent): the
+/// first is fast and fine, the second panics after its query.
+fn two_requests_of_one_trace() -> Vec<Arc<Event>> {
+    let header: notify_core::trace_context::TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        .parse()
+        .unwrap();
+    let notifier = Notifier::new();
+    let collect = Collect::default();
+    let _s = notifier.subscribe(Pattern::all(), Subscriber::owned(collect.clone()));
+    notify_core::Context::from_traceparent(&header).in_scope(|| {
+        notifier.instrument("request.tail", Payload::new, |_| {
+            notifier.instrument("query.tail", Payload::new, |_| ());
+        })
+    });
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        notify_core::Context::from_traceparent(&header).in_scope(|| {
+            notifier.instrument("request.tail", Payload::new, |_| {
+                notifier.instrument("query.tail", Payload::new, |_| ());
+                panic!("the second request fails");
+            })
+        })
+    }));
+    assert!(panicked.is_err());
+    let events = std::mem::take(&mut *collect.0.lock().unwrap());
+    assert_eq!(events.len(), 4);
+    assert!(events.iter().all(|e| e.trace_id() == events[0].trace_id()));
+    assert!(events[1].parent_is_remote() && events[3].parent_is_remote());
+    events
+}
+
+#[test]
+fn i44_3_error_after_ok_root_keeps_trace() {
+    let events = two_requests_of_one_trace();
+    let mut sampler = TailSampler::new(TailSampling::new());
+    let mut kept = Vec::new();
+    offer_all(&mut sampler, &events, Instant::now(), &mut kept);
+    // The first request is dropped (fast, fine); the second is kept whole: its query, then itself.
+    assert_eq!(ids(&kept), ids(&events[2..]));
+    assert_eq!(kept[1].outcome(), Outcome::Panicked);
+    let stats = sampler.stats();
+    assert_eq!(
+        (stats.traces_dropped, stats.dropped_not_sampled, stats.traces_kept_error),
+        (1, 2, 1)
+    );
+    assert_eq!(
+        (
+            stats.kept,
+            stats.kept_late,
+            stats.dropped_late,
+            stats.dropped(),
+            stats.held
+        ),
+        (2, 0, 0, 2, 0)
+    );
+    assert_eq!((stats.offered(), sampler.traces_held()), (4, 0));
+}
+
+#[test]
+fn i44_3_a_drop_takes_only_the_roots_part_held_events_of_another_root_stay() {
+    // Two requests of trace 9 run at once: root 1 (id 1) with a query (10) and its row (11),
+    // root 2 (id 2) with a query (20) that finished before root 1 did.
+    let mut sampler = TailSampler::new(TailSampling::new());
+    let mut kept = Vec::new();
+    let now = Instant::now();
+    for e in [
+        ok(9, 20, Some(2)),
+        ok(9, 11, Some(10)),
+        ok(9, 10, Some(1)),
+        ok(9, 1, None),
+    ] {
+        sampler.offer(e, now, &mut kept);
+    }
+    // Root 1 dropped itself, its query and its row; root 2's query still waits for root 2.
+    assert!(kept.is_empty());
+    assert_eq!((sampler.traces_held(), sampler.stats().held), (1, 1));
+    assert_eq!(
+        (sampler.stats().traces_dropped, sampler.stats().dropped_not_sampled),
+        (1, 3)
+    );
+    sampler.offer(event(9, 2, None, 0, Outcome::Panicked), now, &mut kept);
+    assert_eq!(ids(&kept), [20, 2]);
+    let stats = sampler.stats();
+    assert_eq!((stats.traces_kept_error, stats.kept, stats.held), (1, 2, 0));
+    assert_eq!((stats.dropped(), stats.offered()), (3, 5));
+    // Kept from now on: a late event of the trace is kept at once.
+    sampler.offer(ok(9, 30, Some(3)), now, &mut kept);
+    assert_eq!((sampler.stats().kept_late, kept.len()), (1, 3));
+}
+
+#[test]
+fn i44_3_a_later_slow_root_keeps_its_part_a_later_fast_one_drops_it_as_late() {
+    let mut sampler = TailSampler::new(TailSampling::new().slower_than(Duration::from_millis(100)));
+    let mut kept = Vec::new();
+    let now = Instant::now();
+    // Root 1 fast: dropped. Root 2 fast too: its part is dropped, as late (the trace counted once).
+    for e in [ok(5, 10, Some(1)), ok(5, 1, None), ok(5, 20, Some(2)), ok(5, 2, None)] {
+        sampler.offer(e, now, &mut kept);
+    }
+    assert!(kept.is_empty());
+    let stats = sampler.stats();
+    assert_eq!(
+        (stats.traces_dropped, stats.dropped_not_sampled, stats.dropped_late),
+        (1, 2, 2)
+    );
+    // Root 3 slow: its part is kept whole.
+    sampler.offer(ok(5, 30, Some(3)), now, &mut kept);
+    sampler.offer(event(5, 3, None, 150, Outcome::Completed), now, &mut kept);
+    assert_eq!(ids(&kept), [30, 3]);
+    let stats = sampler.stats();
+    assert_eq!((stats.traces_kept_slow, stats.kept, stats.held), (1, 2, 0));
+    assert_eq!((stats.dropped(), stats.offered()), (4, 6));
+}
+
+#[test]
+fn i44_3_a_late_child_of_a_dropped_root_is_dropped_at_once_unless_it_is_an_error() {
+    let mut sampler = TailSampler::new(TailSampling::new());
+    let mut kept = Vec::new();
+    let now = Instant::now();
+    sampler.offer(ok(7, 1, None), now, &mut kept);
+    // Detached tasks of root 1 finishing after it: a fine one is dropped at once (not held until
+    // max_wait), a failing one is kept at once and the trace is kept from then on.
+    sampler.offer(ok(7, 10, Some(1)), now, &mut kept);
+    assert_eq!((sampler.traces_held(), sampler.stats().dropped_late), (0, 1));
+    sampler.offer(event(7, 11, Some(1), 0, Outcome::Panicked), now, &mut kept);
+    assert_eq!(ids(&kept), [11]);
+    sampler.offer(ok(7, 12, Some(1)), now, &mut kept);
+    assert_eq!(ids(&kept), [11, 12]);
+    let stats = sampler.stats();
+    assert_eq!(
+        (
+            stats.traces_dropped,
+            stats.traces_kept_error,
+            stats.kept,
+            stats.kept_late
+        ),
+        (1, 1, 2, 1)
+    );
+    assert_eq!(
+        (
+            stats.dropped_not_sampled,
+            stats.dropped_late,
+            stats.held,
+            stats.offered()
+        ),
+        (1, 1, 0, 4)
+    );
+}
+
+#[test]
+fn i44_3_an_error_keeps_the_held_part_of_a_dropped_trace_and_an_evicted_trace_keeps_errors() {
+    let mut sampler = TailSampler::new(TailSampling::new().max_traces(1));
+    let mut kept = Vec::new();
+    let now = Instant::now();
+    // Trace 3: root 1 dropped; a later part (query 20 of root 2) is held; then a detached task of
+    // root 1 fails: it is kept with the held query.
+    sampler.offer(ok(3, 1, None), now, &mut kept);
+    sampler.offer(ok(3, 20, Some(2)), now, &mut kept);
+    assert_eq!(sampler.stats().held, 1);
+    sampler.offer(event(3, 10, Some(1), 0, Outcome::Cancelled), now, &mut kept);
+    assert_eq!(ids(&kept), [20, 10]);
+    assert_eq!((sampler.stats().held, sampler.traces_held()), (0, 0));
+    // Trace 4 is evicted by trace 6 (max_traces 1); of its later events the fine one is dropped
+    // as evicted, the failing root is kept.
+    kept.clear();
+    sampler.offer(ok(4, 40, Some(4)), now, &mut kept);
+    sampler.offer(ok(6, 60, Some(6)), now, &mut kept);
+    sampler.offer(ok(4, 41, Some(4)), now, &mut kept);
+    sampler.offer(event(4, 4, None, 0, Outcome::Panicked), now, &mut kept);
+    assert_eq!(ids(&kept), [4]);
+    let stats = sampler.stats();
+    assert_eq!(
+        (stats.traces_evicted, stats.dropped_evicted, stats.traces_kept_error),
+        (1, 2, 2)
+    );
+    assert_eq!((stats.kept, stats.held, stats.offered()), (3, 1, 7));
+}
+
+#[test]
+fn i44_3_parent_ids_in_a_cycle_stay_held_and_expire_as_late() {
+    // Foreign ids (an importer) may name each other as parents: 31 under 32 under 31.
+    let wait = Duration::from_secs(5);
+    let mut sampler = TailSampler::new(TailSampling::new().max_wait(wait));
+    let mut kept = Vec::new();
+    let now = Instant::now();
+    for e in [
+        ok(8, 31, Some(32)),
+        ok(8, 32, Some(31)),
+        ok(8, 10, Some(1)),
+        ok(8, 1, None),
+    ] {
+        sampler.offer(e, now, &mut kept);
+    }
+    let stats = sampler.stats();
+    assert_eq!(
+        (stats.dropped_not_sampled, stats.held, sampler.traces_held()),
+        (2, 2, 1)
+    );
+    sampler.expire(now + wait, &mut kept);
+    let stats = sampler.stats();
+    assert!(kept.is_empty());
+    assert_eq!(
+        (
+            stats.dropped_late,
+            stats.traces_expired,
+            stats.traces_dropped,
+            stats.held
+        ),
+        (2, 0, 1, 0)
+    );
+    assert_eq!(stats.offered(), 4);
 }

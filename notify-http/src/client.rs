@@ -26,12 +26,22 @@ static CLIENT_SITE: Callsite = Callsite::new(CLIENT_EVENT);
 /// W3C `traceparent` of that event, so the server it reaches continues the trace. The event ends
 /// when the response body ends (or the call fails, or is dropped: cancelled).
 ///
+/// **Propagation does not depend on listening.** Every call carries `traceparent`, `tracestate`
+/// and `baggage`: with an event, its id is the parent id; without one (nobody listens to calls),
+/// a fresh random parent id for this call (a non-recording span, as OpenTelemetry's SDK makes
+/// when its sampler drops a span) in the current trace, or in a new trace when there is none.
+/// The trace flags (sampled, Level 2's random), the `tracestate` of the current trace and the
+/// baggage of the current scope ([`notify_core::context::baggage`]) go along. Headers of these
+/// names set by the caller are replaced.
+///
 /// Payload: `otel.kind` = `"client"`, `http.request.method`, `server.address`, `server.port` (when
 /// the URI names one), `url.path`, then `http.response.status_code` and `http.response.body.size`;
 /// a failed call or a failing status (default: 400-599) as the `exception` entry.
 pub struct ClientLayer<C = StatusInRangeAsFailures> {
     source: Source,
     classifier: C,
+    /// The vendor key of this service's own `tracestate` entry, if it writes one.
+    tracestate_key: Option<std::sync::Arc<str>>,
 }
 
 impl ClientLayer {
@@ -41,6 +51,7 @@ impl ClientLayer {
         ClientLayer {
             source: Source::Site(&CLIENT_SITE),
             classifier: StatusInRangeAsFailures::new(400..=599),
+            tracestate_key: None,
         }
     }
 }
@@ -74,7 +85,27 @@ impl<C: Classify> ClientLayer<C> {
         ClientLayer {
             source: self.source,
             classifier,
+            tracestate_key: self.tracestate_key,
         }
+    }
+
+    /// Writes this service's own `tracestate` entry on every call that is an event: `key` with
+    /// the call's event id (16 hex digits) as value, moved to the front of the list as the
+    /// specification asks of a vendor updating its entry. Calls nobody records pass the
+    /// `tracestate` on unchanged. `key` follows the Level 2 key grammar (e.g. `"acme"` or the
+    /// multi-tenant `"tenant@acme"`).
+    ///
+    /// # Panics
+    ///
+    /// When `key` is not a valid `tracestate` key (a programming error, found at startup).
+    pub fn tracestate_entry(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        assert!(
+            notify_core::trace_context::TraceState::new().with(&key, "0").is_ok(),
+            "not a tracestate key: {key:?}"
+        );
+        self.tracestate_key = Some(key.into());
+        self
     }
 }
 
@@ -83,6 +114,7 @@ impl<C: Clone> Clone for ClientLayer<C> {
         ClientLayer {
             source: self.source.clone(),
             classifier: self.classifier.clone(),
+            tracestate_key: self.tracestate_key.clone(),
         }
     }
 }
@@ -92,6 +124,7 @@ impl<C: fmt::Debug> fmt::Debug for ClientLayer<C> {
         f.debug_struct("ClientLayer")
             .field("name", &self.source.name())
             .field("classifier", &self.classifier)
+            .field("tracestate_entry", &self.tracestate_key)
             .finish()
     }
 }
@@ -177,16 +210,16 @@ where
         };
         let Some(mut handle) = handle else {
             // Nobody listens to the call: the server still continues the current trace.
-            crate::propagation::inject_current(request.headers_mut());
+            crate::propagation::inject_unrecorded(request.headers_mut());
             return ResponseFuture::new(self.inner.call(request), None);
         };
         // Not started yet: cannot fail. Its parent is the current event.
         let _ = handle.start();
         if !handle.is_listened() {
-            crate::propagation::inject_current(request.headers_mut());
+            crate::propagation::inject_unrecorded(request.headers_mut());
             return ResponseFuture::new(self.inner.call(request), None);
         }
-        crate::propagation::inject(request.headers_mut(), &handle);
+        crate::propagation::inject_event(request.headers_mut(), &handle, self.layer.tracestate_key.as_deref());
         let future = {
             let _entered = handle.enter();
             self.inner.call(request)

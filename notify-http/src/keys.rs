@@ -24,6 +24,9 @@ pub const BODY_SIZE: &str = "http.response.body.size";
 pub const REQUEST_HEADER_PREFIX: &str = "http.request.header.";
 /// Response headers asked for are recorded under this prefix and the lowercase header name.
 pub const RESPONSE_HEADER_PREFIX: &str = "http.response.header.";
+/// The prefix of the W3C baggage entries a server layer records when asked
+/// ([`ServerLayer::record_baggage`](crate::ServerLayer::record_baggage)): `baggage.<key>`.
+pub const BAGGAGE_PREFIX: &str = "baggage.";
 
 /// The method as payload text: the standard methods as static text (no allocation), others
 /// copied.

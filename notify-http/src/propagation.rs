@@ -1,28 +1,90 @@
-//! W3C trace context in and out of HTTP headers, through notify-core's `trace_context`.
+//! W3C trace context and baggage in and out of HTTP headers, through notify-core's
+//! `trace_context`, whether or not anybody listens.
 
-use http::HeaderMap;
-use notify_core::{trace_context, Context, Handle};
+use http::{HeaderMap, HeaderValue};
+use notify_core::context::Propagated;
+use notify_core::event::EventId;
+use notify_core::trace_context::{self, TraceFlags, TraceParent, TraceState};
+use notify_core::{Context, Handle};
 
-/// The context of an incoming request's `traceparent`, when valid (a remote parent). Absent or
-/// malformed: `None`, the request starts a new trace; notify-core counts which
-/// (`trace_context::stats()`).
-pub(crate) fn extract(headers: &HeaderMap) -> Option<Context> {
-    let context = trace_context::extract(headers);
-    (!context.is_none()).then_some(context)
-}
-
-/// Sets the `traceparent` of an outgoing call to the event of `handle` (started), with its
-/// trace's sampled flag.
-pub(crate) fn inject(headers: &mut HeaderMap, handle: &Handle) {
-    let _entered = handle.enter();
-    trace_context::inject(&Context::current(), headers);
-}
-
-/// Sets the `traceparent` of an outgoing call to the current event, when there is one (a
-/// `traceparent` the caller set is kept otherwise).
-pub(crate) fn inject_current(headers: &mut HeaderMap) {
-    let context = Context::current();
-    if context.event_id().is_some() {
-        trace_context::inject(&context, headers);
+/// The trace a served request continues, and what it propagates: the incoming `traceparent`'s
+/// remote parent with its flags, `tracestate` and the `baggage` when `continue_trace` (a
+/// malformed or absent `traceparent` is counted by notify-core and starts a new trace); else, or
+/// then, a new random trace (Level 2's random flag set) with no parent and no `tracestate`.
+#[inline]
+pub(crate) fn incoming(headers: &HeaderMap, continue_trace: bool) -> (Context, Propagated) {
+    let (context, propagated) = if continue_trace {
+        trace_context::extract_propagated(headers)
+    } else {
+        (Context::none(), Propagated::new())
+    };
+    if !context.is_none() {
+        return (context, propagated);
     }
+    let context = Context::new_trace();
+    let trace = context.trace_id().expect("a new trace has a trace id");
+    let fresh = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new());
+    let baggage = propagated.baggage();
+    if baggage.is_empty() {
+        (context, fresh)
+    } else {
+        (context, fresh.with_baggage(baggage.clone()))
+    }
+}
+
+/// The `traceresponse` of a served request: its trace, `span` (its event, or a fresh id for a
+/// request nobody records) and its flags.
+pub(crate) fn traceresponse(context: &Context, span: EventId, propagated: &Propagated) -> Option<HeaderValue> {
+    let trace = context.trace_id()?;
+    let flags = TraceFlags::NONE
+        .with_sampled(context.is_sampled() != Some(false))
+        .with_random(propagated.flags_for(trace).is_random());
+    let value = TraceParent::new(trace, span, flags)?.to_string();
+    HeaderValue::try_from(value).ok()
+}
+
+/// Sets the headers of a call that is an event: `traceparent` names the event of `handle`
+/// (started), with its trace's flags; `tracestate` (with `own_entry`, when given, first: the
+/// vendor's key and the event id as value) and `baggage` from the current scope.
+pub(crate) fn inject_event(headers: &mut HeaderMap, handle: &Handle, own_entry: Option<&str>) {
+    let _entered = handle.enter();
+    let context = Context::current();
+    let mut propagated = Propagated::current();
+    let (Some(trace), Some(id)) = (context.trace_id(), context.event_id()) else {
+        return;
+    };
+    let root = handle.context().is_some_and(|c| c.parent_id().is_none());
+    if propagated.trace_id() != Some(trace) && root {
+        // A call that starts its trace: the trace id is notify's, random.
+        propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new())
+            .with_baggage(propagated.baggage().clone());
+    }
+    if let Some(key) = own_entry {
+        let state = propagated.state_for(trace).cloned().unwrap_or_default();
+        if let Ok(state) = state.with(key, &id.to_string()) {
+            let flags = propagated.trace_flags();
+            let baggage = propagated.baggage().clone();
+            propagated = Propagated::for_trace(trace, flags, state).with_baggage(baggage);
+        }
+    }
+    trace_context::inject_propagated(&context, &propagated, headers);
+}
+
+/// Sets the headers of a call nobody records: the current trace (a new one when there is none)
+/// continued through a non-recording span, a fresh random parent id for this call, the current
+/// trace's flags, `tracestate` and baggage.
+pub(crate) fn inject_unrecorded(headers: &mut HeaderMap) {
+    let current = Context::current();
+    let mut propagated = Propagated::current();
+    let (trace, sampled) = match current.trace_id() {
+        Some(trace) => (trace, current.is_sampled() != Some(false)),
+        None => {
+            let trace = Context::new_trace().trace_id().expect("a new trace has a trace id");
+            propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new())
+                .with_baggage(propagated.baggage().clone());
+            (trace, true)
+        }
+    };
+    let span = Context::remote(trace, trace_context::new_span_id(), sampled);
+    trace_context::inject_propagated(&span, &propagated, headers);
 }

@@ -7,9 +7,10 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-use http::{HeaderMap, Response};
+use http::{HeaderMap, HeaderValue, Response};
 use http_body::{Body, Frame, SizeHint};
-use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Handle, Value};
+use notify_core::context::Propagated;
+use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Context, Handle, Value};
 use pin_project_lite::pin_project;
 
 use crate::classify::{Classification, Classify};
@@ -102,6 +103,41 @@ impl<C: Classify> InFlight<C> {
     }
 }
 
+/// What a served request makes current besides its event, whether or not anyone listens: the
+/// incoming (or new) trace when there is no event, and the request's trace flags, `tracestate`
+/// and baggage ([`Propagated`]). Inactive for client calls (nothing to attach).
+#[derive(Default)]
+pub(crate) struct Scope {
+    /// Attached while polled when the request makes no event.
+    context: Option<Context>,
+    /// Current while polled (moved into the thread's slot and back).
+    propagated: Propagated,
+    active: bool,
+    /// Level 2's `traceresponse`, set on the response head.
+    traceresponse: Option<HeaderValue>,
+}
+
+impl Scope {
+    /// A served request's scope: `context` attached when `Some` (no event), `propagated`
+    /// current, `traceresponse` added to the response.
+    pub(crate) fn new(context: Option<Context>, propagated: Propagated, traceresponse: Option<HeaderValue>) -> Scope {
+        Scope {
+            context,
+            propagated,
+            active: true,
+            traceresponse,
+        }
+    }
+
+    /// Runs `f` with the scope entered.
+    #[inline]
+    fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let _context = self.context.map(Context::attach);
+        let _propagated = self.propagated.enter();
+        f()
+    }
+}
+
 /// Holds the event while the future or body runs; dropped with the event still in flight (the
 /// client went away, the caller dropped the call), it finishes it as [`Outcome::Cancelled`].
 pub(crate) struct Guard<C: Classify>(pub(crate) Option<Box<InFlight<C>>>);
@@ -160,6 +196,7 @@ pin_project! {
         #[pin]
         inner: F,
         guard: Guard<C>,
+        scope: Scope,
     }
 }
 
@@ -168,6 +205,16 @@ impl<F, C: Classify> ResponseFuture<F, C> {
         ResponseFuture {
             inner,
             guard: Guard(in_flight),
+            scope: Scope::default(),
+        }
+    }
+
+    /// The future of a served request, with its scope.
+    pub(crate) fn scoped(inner: F, in_flight: Option<Box<InFlight<C>>>, scope: Scope) -> Self {
+        ResponseFuture {
+            inner,
+            guard: Guard(in_flight),
+            scope,
         }
     }
 }
@@ -184,25 +231,27 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if this.guard.0.is_none() {
+        if this.guard.0.is_none() && !this.scope.active {
             return match this.inner.poll(cx) {
                 Poll::Ready(Ok(response)) => Poll::Ready(Ok(response.map(|body| ResponseBody {
                     inner: body,
                     guard: Guard(None),
+                    scope: Scope::default(),
                 }))),
                 Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
                 Poll::Pending => Poll::Pending,
             };
         }
-        poll_response_listened(this.inner, this.guard, cx)
+        poll_response_scoped(this.inner, this.guard, this.scope, cx)
     }
 }
 
-/// [`ResponseFuture::poll`] for a listened request.
+/// [`ResponseFuture::poll`] for a listened request or a served one (its scope active).
 #[inline(never)]
-fn poll_response_listened<F, B, E, C>(
+fn poll_response_scoped<F, B, E, C>(
     inner: Pin<&mut F>,
     guard: &mut Guard<C>,
+    scope: &mut Scope,
     cx: &mut TaskContext<'_>,
 ) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
 where
@@ -212,10 +261,19 @@ where
     C: Classify,
 {
     {
-        let poll = poll_entered(guard, || inner.poll(cx));
+        let poll = if scope.active {
+            scope.run(|| poll_entered(guard, || inner.poll(cx)))
+        } else {
+            poll_entered(guard, || inner.poll(cx))
+        };
         match poll {
             Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(response)) => {
+            Poll::Ready(Ok(mut response)) => {
+                if let Some(value) = scope.traceresponse.take() {
+                    response
+                        .headers_mut()
+                        .insert(notify_core::trace_context::TRACERESPONSE, value);
+                }
                 let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {
                     in_flight.on_response(response.status(), response.headers());
@@ -226,7 +284,15 @@ where
                     // An empty body may never be polled: the event ends with the head.
                     guard.finish(Outcome::Completed);
                 }
-                Poll::Ready(Ok(Response::from_parts(parts, ResponseBody { inner: body, guard })))
+                let scope = std::mem::take(scope);
+                Poll::Ready(Ok(Response::from_parts(
+                    parts,
+                    ResponseBody {
+                        inner: body,
+                        guard,
+                        scope,
+                    },
+                )))
             }
             Poll::Ready(Err(error)) => {
                 if let Some(mut in_flight) = guard.0.take() {
@@ -258,6 +324,7 @@ pin_project! {
         #[pin]
         inner: B,
         guard: Guard<C>,
+        scope: Scope,
     }
 }
 
@@ -273,10 +340,10 @@ where
     #[inline]
     fn poll_frame(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         let this = self.project();
-        if this.guard.0.is_none() {
+        if this.guard.0.is_none() && !this.scope.active {
             return this.inner.poll_frame(cx);
         }
-        poll_frame_listened(this.inner, this.guard, cx)
+        poll_frame_scoped(this.inner, this.guard, this.scope, cx)
     }
 
     #[inline]
@@ -293,16 +360,25 @@ where
 /// What polling a body for a frame gives.
 type FramePoll<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
 
-/// [`ResponseBody::poll_frame`] for a listened request.
+/// [`ResponseBody::poll_frame`] for a listened request or a served one (its scope active).
 #[inline(never)]
-fn poll_frame_listened<B, C>(mut inner: Pin<&mut B>, guard: &mut Guard<C>, cx: &mut TaskContext<'_>) -> FramePoll<B>
+fn poll_frame_scoped<B, C>(
+    mut inner: Pin<&mut B>,
+    guard: &mut Guard<C>,
+    scope: &mut Scope,
+    cx: &mut TaskContext<'_>,
+) -> FramePoll<B>
 where
     B: Body,
     B::Error: fmt::Display,
     C: Classify,
 {
     {
-        let poll = poll_entered(guard, || inner.as_mut().poll_frame(cx));
+        let poll = if scope.active {
+            scope.run(|| poll_entered(guard, || inner.as_mut().poll_frame(cx)))
+        } else {
+            poll_entered(guard, || inner.as_mut().poll_frame(cx))
+        };
         match &poll {
             Poll::Pending => {}
             Poll::Ready(Some(Ok(frame))) => {
@@ -334,6 +410,7 @@ impl<B: Default, C: Classify> Default for ResponseBody<B, C> {
         ResponseBody {
             inner: B::default(),
             guard: Guard(None),
+            scope: Scope::default(),
         }
     }
 }

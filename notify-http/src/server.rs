@@ -8,14 +8,16 @@ use std::task::{Context as TaskContext, Poll};
 use http::request::Parts;
 use http::{Request, Response};
 use http_body::Body;
-use notify_core::{event::Callsite, Notifier, Payload};
+use notify_core::context::Propagated;
+use notify_core::{event::Callsite, Context, Notifier, Payload};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::classify::{Classify, ServerErrorsAsFailures};
 use crate::headers::{HeaderRecording, Headers};
 use crate::keys;
-use crate::response::{InFlight, ResponseBody, ResponseFuture};
+use crate::propagation;
+use crate::response::{InFlight, ResponseBody, ResponseFuture, Scope};
 use crate::source::Source;
 
 /// The server layer's default event name.
@@ -36,6 +38,9 @@ pub struct ServerLayer<C = ServerErrorsAsFailures> {
     route: Option<Arc<RouteFn>>,
     headers: Option<Arc<HeaderRecording>>,
     continue_trace: bool,
+    traceresponse: bool,
+    /// Baggage keys recorded in the payload (`baggage.<key>`).
+    baggage_keys: Option<Arc<[String]>>,
 }
 
 impl ServerLayer {
@@ -47,6 +52,8 @@ impl ServerLayer {
             route: None,
             headers: None,
             continue_trace: true,
+            traceresponse: false,
+            baggage_keys: None,
         }
     }
 }
@@ -86,6 +93,8 @@ impl<C: Classify> ServerLayer<C> {
             route: self.route,
             headers: self.headers,
             continue_trace: self.continue_trace,
+            traceresponse: self.traceresponse,
+            baggage_keys: self.baggage_keys,
         }
     }
 
@@ -133,10 +142,33 @@ impl<C: Classify> ServerLayer<C> {
     }
 
     /// Whether a request with a valid W3C `traceparent` header continues that trace (its event a
-    /// child of the remote parent); on by default. Turn it off at a trust boundary: every request
-    /// then starts a new trace.
+    /// child of the remote parent, its `tracestate` and `baggage` passed on to the calls the
+    /// handler makes); on by default. Turn it off at a trust boundary: every request then starts
+    /// a new trace, and its `tracestate` and `baggage` headers are ignored (the specification's
+    /// "restart trace" mutation).
     pub fn continue_trace(mut self, yes: bool) -> Self {
         self.continue_trace = yes;
+        self
+    }
+
+    /// Whether responses carry Level 2's `traceresponse` header (off by default):
+    /// `00-{trace id}-{span id}-{flags}`, the request's trace (the caller's, or the one this
+    /// service started), the request's event id (or, when nobody records the request, a fresh
+    /// id standing for its non-recording span) and its sampled and random flags. It tells a
+    /// client the trace id to quote in a bug report; it also tells any caller the trace ids this
+    /// service uses, so leave it off where that matters.
+    pub fn traceresponse(mut self, yes: bool) -> Self {
+        self.traceresponse = yes;
+        self
+    }
+
+    /// Records the values of these W3C baggage keys in the request's payload
+    /// (`baggage.<key>`, when the request's baggage has the key); none by default: baggage is
+    /// user data and is never recorded otherwise. The notifier's redaction policy applies to
+    /// these entries as to the whole payload.
+    pub fn record_baggage(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        self.baggage_keys = (!keys.is_empty()).then(|| keys.into());
         self
     }
 }
@@ -149,6 +181,8 @@ impl<C: Clone> Clone for ServerLayer<C> {
             route: self.route.clone(),
             headers: self.headers.clone(),
             continue_trace: self.continue_trace,
+            traceresponse: self.traceresponse,
+            baggage_keys: self.baggage_keys.clone(),
         }
     }
 }
@@ -161,6 +195,8 @@ impl<C: fmt::Debug> fmt::Debug for ServerLayer<C> {
             .field("route_from", &self.route.is_some())
             .field("headers", &self.headers)
             .field("continue_trace", &self.continue_trace)
+            .field("traceresponse", &self.traceresponse)
+            .field("record_baggage", &self.baggage_keys)
             .finish()
     }
 }
@@ -207,7 +243,7 @@ impl<S, C> ServerService<S, C> {
     }
 }
 
-fn request_payload<C>(layer: &ServerLayer<C>, parts: &Parts) -> Payload {
+fn request_payload<C>(layer: &ServerLayer<C>, parts: &Parts, propagated: &Propagated) -> Payload {
     let mut payload = Payload::new()
         .with(keys::KIND, "server")
         .with(keys::METHOD, keys::method(&parts.method))
@@ -217,6 +253,13 @@ fn request_payload<C>(layer: &ServerLayer<C>, parts: &Parts) -> Payload {
     }
     if let Some(headers) = &layer.headers {
         headers.record_request(&parts.headers, &mut payload);
+    }
+    if let Some(keys) = &layer.baggage_keys {
+        for key in keys.iter() {
+            if let Some(value) = propagated.baggage().get(key) {
+                payload.insert(format!("{}{key}", keys::BAGGAGE_PREFIX), value.to_owned());
+            }
+        }
     }
     payload
 }
@@ -239,42 +282,88 @@ where
 
     #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // Always: passing the caller's trace on does not depend on anybody listening.
+        let (context, propagated) = propagation::incoming(request.headers(), self.layer.continue_trace);
         if !self.layer.source.enabled() {
-            return ResponseFuture::new(self.inner.call(request), None);
+            return self.call_unrecorded(request, context, propagated);
         }
-        self.call_listened(request)
+        self.call_listened(request, context, propagated)
     }
 }
 
 impl<S, C: Classify> ServerService<S, C> {
+    /// A request nobody records: the handler runs in the incoming (or new) trace, through a
+    /// non-recording span (the trace's context itself, no event of ours).
+    #[inline]
+    fn call_unrecorded<ReqBody>(
+        &mut self,
+        request: Request<ReqBody>,
+        context: Context,
+        mut propagated: Propagated,
+    ) -> ResponseFuture<S::Future, C>
+    where
+        S: Service<Request<ReqBody>>,
+    {
+        let traceresponse = if self.layer.traceresponse {
+            propagation::traceresponse(&context, notify_core::trace_context::new_span_id(), &propagated)
+        } else {
+            None
+        };
+        // The handler's synchronous part runs in the request's scope too.
+        let future = {
+            let _context = context.attach();
+            let _propagated = propagated.enter();
+            self.inner.call(request)
+        };
+        ResponseFuture::scoped(future, None, Scope::new(Some(context), propagated, traceresponse))
+    }
+
     #[inline(never)]
-    fn call_listened<ReqBody>(&mut self, request: Request<ReqBody>) -> ResponseFuture<S::Future, C>
+    fn call_listened<ReqBody>(
+        &mut self,
+        request: Request<ReqBody>,
+        context: Context,
+        mut propagated: Propagated,
+    ) -> ResponseFuture<S::Future, C>
     where
         S: Service<Request<ReqBody>>,
     {
         let (parts, body) = request.into_parts();
-        let handle = self.layer.source.handle(|| request_payload(&self.layer, &parts));
+        let handle = self
+            .layer
+            .source
+            .handle(|| request_payload(&self.layer, &parts, &propagated));
         let Some(mut handle) = handle else {
-            return ResponseFuture::new(self.inner.call(Request::from_parts(parts, body)), None);
+            return self.call_unrecorded(Request::from_parts(parts, body), context, propagated);
         };
-        if self.layer.continue_trace {
-            if let Some(parent) = crate::propagation::extract(&parts.headers) {
-                // A fresh handle: setting its parent cannot fail.
-                let _ = handle.set_parent(parent);
-            }
-        }
+        // A fresh handle: setting its parent cannot fail. A new trace has no parent event: the
+        // request's event is its root.
+        let _ = handle.set_parent(context);
         // Not started yet: cannot fail.
         let _ = handle.start();
         let request = Request::from_parts(parts, body);
         if !handle.is_listened() {
-            return ResponseFuture::new(self.inner.call(request), None);
+            return self.call_unrecorded(request, context, propagated);
         }
+        let traceresponse = if self.layer.traceresponse {
+            let event = handle.in_scope(Context::current);
+            event
+                .event_id()
+                .and_then(|id| propagation::traceresponse(&event, id, &propagated))
+        } else {
+            None
+        };
         // The handler's synchronous part runs with the event current too.
         let future = {
             let _entered = handle.enter();
+            let _propagated = propagated.enter();
             self.inner.call(request)
         };
         let in_flight = InFlight::new(handle, self.layer.classifier.clone(), self.layer.headers.clone());
-        ResponseFuture::new(future, Some(Box::new(in_flight)))
+        ResponseFuture::scoped(
+            future,
+            Some(Box::new(in_flight)),
+            Scope::new(None, propagated, traceresponse),
+        )
     }
 }

@@ -78,13 +78,14 @@ pub enum LabelError {
         /// The refused key.
         key: &'static str,
     },
-    /// The key was already chosen as a label of this subscriber.
+    /// The key was already chosen as a label of this subscriber, or another chosen key makes the
+    /// same label name (`http.route` and `http_route` both make `http_route`).
     Duplicate {
         /// The refused key.
         key: &'static str,
     },
-    /// The key is not a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`
-    /// (reserved for Prometheus' internal labels), not empty.
+    /// The key is empty: no label name can be made of it. (Any other key has one:
+    /// [`prometheus_label_name`](crate::prometheus_label_name).)
     InvalidName {
         /// The refused key.
         key: &'static str,
@@ -114,24 +115,23 @@ impl std::fmt::Display for LabelError {
                 f,
                 "label {key:?} is reserved by Prometheus for histogram buckets and summary quantiles (le, quantile)"
             ),
-            LabelError::Duplicate { key } => write!(f, "label {key:?} is already chosen"),
-            LabelError::InvalidName { key } => write!(
+            LabelError::Duplicate { key } => write!(
                 f,
-                "label {key:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")"
+                "label {key:?} is already chosen (or another chosen key makes the same label name)"
             ),
+            LabelError::InvalidName { key } => write!(f, "label {key:?} is empty: no label name can be made of it"),
         }
     }
 }
 
 impl std::error::Error for LabelError {}
 
-/// Whether `key` is a Prometheus label name: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`.
-/// A prefix [`MetricsSubscriber::try_prefix`] refused: the metric names it would make are not
-/// Prometheus metric names (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+/// A prefix [`MetricsSubscriber::try_prefix`] refused: an empty one (any other is sanitized into
+/// a Prometheus metric name).
 ///
 /// ```
-/// let err = notify_metrics::MetricsSubscriber::new().try_prefix("my app").unwrap_err();
-/// assert_eq!(err.to_string(), "prefix \"my app\" makes the metric name \"my app_events_total\", not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)");
+/// let err = notify_metrics::MetricsSubscriber::new().try_prefix("").unwrap_err();
+/// assert_eq!(err.to_string(), "prefix \"\" is empty: the metric names would be \"_events_total\" and \"_event_duration_seconds\"");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrefixError {
@@ -143,9 +143,8 @@ impl std::fmt::Display for PrefixError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "prefix {:?} makes the metric name {:?}, not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)",
-            self.prefix,
-            format!("{}_events_total", self.prefix)
+            "prefix {:?} is empty: the metric names would be \"_events_total\" and \"_event_duration_seconds\"",
+            self.prefix
         )
     }
 }
@@ -159,12 +158,6 @@ fn is_prometheus_metric_name(name: &str) -> bool {
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || b == b':');
     first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
-}
-
-fn is_prometheus_label_name(key: &str) -> bool {
-    let mut bytes = key.bytes();
-    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
-    first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_') && !key.starts_with("__")
 }
 
 static METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
@@ -195,7 +188,10 @@ pub struct MetricsSubscriber {
 struct Config {
     events_total: SharedString,
     duration: SharedString,
+    /// The payload keys chosen as labels.
     labels: Vec<&'static str>,
+    /// Their label names, in the same order ([`prometheus_label_name`]).
+    label_names: Vec<SharedString>,
     cardinality_limit: usize,
 }
 
@@ -316,6 +312,7 @@ impl MetricsSubscriber {
             events_total: SharedString::const_str(EVENTS_TOTAL),
             duration: SharedString::const_str(EVENT_DURATION_SECONDS),
             labels: Vec::new(),
+            label_names: Vec::new(),
             cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
         };
         MetricsSubscriber {
@@ -386,19 +383,22 @@ impl MetricsSubscriber {
         }
     }
 
-    /// Names the metrics `<prefix>_events_total` and `<prefix>_event_duration_seconds`.
-    /// [`try_prefix`](MetricsSubscriber::try_prefix) is the same without the panic.
+    /// Names the metrics `<prefix>_events_total` and `<prefix>_event_duration_seconds`. A
+    /// character a Prometheus metric name cannot hold becomes `_` (runs of `_` one), and a
+    /// leading digit gets `_` in front, as OpenTelemetry's Prometheus exporters write metric
+    /// names ([`prometheus_metric_name`](crate::prometheus_metric_name)): `"shop.api"` names
+    /// `shop_api_events_total`. [`try_prefix`](MetricsSubscriber::try_prefix) is the same without
+    /// the panic.
     ///
     /// # Panics
-    /// When the names would not be Prometheus metric names (`[a-zA-Z_:][a-zA-Z0-9_:]*`: a prefix
-    /// with a space, a dot or a dash, or an empty one), with the message
-    /// `notify-metrics: MetricsSubscriber::prefix: ` and the [`PrefixError`]. As with
-    /// [`label`](MetricsSubscriber::label), a mistake in the configuration is found when the
-    /// subscriber is built, not as series a Prometheus server refuses.
+    /// When `prefix` is empty, with the message `notify-metrics: MetricsSubscriber::prefix: ` and
+    /// the [`PrefixError`]: a mistake in the configuration is found when the subscriber is built.
     ///
     /// ```
     /// let m = notify_metrics::MetricsSubscriber::new().prefix("app");
     /// assert_eq!(m.events_total_name(), "app_events_total");
+    /// let m = notify_metrics::MetricsSubscriber::new().prefix("shop.api");
+    /// assert_eq!(m.duration_name(), "shop_api_event_duration_seconds");
     /// ```
     #[must_use]
     #[track_caller]
@@ -413,22 +413,22 @@ impl MetricsSubscriber {
     /// [`prefix`](MetricsSubscriber::prefix) does, or says why it cannot.
     ///
     /// # Errors
-    /// [`PrefixError`] when `prefix` is empty or the names would not be Prometheus metric names
-    /// (`[a-zA-Z_:][a-zA-Z0-9_:]*`). The subscriber is consumed either way.
+    /// [`PrefixError`] when `prefix` is empty. The subscriber is consumed either way.
     ///
     /// ```
     /// use notify_metrics::MetricsSubscriber;
     /// assert_eq!(MetricsSubscriber::new().try_prefix("shop:api")?.duration_name(), "shop:api_event_duration_seconds");
+    /// assert_eq!(MetricsSubscriber::new().try_prefix("my app")?.duration_name(), "my_app_event_duration_seconds");
     /// assert!(MetricsSubscriber::new().try_prefix("").is_err());
-    /// assert!(MetricsSubscriber::new().try_prefix("shop.api").is_err());
     /// # Ok::<(), notify_metrics::PrefixError>(())
     /// ```
     pub fn try_prefix(mut self, prefix: &str) -> Result<MetricsSubscriber, PrefixError> {
-        if prefix.is_empty() || !is_prometheus_metric_name(prefix) {
+        let Some(prefix) = crate::names::prometheus_metric_name(prefix, "") else {
             return Err(PrefixError {
                 prefix: prefix.to_owned(),
             });
-        }
+        };
+        debug_assert!(is_prometheus_metric_name(&prefix), "{prefix}");
         let config = self.config_mut();
         config.events_total = SharedString::from(Arc::<str>::from(format!("{prefix}_events_total")));
         config.duration = SharedString::from(Arc::<str>::from(format!("{prefix}_event_duration_seconds")));
@@ -438,6 +438,11 @@ impl MetricsSubscriber {
     /// Adds the payload key `key` as a label of both metrics (after `event`, in the order added).
     /// Its value is the payload value's text; events without the key get no such label. Pick keys
     /// with few distinct values: each label set is a series.
+    ///
+    /// The label's name is the key as OpenTelemetry's Prometheus exporters write an attribute key
+    /// ([`prometheus_label_name`](crate::prometheus_label_name)): a character a label name
+    /// cannot hold becomes `_`, so `label("http.route")` records notify-http's route as
+    /// `http_route`.
     ///
     /// Use it with keys written in the code; [`try_label`](MetricsSubscriber::try_label) is the
     /// same without the panic, for keys chosen at run time. A refused key is a mistake in the
@@ -449,14 +454,14 @@ impl MetricsSubscriber {
     ///
     /// # Panics
     /// When [`try_label`](MetricsSubscriber::try_label) refuses `key`, with the message
-    /// `notify-metrics: MetricsSubscriber::label: ` and the [`LabelError`]: `key` is `event`,
-    /// `outcome` or `otel_metric_overflow` (labels the subscriber sets itself), `le` or `quantile` (labels Prometheus adds),
-    /// already chosen, or not a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with
-    /// `__`).
+    /// `notify-metrics: MetricsSubscriber::label: ` and the [`LabelError`]: its label name is
+    /// `event`, `outcome` or `otel_metric_overflow` (labels the subscriber sets itself), `le` or
+    /// `quantile` (labels Prometheus adds) or already chosen, or `key` is empty.
     ///
     /// ```
-    /// let m = notify_metrics::MetricsSubscriber::new().label("table").label("status");
-    /// assert_eq!(m.labels(), ["table", "status"]);
+    /// let m = notify_metrics::MetricsSubscriber::new().label("table").label("http.route");
+    /// assert_eq!(m.labels(), ["table", "http.route"]);
+    /// assert_eq!(m.label_names(), ["table", "http_route"]);
     /// ```
     ///
     /// ```should_panic
@@ -478,14 +483,14 @@ impl MetricsSubscriber {
     /// does, or says why it cannot be one.
     ///
     /// # Errors
-    /// * [`LabelError::Builtin`]: `key` is `event`, `outcome` or `otel_metric_overflow`
-    ///   ([`BUILTIN_LABELS`]), which the subscriber sets itself; as a payload label it would
-    ///   replace the event name (merging the series of different events) or the outcome, or make
-    ///   a series pass for the overflow series.
-    /// * [`LabelError::Reserved`]: `key` is `le` or `quantile` ([`PROMETHEUS_RESERVED_LABELS`]).
-    /// * [`LabelError::Duplicate`]: `key` was already chosen.
-    /// * [`LabelError::InvalidName`]: `key` is not a Prometheus label name
-    ///   (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`, not empty).
+    /// Checked on the label name the key makes ([`prometheus_label_name`](crate::prometheus_label_name)):
+    /// * [`LabelError::Builtin`]: it is `event`, `outcome` or `otel_metric_overflow`
+    ///   ([`BUILTIN_LABELS`]; so is the key `otel.metric.overflow`), which the subscriber sets
+    ///   itself; as a payload label it would replace the event name (merging the series of
+    ///   different events) or the outcome, or make a series pass for the overflow series.
+    /// * [`LabelError::Reserved`]: it is `le` or `quantile` ([`PROMETHEUS_RESERVED_LABELS`]).
+    /// * [`LabelError::Duplicate`]: `key`, or a key making the same name, was already chosen.
+    /// * [`LabelError::InvalidName`]: `key` is empty.
     ///
     /// The subscriber is consumed either way (it is cheap to clone).
     ///
@@ -494,29 +499,47 @@ impl MetricsSubscriber {
     /// let m = MetricsSubscriber::new().try_label("table")?;
     /// assert_eq!(m.labels(), ["table"]);
     /// assert_eq!(m.clone().try_label("table").unwrap_err(), LabelError::Duplicate { key: "table" });
-    /// assert_eq!(m.try_label("http.status").unwrap_err(), LabelError::InvalidName { key: "http.status" });
+    /// let m = m.try_label("http.status")?;
+    /// assert_eq!(m.label_names(), ["table", "http_status"]);
+    /// assert_eq!(m.clone().try_label("http_status").unwrap_err(), LabelError::Duplicate { key: "http_status" });
+    /// assert_eq!(m.try_label("").unwrap_err(), LabelError::InvalidName { key: "" });
     /// # Ok::<(), LabelError>(())
     /// ```
     pub fn try_label(mut self, key: &'static str) -> Result<MetricsSubscriber, LabelError> {
-        if BUILTIN_LABELS.contains(&key) {
+        let Some(name) = crate::names::prometheus_label_name(key) else {
+            return Err(LabelError::InvalidName { key });
+        };
+        if BUILTIN_LABELS.contains(&name.as_str()) {
             return Err(LabelError::Builtin { key });
         }
-        if PROMETHEUS_RESERVED_LABELS.contains(&key) {
+        if PROMETHEUS_RESERVED_LABELS.contains(&name.as_str()) {
             return Err(LabelError::Reserved { key });
         }
-        if !is_prometheus_label_name(key) {
-            return Err(LabelError::InvalidName { key });
-        }
-        if self.config.labels.contains(&key) {
+        if self.config.label_names.iter().any(|chosen| **chosen == *name) {
             return Err(LabelError::Duplicate { key });
         }
-        self.config_mut().labels.push(key);
+        // The key itself when it is already a label name: a static name, no copy per event.
+        let name = if name == key {
+            SharedString::const_str(key)
+        } else {
+            SharedString::from(Arc::<str>::from(name))
+        };
+        let config = self.config_mut();
+        config.labels.push(key);
+        config.label_names.push(name);
         Ok(self.configured())
     }
 
     /// The payload keys used as labels, in order.
     pub fn labels(&self) -> &[&'static str] {
         &self.config.labels
+    }
+
+    /// The label names of [`labels`](MetricsSubscriber::labels), in the same order: each key as
+    /// [`prometheus_label_name`](crate::prometheus_label_name) writes it (`http.route` ->
+    /// `http_route`).
+    pub fn label_names(&self) -> Vec<&str> {
+        self.config.label_names.iter().map(|name| &**name).collect()
     }
 
     /// The name of the counter.
@@ -571,9 +594,9 @@ impl MetricsSubscriber {
         let config = &self.config;
         let mut labels = Vec::with_capacity(2 + config.labels.len());
         labels.push(Label::new(EVENT_LABEL, event.name().to_owned()));
-        for &key in &config.labels {
+        for (&key, name) in config.labels.iter().zip(&config.label_names) {
             if let Some(value) = event.payload().get(key) {
-                labels.push(Label::new(key, label_value(value)));
+                labels.push(Label::new(name.clone(), label_value(value)));
             }
         }
         let seconds = event.duration().as_secs_f64();

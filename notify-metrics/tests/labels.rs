@@ -61,14 +61,24 @@ fn a_label_chosen_twice_is_refused() {
         .try_label("table")
         .unwrap_err();
     assert_eq!(err, LabelError::Duplicate { key: "table" });
-    assert_eq!(err.to_string(), "label \"table\" is already chosen");
+    assert_eq!(
+        err.to_string(),
+        "label \"table\" is already chosen (or another chosen key makes the same label name)"
+    );
+    // Two keys making one label name: the second is refused.
+    let err = MetricsSubscriber::new()
+        .label("http.route")
+        .try_label("http_route")
+        .unwrap_err();
+    assert_eq!(err, LabelError::Duplicate { key: "http_route" });
 }
 
+/// Issue 47 item 3: `label("http.route")` panicked. Any non-empty key now makes a label name,
+/// as OpenTelemetry's Prometheus exporters make one of an attribute key.
 #[test]
-fn keys_that_are_not_prometheus_label_names_are_refused() {
-    for key in [
-        "",
-        "http.status",
+fn i47_3_keys_that_are_not_prometheus_label_names_are_sanitized_never_refused() {
+    let keys = [
+        "http.route",
         "a-b",
         "1st",
         "9",
@@ -77,14 +87,43 @@ fn keys_that_are_not_prometheus_label_names_are_refused() {
         "__name__",
         "__x",
         "__",
-    ] {
-        let err = MetricsSubscriber::new().try_label(key).unwrap_err();
-        assert_eq!(err, LabelError::InvalidName { key }, "{key:?}");
-        assert_eq!(
-            err.to_string(),
-            format!("label {key:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")")
-        );
+    ];
+    let mut m = MetricsSubscriber::new();
+    for key in keys {
+        m = m.try_label(key).unwrap_or_else(|e| panic!("{key:?}: {e}"));
     }
+    assert_eq!(m.labels(), keys);
+    assert_eq!(
+        m.label_names(),
+        [
+            "http_route",
+            "a_b",
+            "key_1st",
+            "key_9",
+            "with_space",
+            "tabl_",
+            "key__name__",
+            "key__x",
+            "key__"
+        ]
+    );
+    // The panicking form takes them too.
+    let m = MetricsSubscriber::new()
+        .label("http.route")
+        .label("http.response.status_code");
+    assert_eq!(m.label_names(), ["http_route", "http_response_status_code"]);
+    // A key whose label name is a builtin one is refused as that one.
+    let err = MetricsSubscriber::new().try_label("otel.metric.overflow").unwrap_err();
+    assert_eq!(
+        err,
+        LabelError::Builtin {
+            key: "otel.metric.overflow"
+        }
+    );
+    // Only the empty key has no label name.
+    let err = MetricsSubscriber::new().try_label("").unwrap_err();
+    assert_eq!(err, LabelError::InvalidName { key: "" });
+    assert_eq!(err.to_string(), "label \"\" is empty: no label name can be made of it");
     // The edges of the rule are accepted.
     let m = MetricsSubscriber::new()
         .try_label("_")
@@ -94,6 +133,11 @@ fn keys_that_are_not_prometheus_label_names_are_refused() {
         .and_then(|m| m.try_label("x__y"))
         .unwrap();
     assert_eq!(m.labels(), ["_", "_x", "a", "Z9_z", "x__y"]);
+    assert_eq!(
+        m.label_names(),
+        ["_", "_x", "a", "Z9_z", "x__y"],
+        "label names stay as they are"
+    );
 }
 
 #[test]
@@ -112,11 +156,11 @@ fn label_panics_with_the_error_it_refuses_with() {
     );
     assert_eq!(
         panic_message(|| drop(MetricsSubscriber::new().label("table").label("table"))),
-        "notify-metrics: MetricsSubscriber::label: label \"table\" is already chosen"
+        "notify-metrics: MetricsSubscriber::label: label \"table\" is already chosen (or another chosen key makes the same label name)"
     );
     assert_eq!(
-        panic_message(|| drop(MetricsSubscriber::new().label("http.status"))),
-        "notify-metrics: MetricsSubscriber::label: label \"http.status\" is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with \"__\")"
+        panic_message(|| drop(MetricsSubscriber::new().label(""))),
+        "notify-metrics: MetricsSubscriber::label: label \"\" is empty: no label name can be made of it"
     );
 }
 
@@ -211,28 +255,34 @@ fn accepted_labels_keep_every_event_in_its_own_series() {
 }
 
 #[test]
-fn a_prefix_that_makes_no_prometheus_metric_name_is_refused() {
-    for bad in ["", "my app", "shop.api", "shop-api", "1app", "café"] {
-        let err = MetricsSubscriber::new().try_prefix(bad).unwrap_err();
-        assert_eq!(err.prefix, bad);
-        assert_eq!(
-            err.to_string(),
-            format!(
-                "prefix {bad:?} makes the metric name {:?}, not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)",
-                format!("{bad}_events_total")
-            )
-        );
+fn a_prefix_is_sanitized_into_a_metric_name_and_only_an_empty_one_is_refused() {
+    let err = MetricsSubscriber::new().try_prefix("").unwrap_err();
+    assert_eq!(err.prefix, "");
+    assert_eq!(
+        err.to_string(),
+        "prefix \"\" is empty: the metric names would be \"_events_total\" and \"_event_duration_seconds\""
+    );
+    for (given, made) in [
+        ("my app", "my_app"),
+        ("shop.api", "shop_api"),
+        ("shop-api", "shop_api"),
+        ("1app", "_1app"),
+        ("café", "caf_"),
+        ("a..b", "a_b"),
+    ] {
+        let m = MetricsSubscriber::new().try_prefix(given).unwrap();
+        assert_eq!(m.events_total_name(), format!("{made}_events_total"), "{given:?}");
     }
     for good in ["app", "_app", "shop:api", "App2"] {
         let m = MetricsSubscriber::new().try_prefix(good).unwrap();
         assert_eq!(m.events_total_name(), format!("{good}_events_total"));
         assert_eq!(m.duration_name(), format!("{good}_event_duration_seconds"));
     }
-    let panic = std::panic::catch_unwind(|| MetricsSubscriber::new().prefix("my app")).unwrap_err();
+    let panic = std::panic::catch_unwind(|| MetricsSubscriber::new().prefix("")).unwrap_err();
     assert_eq!(
         panic.downcast_ref::<String>().map(String::as_str),
         Some(
-            "notify-metrics: MetricsSubscriber::prefix: prefix \"my app\" makes the metric name \"my app_events_total\", not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)"
+            "notify-metrics: MetricsSubscriber::prefix: prefix \"\" is empty: the metric names would be \"_events_total\" and \"_event_duration_seconds\""
         )
     );
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::event::{Event, Outcome};
+use crate::event_id::EventId;
 use crate::payload::EXCEPTION_KEY;
 use crate::trace_id::TraceId;
 
@@ -86,6 +87,34 @@ impl TailSampling {
         let low = trace.get() as u64;
         (low >> 1) < bound
     }
+
+    /// Whether a [`TailSampler`] with this policy keeps the trace of `event` whatever the trace's
+    /// other events are: `event` is an error ([`is_error`]), or it is its trace's local root and
+    /// lasted at least [`slower_than`](Self::slower_than), or the trace id falls in the
+    /// [`ratio`](Self::ratio). False does not mean dropped (another event of the trace may be an
+    /// error); true means the decision is "keep" (the sampler's bounds, counted in [`TailStats`],
+    /// may still drop events of it). What a metric needs before it points to a trace, as an
+    /// exemplar does, that only the tail-sampling exporter will decide later.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use notify_core::export::TailSampling;
+    /// use notify_core::{Event, Payload};
+    /// let policy = TailSampling::new().slower_than(Duration::from_millis(100));
+    /// let now = Instant::now();
+    /// let fast = Event::new("request.http", now, now, Payload::new());
+    /// let slow = Event::new("request.http", now, now + Duration::from_millis(150), Payload::new());
+    /// assert!(!policy.keeps_for_sure(&fast));
+    /// assert!(policy.keeps_for_sure(&slow));
+    /// let mut failed = Payload::new();
+    /// failed.record_error(&std::fmt::Error);
+    /// assert!(policy.keeps_for_sure(&Event::new("request.http", now, now, failed)));
+    /// ```
+    pub fn keeps_for_sure(&self, event: &Event) -> bool {
+        is_error(event)
+            || (is_local_root(event) && self.slower_than.is_some_and(|threshold| event.duration() >= threshold))
+            || self.ratio_keeps(event.trace_id())
+    }
 }
 
 /// Counters of a [`TailSampler`]: traces by decision, events by fate. Exact: every event offered
@@ -93,31 +122,37 @@ impl TailSampling {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TailStats {
-    /// Traces kept because one of their events is an error.
+    /// Decisions to keep (a trace, or a later part of a trace dropped before) for an error.
     pub traces_kept_error: u64,
-    /// Traces kept because their root was slow (and had no error).
+    /// Decisions to keep because the deciding root was slow (and nothing held had an error).
     pub traces_kept_slow: u64,
-    /// Traces kept by the ratio.
+    /// Decisions to keep by the ratio.
     pub traces_kept_ratio: u64,
-    /// Traces dropped by the decision (their root arrived).
+    /// Traces dropped by the decision of a local root (counted once per trace: later parts of
+    /// the trace dropped too count their events in `dropped_late`).
     pub traces_dropped: u64,
     /// Traces evicted because `max_traces` were held.
     pub traces_evicted: u64,
-    /// Traces decided without their root after `max_wait` (kept or not).
+    /// Decisions made without a root after `max_wait` (kept or not; a later part of a trace
+    /// dropped before, dropped again on expiry, is not counted again).
     pub traces_expired: u64,
     /// Events handed on to the sink.
     pub kept: u64,
-    /// Of `kept`, those that arrived after their trace was decided.
+    /// Of `kept`, those kept at once because their trace had already been decided kept (events
+    /// that finish after their root, such as a detached task's).
     pub kept_late: u64,
-    /// Events of traces the decision dropped.
+    /// Events of the part of a trace a local root's decision dropped (the root's own events,
+    /// see [`TailSampler`]'s rule).
     pub dropped_not_sampled: u64,
-    /// Events of evicted traces (held then, or arriving later).
+    /// Events of evicted traces (held then, or arriving later without an error).
     pub dropped_evicted: u64,
     /// Events beyond `max_events_per_trace`.
     pub dropped_over_limit: u64,
     /// Events of traces that expired without their root and were not kept.
     pub dropped_expired: u64,
-    /// Events that arrived after their trace was decided dropped.
+    /// Events dropped after their trace had already been decided dropped: those of a later part
+    /// of the trace that was not kept either (by its own local root, or on expiry), and children
+    /// of a dropped root that finish after it without an error.
     pub dropped_late: u64,
     /// Events held now.
     pub held: u64,
@@ -142,22 +177,36 @@ impl TailStats {
 /// What was decided for a trace, remembered for its late events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Decision {
+    /// Kept: later events are kept at once.
     Kept,
-    Dropped,
+    /// Dropped (by a local root, whose id is kept, or on expiry): later events are held again as
+    /// a new part of the trace, but children of that root without an error are dropped at once.
+    Dropped(Option<EventId>),
+    /// Evicted: later events are dropped, unless they are errors.
     Evicted,
 }
 
-/// One trace being held.
+/// Why a part of a trace is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeepCause {
+    Error,
+    Slow,
+    Ratio,
+}
+
+/// One trace being held (or the part of it not decided yet).
 struct Held {
     events: Vec<Arc<Event>>,
     /// Its key in `TailSampler::by_age`.
     seq: u64,
     first: Instant,
     error: bool,
+    /// The trace was already decided dropped (and counted so) before these events were decided.
+    after_drop: bool,
 }
 
 /// The tail-sampling stage: holds each trace's events until its local root ends, then keeps the
-/// trace whole or drops it whole.
+/// trace whole or drops the root's part of it.
 ///
 /// A `TailSampler` is a plain data structure that an exporter's own thread feeds with finished
 /// events ([`TailSampler::offer`]) and ticks ([`TailSampler::expire`], when
@@ -165,26 +214,51 @@ struct Held {
 /// for the sink. It takes `Arc<Event>` (what an owned-event subscriber receives) and knows nothing
 /// of any sink.
 ///
-/// **The decision**, made once per trace when its *local root* (an event without a parent in this
-/// process: no parent, or a remote one) arrives: keep the whole trace when any of its events is an
-/// error ([`is_error`]: an [`EXCEPTION_KEY`] entry in the payload, or an outcome other than
-/// `completed`), else when the root took at least [`TailSampling::slower_than`], else when the
-/// trace id falls in [`TailSampling::ratio`] (OpenTelemetry's `TraceIdRatioBased` arithmetic on
-/// the trace id's low 64 bits, so every process decides a trace alike); otherwise drop it whole.
+/// **The decision**, made when a *local root* (an event without a parent in this process: no
+/// parent, or a remote one) arrives: keep every event of its trace still held when any of them,
+/// or the root, is an error ([`is_error`]: an [`EXCEPTION_KEY`] entry in the payload, or an
+/// outcome other than `completed`), else when the root took at least
+/// [`TailSampling::slower_than`], else when the trace id falls in [`TailSampling::ratio`]
+/// (OpenTelemetry's `TraceIdRatioBased` arithmetic on the trace id's low 64 bits, so every process
+/// decides a trace alike); otherwise drop the root and the held events below it.
+///
+/// **A trace with several local roots** (a caller that calls this service twice in one trace, a
+/// retry, a message delivered twice) is decided part by part, each local root deciding its own, so
+/// that no decision drops an error or a slow root that comes after it:
+/// * a keep is final: the trace's later events are kept at once (`kept_late`);
+/// * a drop takes the root and the held events below it (`dropped_not_sampled`) and nothing else:
+///   held events of the trace that are not below that root (another request of the same trace
+///   still running) stay held, and events that arrive later are held again, as a new part that
+///   the next local root of the trace decides by the same rule (an error, a slow root); a part
+///   that is dropped too counts its events `dropped_late`;
+/// * an event whose parent is a dropped root (a detached task that finishes after its root) has
+///   no root to wait for: it is dropped at once (`dropped_late`), or, when it is an error, kept at
+///   once with every event of its trace still held, and the trace is then kept;
+/// * what a drop took is gone: an error keeps what is still held and what comes after it, never
+///   what was dropped before it arrived;
+/// * an eviction (below) is final for events without an error (`dropped_evicted`); an error of an
+///   evicted trace is kept at once, and the trace is then kept.
+///
+/// The ratio decides a trace id alike every time, so it never keeps a later part of a trace it
+/// dropped. Trace counters count decisions: a trace counts once among `traces_dropped`,
+/// `traces_expired` or `traces_evicted` for its first drop, and a later part of it that is kept
+/// counts in `traces_kept_*` too.
 ///
 /// **Bounds**, each drop counted by cause in [`TailStats`]:
 /// * at most `max_traces` traces held: a new trace beyond that evicts the one held longest
 ///   (its events, and later ones of that trace, are `dropped_evicted`);
 /// * at most `max_events_per_trace` events held per trace (the root always gets in to decide):
 ///   further ones are `dropped_over_limit`;
-/// * a trace whose root has not arrived `max_wait` after its first event is decided without it
-///   (kept on an error or by the ratio, else `dropped_expired`);
+/// * a trace (or a later part of one) whose root has not arrived `max_wait` after its first event
+///   is decided without it (kept on an error or by the ratio, else `dropped_expired`, or
+///   `dropped_late` for a later part);
 /// * decisions are remembered for the last `4 * max_traces` traces, so events that finish after
-///   their root (a detached task) follow the decision: kept (`kept_late`) or `dropped_late`; an
-///   event of a forgotten trace starts a new one.
+///   their root (a detached task) follow the rule above; an event of a forgotten trace starts a
+///   new one.
 ///
 /// Memory is bounded by `max_traces * (max_events_per_trace + 1)` shared events plus
-/// `4 * max_traces` remembered decisions (24 bytes each).
+/// `4 * max_traces` remembered decisions (a trace id, a decision and the dropped root's event id
+/// each).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -195,7 +269,7 @@ struct Held {
 /// let mut sampler = TailSampler::new(TailSampling::new().slower_than(Duration::from_millis(100)).ratio(0.0));
 /// let now = Instant::now();
 /// let mut kept = Vec::new();
-/// // A fast root with no error: dropped whole.
+/// // A fast root with no error: dropped.
 /// sampler.offer(Arc::new(Event::new("request.http", now, now, Payload::new())), now, &mut kept);
 /// // A slow one: kept.
 /// let slow = Event::new("request.http", now, now + Duration::from_millis(150), Payload::new());
@@ -294,66 +368,98 @@ impl TailSampler {
     }
 
     /// Takes one finished event that arrived at `now`; pushes onto `kept` what is now decided kept
-    /// (this event alone, or a whole trace when this is its root).
+    /// (this event alone, or the held events of its trace when this is a local root or an error
+    /// that keeps them; see the rule on [`TailSampler`]).
     pub fn offer(&mut self, event: Arc<Event>, now: Instant, kept: &mut Vec<Arc<Event>>) {
         let trace = event.trace_id();
-        if let Some(decision) = self.decided.get(&trace) {
+        let root = is_local_root(&event);
+        let mut after_drop = false;
+        if let Some(&decision) = self.decided.get(&trace) {
             match decision {
                 Decision::Kept => {
                     self.stats.kept += 1;
                     self.stats.kept_late += 1;
                     kept.push(event);
-                }
-                Decision::Dropped => self.stats.dropped_late += 1,
-                Decision::Evicted => self.stats.dropped_evicted += 1,
-            }
-            return;
-        }
-        let root = is_local_root(&event);
-        // One lookup of the trace (the maps hash with SipHash: it is most of the cost).
-        let held = match self.held.entry(trace) {
-            Entry::Occupied(mut entry) => {
-                let held = entry.get_mut();
-                if !root && held.events.len() >= self.config.max_events_per_trace {
-                    self.stats.dropped_over_limit += 1;
                     return;
                 }
-                held.error |= is_error(&event);
-                held.events.push(event);
+                Decision::Evicted => {
+                    if is_error(&event) {
+                        self.keep_error_at_once(trace, event, kept);
+                    } else {
+                        self.stats.dropped_evicted += 1;
+                    }
+                    return;
+                }
+                // A child of the dropped root has no root left to wait for.
+                Decision::Dropped(Some(dropped)) if !root && event.parent_id() == Some(dropped) => {
+                    if is_error(&event) {
+                        self.keep_error_at_once(trace, event, kept);
+                    } else {
+                        self.stats.dropped_late += 1;
+                    }
+                    return;
+                }
+                // Anything else starts (or joins) a later part of the trace, held for its root.
+                Decision::Dropped(_) => after_drop = true,
+            }
+        }
+        let error = is_error(&event);
+        // One lookup of the trace (the maps hash with SipHash: it is most of the cost).
+        match self.held.entry(trace) {
+            Entry::Occupied(mut entry) => {
+                let held = entry.get_mut();
                 if !root {
+                    if held.events.len() >= self.config.max_events_per_trace {
+                        self.stats.dropped_over_limit += 1;
+                        return;
+                    }
+                    held.error |= error;
+                    held.events.push(event);
                     self.stats.held += 1;
                     return;
                 }
                 let held = entry.remove();
                 self.by_age.remove(&held.seq);
-                self.stats.held -= (held.events.len() - 1) as u64;
-                self.decide(trace, held.events, held.error, true, kept);
-                return;
+                self.stats.held -= held.events.len() as u64;
+                let rest = self.decide_root(trace, held.events, held.error, held.after_drop, event, kept);
+                if !rest.is_empty() {
+                    // Events of another root of the trace, still running: they wait for it.
+                    self.stats.held += rest.len() as u64;
+                    self.by_age.insert(held.seq, trace);
+                    self.held.insert(
+                        trace,
+                        Held {
+                            events: rest,
+                            seq: held.seq,
+                            first: held.first,
+                            error: false,
+                            after_drop: true,
+                        },
+                    );
+                }
             }
             Entry::Vacant(entry) => {
                 if root {
                     // A trace of one event (or whose root came first): decide at once.
-                    let error = is_error(&event);
-                    self.decide(trace, vec![event], error, true, kept);
+                    self.decide_root(trace, Vec::new(), false, after_drop, event, kept);
                     return;
                 }
                 let seq = self.next_seq;
+                self.next_seq += 1;
                 entry.insert(Held {
-                    events: Vec::new(),
+                    events: vec![event],
                     seq,
                     first: now,
-                    error: false,
-                })
+                    error,
+                    after_drop,
+                });
+                self.stats.held += 1;
+                self.by_age.insert(seq, trace);
+                // Past `max_traces` the trace held longest goes (never this one: it is the newest).
+                if self.held.len() > self.config.max_traces {
+                    self.evict_oldest();
+                }
             }
-        };
-        held.error |= is_error(&event);
-        held.events.push(event);
-        self.stats.held += 1;
-        self.next_seq += 1;
-        self.by_age.insert(self.next_seq - 1, trace);
-        // Past `max_traces` the trace held longest goes (never this one: it is the newest).
-        if self.held.len() > self.config.max_traces {
-            self.evict_oldest();
         }
     }
 
@@ -367,9 +473,7 @@ impl TailSampler {
             }
             self.by_age.remove(&seq);
             let held = self.held.remove(&trace).expect("indexed");
-            self.stats.held -= held.events.len() as u64;
-            self.stats.traces_expired += 1;
-            self.decide(trace, held.events, held.error, false, kept);
+            self.decide_rootless(trace, held, kept);
         }
     }
 
@@ -377,50 +481,125 @@ impl TailSampler {
     pub fn finish(&mut self, kept: &mut Vec<Arc<Event>>) {
         while let Some((_, trace)) = self.by_age.pop_first() {
             let held = self.held.remove(&trace).expect("indexed");
-            self.stats.held -= held.events.len() as u64;
-            self.stats.traces_expired += 1;
-            self.decide(trace, held.events, held.error, false, kept);
+            self.decide_rootless(trace, held, kept);
         }
     }
 
-    /// Decides `trace`, whose events (not counted as held any more) are `events`; `rooted` when its
-    /// local root is the last of `events`.
-    fn decide(
+    /// Why the part of `trace` being decided is kept, if it is: `error` when one of its events
+    /// is an error, `root` when its local root arrived.
+    fn keep_cause(&self, trace: TraceId, error: bool, root: Option<&Event>) -> Option<KeepCause> {
+        let slow = match (self.config.slower_than, root) {
+            (Some(threshold), Some(root)) => root.duration() >= threshold,
+            _ => false,
+        };
+        if error {
+            Some(KeepCause::Error)
+        } else if slow {
+            Some(KeepCause::Slow)
+        } else if self.config.ratio_keeps(trace) {
+            Some(KeepCause::Ratio)
+        } else {
+            None
+        }
+    }
+
+    /// Decides the part of `trace` that its local root `root` ends; `events` (not counted as
+    /// held any more) are the trace's held events, `error` whether one of them is an error,
+    /// `after_drop` whether the trace was decided dropped before. Returns the events the decision
+    /// does not take: on a drop, those not below `root`.
+    fn decide_root(
         &mut self,
         trace: TraceId,
-        events: Vec<Arc<Event>>,
+        mut events: Vec<Arc<Event>>,
         error: bool,
+        after_drop: bool,
+        root: Arc<Event>,
+        kept: &mut Vec<Arc<Event>>,
+    ) -> Vec<Arc<Event>> {
+        match self.keep_cause(trace, error || is_error(&root), Some(&root)) {
+            Some(cause) => {
+                events.push(root);
+                self.keep(trace, cause, events, true, kept);
+                Vec::new()
+            }
+            None => {
+                let root_id = root.id();
+                let (below, rest) = split_below(events, root_id);
+                self.count_drop(below.len() as u64 + 1, after_drop, true);
+                self.remember(trace, Decision::Dropped(Some(root_id)));
+                rest
+            }
+        }
+    }
+
+    /// Decides `held`, a trace (or a later part of one) whose root did not come (`max_wait`, or
+    /// the sampler finishing).
+    fn decide_rootless(&mut self, trace: TraceId, held: Held, kept: &mut Vec<Arc<Event>>) {
+        self.stats.held -= held.events.len() as u64;
+        match self.keep_cause(trace, held.error, None) {
+            Some(cause) => self.keep(trace, cause, held.events, false, kept),
+            None => {
+                self.count_drop(held.events.len() as u64, held.after_drop, false);
+                // A root dropped before still has its late children dropped at once.
+                let root = match self.decided.get(&trace) {
+                    Some(Decision::Dropped(root)) => *root,
+                    _ => None,
+                };
+                self.remember(trace, Decision::Dropped(root));
+            }
+        }
+    }
+
+    /// Keeps `events` (not counted as held any more), the part of `trace` being decided, for
+    /// `cause`; `rooted` when its local root is among them.
+    fn keep(
+        &mut self,
+        trace: TraceId,
+        cause: KeepCause,
+        events: Vec<Arc<Event>>,
         rooted: bool,
         kept: &mut Vec<Arc<Event>>,
     ) {
-        let slow = rooted
-            && match (self.config.slower_than, events.last()) {
-                (Some(threshold), Some(root)) => root.duration() >= threshold,
-                _ => false,
-            };
-        let decision = if error {
-            self.stats.traces_kept_error += 1;
-            Decision::Kept
-        } else if slow {
-            self.stats.traces_kept_slow += 1;
-            Decision::Kept
-        } else if self.config.ratio_keeps(trace) {
-            self.stats.traces_kept_ratio += 1;
-            Decision::Kept
-        } else {
-            Decision::Dropped
-        };
-        let n = events.len() as u64;
-        if decision == Decision::Kept {
-            self.stats.kept += n;
-            kept.extend(events);
+        match cause {
+            KeepCause::Error => self.stats.traces_kept_error += 1,
+            KeepCause::Slow => self.stats.traces_kept_slow += 1,
+            KeepCause::Ratio => self.stats.traces_kept_ratio += 1,
+        }
+        if !rooted {
+            self.stats.traces_expired += 1;
+        }
+        self.stats.kept += events.len() as u64;
+        kept.extend(events);
+        self.remember(trace, Decision::Kept);
+    }
+
+    /// Counts `n` dropped events of a part of a trace: `after_drop` when the trace was decided
+    /// dropped before, `rooted` when its local root decided.
+    fn count_drop(&mut self, n: u64, after_drop: bool, rooted: bool) {
+        if after_drop {
+            self.stats.dropped_late += n;
         } else if rooted {
             self.stats.traces_dropped += 1;
             self.stats.dropped_not_sampled += n;
         } else {
+            self.stats.traces_expired += 1;
             self.stats.dropped_expired += n;
         }
-        self.remember(trace, decision);
+    }
+
+    /// Keeps `error`, an error of a trace decided dropped or evicted that has no root left to wait
+    /// for, with every event of its trace still held; the trace is kept from now on.
+    fn keep_error_at_once(&mut self, trace: TraceId, error: Arc<Event>, kept: &mut Vec<Arc<Event>>) {
+        let mut events = match self.held.remove(&trace) {
+            Some(held) => {
+                self.by_age.remove(&held.seq);
+                self.stats.held -= held.events.len() as u64;
+                held.events
+            }
+            None => Vec::new(),
+        };
+        events.push(error);
+        self.keep(trace, KeepCause::Error, events, true, kept);
     }
 
     /// Evicts the trace held longest.
@@ -446,4 +625,60 @@ impl TailSampler {
             }
         }
     }
+}
+
+/// Splits `events` (held events of one trace, in arrival order) into those below the local root
+/// `root` (its descendants, through parents among `events`) and the rest, each in arrival order.
+/// Parent ids from another process may form a cycle; an event on one is not below `root`.
+fn split_below(events: Vec<Arc<Event>>, root: EventId) -> (Vec<Arc<Event>>, Vec<Arc<Event>>) {
+    let parent = |event: &Event| event.parent_id().filter(|_| !event.parent_is_remote());
+    // Most traces: every held event is a child of the root.
+    if events.iter().all(|event| parent(event) == Some(root)) {
+        return (events, Vec::new());
+    }
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Mark {
+        Unknown,
+        Visiting,
+        Below,
+        Other,
+    }
+    let index: HashMap<EventId, usize> = events.iter().enumerate().map(|(i, e)| (e.id(), i)).collect();
+    let mut marks = vec![Mark::Unknown; events.len()];
+    let mut path = Vec::new();
+    for start in 0..events.len() {
+        let mut at = start;
+        let verdict = loop {
+            match marks[at] {
+                Mark::Below => break Mark::Below,
+                // Visiting: a cycle of parent ids on the path being walked.
+                Mark::Other | Mark::Visiting => break Mark::Other,
+                Mark::Unknown => {}
+            }
+            marks[at] = Mark::Visiting;
+            path.push(at);
+            match parent(&events[at]) {
+                Some(p) if p == root => break Mark::Below,
+                Some(p) => match index.get(&p) {
+                    Some(&next) => at = next,
+                    None => break Mark::Other,
+                },
+                None => break Mark::Other,
+            }
+        };
+        for &i in &path {
+            marks[i] = verdict;
+        }
+        path.clear();
+    }
+    let mut below = Vec::new();
+    let mut rest = Vec::new();
+    for (event, mark) in events.into_iter().zip(marks) {
+        if mark == Mark::Below {
+            below.push(event);
+        } else {
+            rest.push(event);
+        }
+    }
+    (below, rest)
 }

@@ -28,7 +28,7 @@ use std::hint::black_box;
 
 use notify_core::Payload;
 
-#[path = "../benches/support/fixture.rs"]
+#[path = "../support/fixture.rs"]
 mod fixture;
 
 fn main() {
