@@ -42,7 +42,7 @@
 //! | `NO_COLOR` | no colour when set and not empty | |
 //! | `NOTIFY_LOG_FORMAT` | `dev`, `json` or `logfmt`, over the preset's | |
 //! | `NOTIFY_NATS_URL`, `NOTIFY_NATS_PREFIX` | export events to NATS (prefix default `notify`) | `nats` |
-//! | `NOTIFY_PROMETHEUS_ADDRESS` | serve `/metrics` on `ip:port` | `prometheus` |
+//! | `NOTIFY_PROMETHEUS_ADDRESS` | serve `/metrics` on `ip:port`: RED metrics (`http.server.request.duration`, `http.client.request.duration`) and every event's duration, with trace exemplars (notify-metrics' `PrometheusExporter`) | `prometheus` |
 //! | `NOTIFY_WEB_ADDRESS`, `NOTIFY_WEB_TOKEN` | serve the live page on `ip:port` | `web` |
 //!
 //! A value the setup cannot use is a [`SetupError::Config`] naming the variable
@@ -384,9 +384,7 @@ impl Drop for Guard {
         }
         #[cfg(feature = "prometheus")]
         if let Some(mut prometheus) = self.prometheus.take() {
-            if let Some(s) = prometheus.subscription.take() {
-                let _ = s.unsubscribe();
-            }
+            drop(prometheus.exporter.take());
         }
         let _ = SHUTDOWN_DEADLINE;
         if let Some(logger) = self.structured.take() {

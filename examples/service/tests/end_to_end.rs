@@ -56,6 +56,11 @@ fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) ->
 
 /// A GET with extra headers over a plain socket: status and body.
 fn get(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::Result<(u16, String)> {
+    get_with_head(address, path, headers).map(|(status, _, body)| (status, body))
+}
+
+/// A GET with extra headers over a plain socket: status, response head and body.
+fn get_with_head(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::Result<(u16, String, String)> {
     let mut stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
@@ -68,9 +73,9 @@ fn get(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> std::io::Re
     stream.read_to_end(&mut response)?;
     let response = String::from_utf8_lossy(&response).into_owned();
     let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     // Chunked bodies (axum's) keep their chunk sizes; the tests look for substrings only.
-    Ok((status, body.to_owned()))
+    Ok((status, head.to_ascii_lowercase(), body.to_owned()))
 }
 
 /// The test's OTLP/HTTP receiver: the bodies of the POSTs to `/v1/traces`.
@@ -177,8 +182,11 @@ fn i47_5_example_service_end_to_end() {
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
 
     let traceparent = format!("00-{TRACE}-{CALLER_SPAN}-01");
-    let (status, body) = get(app, "/books/1", &[("traceparent", &traceparent), ("x-api-key", SECRET)]).unwrap();
+    let (status, head, body) =
+        get_with_head(app, "/books/1", &[("traceparent", &traceparent), ("x-api-key", SECRET)]).unwrap();
     assert_eq!(status, 200, "{body}");
+    // W3C out to the client: Level 2's traceresponse names the caller's trace.
+    assert!(head.contains(&format!("traceresponse: 00-{TRACE}-")), "{head}");
     assert!(body.contains("Dune by Frank Herbert: 1.99 EUR"), "{body}");
     let (status, _) = get(app, "/books/99", &[]).unwrap();
     assert_eq!(status, 404);
@@ -200,9 +208,10 @@ fn i47_5_example_service_end_to_end() {
     let _prometheus = start_prometheus(dir.path(), prometheus_port, metrics);
     let prometheus: SocketAddr = format!("127.0.0.1:{prometheus_port}").parse().unwrap();
     wait_for(Duration::from_secs(60), "prometheus to scrape the service", || {
-        let query = "/api/v1/query?query=notify_events_total%7Bevent%3D%22request.http%22%7D";
+        // http_server_request_duration_seconds_count{http_route="/books/{id}"}: the RED metrics.
+        let query = "/api/v1/query?query=http_server_request_duration_seconds_count%7Bhttp_route%3D%22%2Fbooks%2F%7Bid%7D%22%7D";
         let (status, body) = get(prometheus, query, &[]).ok()?;
-        (status == 200 && body.contains("\"event\":\"request.http\"")).then_some(())
+        (status == 200 && body.contains("\"http_route\":\"/books/{id}\"")).then_some(())
     });
 
     // Stop the service: its guard flushes the OTLP exporter and the lines.

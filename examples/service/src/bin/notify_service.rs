@@ -90,7 +90,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let routes = routes.layer(
         ServerLayer::new()
             .route_from(|request| request.extensions.get::<MatchedPath>().map(|p| p.as_str().to_owned()))
-            .request_headers(Headers::All),
+            .request_headers(Headers::All)
+            .traceresponse(true),
     );
     // glue:end
     service_example::serve(listener, routes).await?;
