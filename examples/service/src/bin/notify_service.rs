@@ -30,9 +30,10 @@ async fn book(State(app): State<App<Client>>, Path(id): Path<i64>) -> Result<Str
     let (title, author): (String, String) = {
         let db = app.db.lock().unwrap();
         let query = || db.query_row(BOOK_SQL, [id], |row| Ok((row.get(0)?, row.get(1)?)));
-        let binds = || Payload::new().with("sql", BOOK_SQL).with("binds", vec![id]); // glue
+        // glue:begin
+        let binds = || Payload::new().with("sql", BOOK_SQL).with("binds", vec![id]);
         notify_core::instrument("query.sql", binds, |_| query()).map_err(|_| StatusCode::NOT_FOUND)?
-        // glue
+        // glue:end
     };
     log::info!("book {id} found: {title}"); // glue
     let request = service_example::price_request(&app.prices, id);
@@ -71,10 +72,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => None,
     };
     let count = consumed.clone();
+    // glue:begin
     let on_request = Subscriber::event(move |_: &Event| {
         count.fetch_add(1, Ordering::Relaxed);
-    }); // glue
-    let _consuming = consumer.subscribe("request.http", on_request); // glue
+    });
+    let _consuming = consumer.subscribe("request.http", on_request);
+    // glue:end
     let app = App {
         db: service_example::database()?,
         client: ClientLayer::new().layer(service_example::http_client()), // glue
