@@ -66,7 +66,9 @@ pub struct ReadmeDoctests;
 
 mod config;
 mod dev;
+mod features;
 mod output;
+mod rails;
 mod sinks;
 
 #[cfg(feature = "tracing")]
@@ -211,7 +213,7 @@ impl Setup {
             Some(config) => config,
             None => Config::from_env()?,
         };
-        check_features(&config)?;
+        features::check(&config, features::BUILT)?;
         let notifier = Notifier::global();
         let service_name = config
             .service_name
@@ -286,37 +288,6 @@ impl Setup {
         let _ = &service_name;
         Ok(guard)
     }
-}
-
-/// A variable set for a sink this build left out is an error, not a sink silently missing.
-fn check_features(config: &Config) -> Result<(), ConfigError> {
-    let missing = |variable: &'static str, value: Option<String>, enabled: bool, feature: &str| match value {
-        Some(value) if !enabled => Err(ConfigError::new(
-            variable,
-            &value,
-            format!("set, but instrumentation-setup was built without its `{feature}` feature"),
-        )),
-        _ => Ok(()),
-    };
-    missing(
-        OTEL_EXPORTER_OTLP_ENDPOINT,
-        config.otlp.as_ref().map(|o| o.traces_endpoint.clone()),
-        cfg!(feature = "opentelemetry"),
-        "opentelemetry",
-    )?;
-    missing(NOTIFY_NATS_URL, config.nats_url.clone(), cfg!(feature = "nats"), "nats")?;
-    missing(
-        NOTIFY_PROMETHEUS_ADDRESS,
-        config.prometheus.map(|a| a.to_string()),
-        cfg!(feature = "prometheus"),
-        "prometheus",
-    )?;
-    missing(
-        NOTIFY_WEB_ADDRESS,
-        config.web.map(|a| a.to_string()),
-        cfg!(feature = "web"),
-        "web",
-    )
 }
 
 fn executable_name() -> String {

@@ -67,7 +67,7 @@ impl Output {
         match self.format {
             LogFormat::Json => structured::write_record(Format::Json, &self.keys, record, &mut line),
             LogFormat::Logfmt => structured::write_record(Format::Logfmt, &self.keys, record, &mut line),
-            LogFormat::Dev => crate::dev::write_record(self.color, record, &mut line),
+            LogFormat::Dev => crate::rails::write_record(self.color, record, &mut line),
         }
         self.write_line(&line);
     }

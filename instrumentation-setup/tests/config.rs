@@ -1,6 +1,6 @@
 //! Issue 47 item 1: every variable's invalid value is an error naming it, never a panic.
 
-use instrumentation_setup::{Config, ConfigError, LogFormat, Setup, SetupError};
+use instrumentation_setup::{Config, ConfigError, LogFormat};
 
 fn error(vars: &[(&str, &str)]) -> ConfigError {
     Config::from_vars(vars.iter().copied()).expect_err("an invalid value is an error")
@@ -190,6 +190,7 @@ fn i47_1_web_address_and_token() {
 #[cfg(not(feature = "nats"))]
 #[test]
 fn i47_1_sink_variable_without_its_feature() {
+    use instrumentation_setup::{Setup, SetupError};
     let config = Config::from_vars([("NOTIFY_NATS_URL", "nats://127.0.0.1:4222")]).unwrap();
     match Setup::production().config(config).init() {
         Err(SetupError::Config(e)) => {

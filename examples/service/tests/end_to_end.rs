@@ -78,8 +78,11 @@ fn get_with_head(address: SocketAddr, path: &str, headers: &[(&str, &str)]) -> s
     Ok((status, head.to_ascii_lowercase(), body.to_owned()))
 }
 
+/// The request bodies a receiver got.
+type Bodies = Arc<Mutex<Vec<Vec<u8>>>>;
+
 /// The test's OTLP/HTTP receiver: the bodies of the POSTs to `/v1/traces`.
-fn otlp_receiver() -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>, std::thread::JoinHandle<()>) {
+fn otlp_receiver() -> (SocketAddr, Bodies, std::thread::JoinHandle<()>) {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
