@@ -95,8 +95,37 @@ impl Context {
         Context {
             trace_id: Some(ids::random_trace_id()),
             event_id: None,
-            flags: 0,
+            flags: ids::RANDOM,
         }
+    }
+
+    /// The same context with W3C Level 2's random trace id flag set (or cleared): its trace id
+    /// was generated randomly. [`Context::new_trace`] sets it, and
+    /// [`Context::from_traceparent`] when the header does; [`Context::traceparent`] sends it.
+    /// Events started under the context do not carry it
+    /// ([`Propagated`](crate::Propagated) does, for their trace).
+    ///
+    /// ```
+    /// use notify_core::{event::EventId, Context, TraceId};
+    /// let context = Context::new(TraceId::new(9).unwrap(), Some(EventId::new(5)));
+    /// assert!(!context.has_random_trace_id());
+    /// assert!(context.with_random_trace_id(true).has_random_trace_id());
+    /// assert!(Context::new_trace().has_random_trace_id());
+    /// ```
+    #[must_use]
+    pub const fn with_random_trace_id(mut self, random: bool) -> Context {
+        if random {
+            self.flags |= ids::RANDOM;
+        } else {
+            self.flags &= !ids::RANDOM;
+        }
+        self
+    }
+
+    /// True when the context says its trace id was generated randomly
+    /// ([`Context::with_random_trace_id`]).
+    pub const fn has_random_trace_id(&self) -> bool {
+        self.flags & ids::RANDOM != 0
     }
 
     /// A context of a known trace and parent event id of this process, its sampling not decided

@@ -8,6 +8,9 @@
 //!   [`Value::escaped`](crate::Value::escaped) returns.
 //! * [`EscapingWriter`]: a [`fmt::Write`] adapter that escapes everything written through it, for
 //!   building such a display yourself.
+//! * [`Excerpt`]: the owned, bounded copy of an input that an error keeps to quote it: at most 64
+//!   characters and the input's length, whatever the input's size. Every error made from text
+//!   that came from outside (a URL, a header, a message) quotes it through one.
 //!
 //! # What is escaped
 //!
@@ -138,6 +141,72 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// What an error keeps of the input it quotes: the first [`Excerpt::MAX_CHARS`] characters (or
+/// fewer, [`Excerpt::with_max_chars`]) and the input's whole length in bytes; shown as
+/// [`Escaped::truncated`] shows it (escaped; `…[N bytes]` after the kept characters when the input
+/// was longer). An error that kept its whole input would make a 1 MB message (and hold 1 MB) out
+/// of a 1 MB header or URL, and a server that echoes the message would answer with it.
+///
+/// ```
+/// use notify_core::escape::Excerpt;
+/// assert_eq!(Excerpt::new("xyz").to_string(), "xyz");
+/// let huge = Excerpt::new(&"a".repeat(1 << 20));
+/// assert_eq!(huge.to_string(), format!("{}…[1048576 bytes]", "a".repeat(64)));
+/// assert_eq!((huge.kept(), huge.input_len()), ("a".repeat(64).as_str(), 1 << 20));
+/// assert_eq!(Excerpt::with_max_chars("line\nfeed", 4).to_string(), "line…[9 bytes]");
+/// assert_eq!(Excerpt::new("a\nb").to_string(), r"a\nb");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Excerpt {
+    kept: Box<str>,
+    input_len: usize,
+}
+
+impl Excerpt {
+    /// The characters kept by [`Excerpt::new`]: enough to recognise an input, never a large
+    /// message (at most 64 × 4 bytes kept, 64 × 8 bytes shown escaped).
+    pub const MAX_CHARS: usize = 64;
+
+    /// The first [`Excerpt::MAX_CHARS`] characters of `text`, and its length.
+    pub fn new(text: &str) -> Excerpt {
+        Excerpt::with_max_chars(text, Excerpt::MAX_CHARS)
+    }
+
+    /// The first `max_chars` characters of `text`, and its length.
+    pub fn with_max_chars(text: &str, max_chars: usize) -> Excerpt {
+        let end = text.char_indices().nth(max_chars).map_or(text.len(), |(at, _)| at);
+        Excerpt {
+            kept: text[..end].into(),
+            input_len: text.len(),
+        }
+    }
+
+    /// The characters kept, unescaped.
+    pub fn kept(&self) -> &str {
+        &self.kept
+    }
+
+    /// The length of the whole input, in bytes.
+    pub fn input_len(&self) -> usize {
+        self.input_len
+    }
+
+    /// True when the input was longer than what is kept.
+    pub fn is_cut(&self) -> bool {
+        self.kept.len() < self.input_len
+    }
+}
+
+impl fmt::Display for Excerpt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_escaped(f, &self.kept)?;
+        if self.is_cut() {
+            write!(f, "…[{} bytes]", self.input_len)?;
+        }
+        Ok(())
+    }
+}
+
 /// A [`fmt::Write`] that escapes everything written through it (see the [module docs](self))
 /// before passing it on to the inner writer.
 ///
@@ -247,6 +316,30 @@ mod tests {
         assert_eq!(Escaped::truncated("\n\n\n", 2).to_string(), r"\n\n…[3 bytes]");
         assert_eq!(Escaped::truncated("", 0).to_string(), "");
         assert_eq!(Escaped::truncated("a", 0).to_string(), "…[1 bytes]");
+    }
+
+    #[test]
+    fn an_excerpt_keeps_at_most_its_characters_and_shows_as_the_truncated_escape() {
+        let big = "é".repeat(1 << 19); // 1 MiB
+        let excerpt = Excerpt::new(&big);
+        assert_eq!(excerpt.kept().len(), 2 * Excerpt::MAX_CHARS);
+        assert_eq!(
+            excerpt.to_string(),
+            Escaped::truncated(&big, Excerpt::MAX_CHARS).to_string()
+        );
+        assert_eq!(excerpt.to_string().len(), 2 * 64 + "…[1048576 bytes]".len());
+        for text in [HOSTILE, "", "a", "\n".repeat(70).as_str()] {
+            for max in [0, 1, 5, 64, 1000] {
+                let e = Excerpt::with_max_chars(text, max);
+                assert_eq!(
+                    e.to_string(),
+                    Escaped::truncated(text, max).to_string(),
+                    "{text:?} {max}"
+                );
+                assert_eq!(e.is_cut(), text.chars().count() > max);
+                assert_eq!(e.input_len(), text.len());
+            }
+        }
     }
 
     #[test]

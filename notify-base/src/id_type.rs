@@ -13,6 +13,8 @@
 //!   parses that form back, and is made from any `u64` as `decimal` ids are: the event id, so
 //!   that what a program prints matches its log lines, its JSON and `traceparent` headers.
 
+use crate::escape::Excerpt;
+
 /// Defines an id newtype. The caller gives the docs and derives-free struct line; the macro adds
 /// everything else. See the module docs for the two forms.
 macro_rules! id_type {
@@ -210,21 +212,21 @@ pub(crate) fn hex_u64(text: &str) -> Option<u64> {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventIdError {
-    text: String,
+    text: Excerpt,
 }
 
 impl EventIdError {
     pub(crate) fn new(text: &str) -> EventIdError {
         // Bounded: the text may come from a URL or a header.
         EventIdError {
-            text: text.chars().take(64).collect(),
+            text: Excerpt::new(text),
         }
     }
 }
 
 impl std::fmt::Display for EventIdError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "an event id is 16 hex digits, not all zero: {:?}", self.text)
+        write!(f, "an event id is 16 hex digits, not all zero: \"{}\"", self.text)
     }
 }
 
@@ -251,7 +253,10 @@ impl serde::de::Visitor<'_> for HexOrNumber {
     }
 
     fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<u64, E> {
-        hex_u64(text).ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(text), &self))
+        // serde quotes the unexpected string whole: an excerpt of it (a 1 MB string in a
+        // document would make a 1 MB error).
+        hex_u64(text)
+            .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(&Excerpt::new(text).to_string()), &self))
     }
 }
 

@@ -52,6 +52,10 @@ pub(crate) const SAMPLED: u8 = 2;
 /// Frame flag: the frame's event lives in another process (a context read from a W3C
 /// `traceparent`): events started under it have a remote parent.
 pub(crate) const REMOTE: u8 = 4;
+/// Frame flag of an attached context: its trace id was generated randomly (W3C Level 2's random
+/// flag: a trace notify started, or an incoming `traceparent` that says so). Events do not carry
+/// it; [`Propagated`](crate::Propagated) holds it for their trace.
+pub(crate) const RANDOM: u8 = 8;
 
 const NO_FRAME: Frame = Frame {
     key: 0,
@@ -441,12 +445,12 @@ pub(crate) fn enter(id: EventId, trace: TraceId, sampled: bool) {
 }
 
 /// Makes `frame`'s event and trace current until [`leave`] with the returned key.
+#[inline]
 pub(crate) fn attach(frame: Frame) -> u64 {
-    THREAD.with(|thread| {
-        let key = thread.next_event_id();
-        thread.push(Frame { key, ..frame });
-        key
-    })
+    let thread = this_thread();
+    let key = thread.next_event_id();
+    thread.push(Frame { key, ..frame });
+    key
 }
 
 /// Events entered on one thread and finished on another, not yet dropped from their stack.

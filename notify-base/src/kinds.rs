@@ -407,7 +407,13 @@ impl<'de> serde::Deserialize<'de> for SubscriberKind {
             "evented" => SubscriberKind::Evented,
             "silenceable" => SubscriberKind::Silenceable,
             "owned" => SubscriberKind::Owned,
-            other => return Err(serde::de::Error::unknown_variant(other, NAMES)),
+            // serde quotes the name whole: an excerpt of it.
+            other => {
+                return Err(serde::de::Error::unknown_variant(
+                    &crate::escape::Excerpt::new(other).to_string(),
+                    NAMES,
+                ))
+            }
         })
     }
 }

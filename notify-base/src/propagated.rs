@@ -1,10 +1,11 @@
 //! [`Propagated`]: what a request carries to the next service beside its [`Context`]'s ids: the
 //! W3C trace flags of its trace (Level 2's *random* flag), its `tracestate`, and its W3C baggage.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use crate::baggage::Baggage;
@@ -14,9 +15,27 @@ use crate::trace_id::TraceId;
 use crate::tracestate::TraceState;
 
 thread_local! {
-    /// What is propagated from this thread's current scope.
-    static CURRENT: RefCell<Propagated> = const { RefCell::new(Propagated::new()) };
+    /// What is propagated from this thread's current scope: one pointer, swapped in and out.
+    static CURRENT: Cell<Option<Arc<Fields>>> = const { Cell::new(None) };
 }
+
+/// The record behind a non-empty [`Propagated`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Fields {
+    /// The trace `flags` and `state` belong to; 0: none.
+    trace: u128,
+    flags: TraceFlags,
+    state: TraceState,
+    baggage: Baggage,
+}
+
+/// The empty record, for reads of an empty [`Propagated`].
+static EMPTY: Fields = Fields {
+    trace: 0,
+    flags: TraceFlags::NONE,
+    state: TraceState::new(),
+    baggage: Baggage::new(),
+};
 
 /// What a request carries to the services it calls beside the trace and parent ids of its
 /// [`Context`] (OpenTelemetry keeps the same things in its `Context`: the span context's trace
@@ -36,7 +55,7 @@ thread_local! {
 /// [`Instrument::in_current_context`](crate::Instrument::in_current_context) carries it into
 /// spawned work with the context. notify-http's server layer makes the incoming one current for
 /// the handler, its client layer sends the current one with every call. Empty, it holds no
-/// allocation; a clone is at most two reference-count increments.
+/// allocation (it is one pointer); a clone is a reference-count increment.
 ///
 /// ```
 /// use notify_core::context::{self, Propagated};
@@ -56,39 +75,42 @@ thread_local! {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Propagated {
-    /// The trace `flags` and `state` belong to; 0: none.
-    trace: u128,
-    flags: TraceFlags,
-    state: TraceState,
-    baggage: Baggage,
+    fields: Option<Arc<Fields>>,
 }
 
 impl Propagated {
     /// Nothing propagated.
     pub const fn new() -> Propagated {
-        Propagated {
-            trace: 0,
-            flags: TraceFlags::NONE,
-            state: TraceState::new(),
-            baggage: Baggage::new(),
-        }
+        Propagated { fields: None }
+    }
+
+    fn fields(&self) -> &Fields {
+        self.fields.as_deref().unwrap_or(&EMPTY)
+    }
+
+    fn fields_mut(&mut self) -> &mut Fields {
+        Arc::make_mut(self.fields.get_or_insert_with(Default::default))
     }
 
     /// The trace flags and `tracestate` of `trace_id` (as received in its `traceparent`, or
     /// [`TraceFlags::RANDOM`] for a trace id this process generated).
     pub fn for_trace(trace_id: TraceId, flags: TraceFlags, state: TraceState) -> Propagated {
         Propagated {
-            trace: trace_id.get(),
-            flags,
-            state,
-            baggage: Baggage::new(),
+            fields: Some(Arc::new(Fields {
+                trace: trace_id.get(),
+                flags,
+                state,
+                baggage: Baggage::new(),
+            })),
         }
     }
 
     /// The same with `baggage` instead of its own.
     #[must_use]
     pub fn with_baggage(mut self, baggage: Baggage) -> Propagated {
-        self.baggage = baggage;
+        if self.fields.is_some() || !baggage.is_empty() {
+            self.fields_mut().baggage = baggage;
+        }
         self
     }
 
@@ -96,40 +118,46 @@ impl Propagated {
     /// [`TraceState::with`]).
     #[must_use]
     pub fn with_trace_state(mut self, state: TraceState) -> Propagated {
-        self.state = state;
+        self.fields_mut().state = state;
         self
     }
 
     /// What is propagated from this thread's current scope (empty outside any).
     pub fn current() -> Propagated {
-        CURRENT.with(|current| current.borrow().clone())
+        CURRENT.with(|current| {
+            let fields = current.take();
+            let copy = fields.clone();
+            current.set(fields);
+            Propagated { fields: copy }
+        })
     }
 
     /// The trace the flags and `tracestate` belong to.
     pub fn trace_id(&self) -> Option<TraceId> {
-        TraceId::new(self.trace)
+        TraceId::new(self.fields().trace)
     }
 
     /// The trace flags as received or generated.
     pub fn trace_flags(&self) -> TraceFlags {
-        self.flags
+        self.fields().flags
     }
 
     /// The `tracestate`.
     pub fn trace_state(&self) -> &TraceState {
-        &self.state
+        &self.fields().state
     }
 
     /// The baggage.
     pub fn baggage(&self) -> &Baggage {
-        &self.baggage
+        &self.fields().baggage
     }
 
     /// The trace flags of `trace` beyond *sampled*: this record's when it is of that trace,
     /// else none.
     pub fn flags_for(&self, trace: TraceId) -> TraceFlags {
-        if self.trace == trace.get() {
-            self.flags.with_sampled(false)
+        let fields = self.fields();
+        if fields.trace == trace.get() {
+            fields.flags.with_sampled(false)
         } else {
             TraceFlags::NONE
         }
@@ -137,20 +165,22 @@ impl Propagated {
 
     /// The `tracestate` of `trace`: this record's when it is of that trace, else `None`.
     pub fn state_for(&self, trace: TraceId) -> Option<&TraceState> {
-        (self.trace == trace.get() && !self.state.is_empty()).then_some(&self.state)
+        let fields = self.fields();
+        (fields.trace == trace.get() && !fields.state.is_empty()).then_some(&fields.state)
     }
 
     /// True when nothing is propagated.
     pub fn is_empty(&self) -> bool {
-        self.trace == 0 && self.state.is_empty() && self.baggage.is_empty()
+        let fields = self.fields();
+        fields.trace == 0 && fields.state.is_empty() && fields.baggage.is_empty()
     }
 
     /// Makes this current on this thread until the guard drops (then the previous one is current
     /// again). Guards must drop in the reverse order of their `attach`, as they do in blocks.
     pub fn attach(self) -> PropagatedGuard {
-        let previous = CURRENT.with(|current| std::mem::replace(&mut *current.borrow_mut(), self));
+        let previous = CURRENT.with(|current| current.replace(self.fields));
         PropagatedGuard {
-            previous: Some(previous),
+            previous: Some(Propagated { fields: previous }),
             _not_send: PhantomData,
         }
     }
@@ -163,8 +193,9 @@ impl Propagated {
 
     /// Makes this current while the returned guard lives, by moving it into the thread's slot
     /// and back (no clone): what a future or body wrapper does around each poll.
+    #[inline]
     pub fn enter(&mut self) -> PropagatedEntered<'_> {
-        CURRENT.with(|current| std::mem::swap(&mut *current.borrow_mut(), self));
+        swap_with_current(&mut self.fields);
         PropagatedEntered {
             slot: self,
             _not_send: PhantomData,
@@ -192,7 +223,7 @@ impl Drop for PropagatedGuard {
     fn drop(&mut self) {
         if let Some(previous) = self.previous.take() {
             // During thread exit the slot may be gone: nothing to restore then.
-            let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
+            let _ = CURRENT.try_with(|current| current.set(previous.fields));
         }
     }
 }
@@ -206,9 +237,19 @@ pub struct PropagatedEntered<'a> {
 }
 
 impl Drop for PropagatedEntered<'_> {
+    #[inline]
     fn drop(&mut self) {
-        let _ = CURRENT.try_with(|current| std::mem::swap(&mut *current.borrow_mut(), self.slot));
+        swap_with_current(&mut self.slot.fields);
     }
+}
+
+/// Swaps `fields` with the thread's current record (nothing happens while the thread exits and
+/// its slot is gone: then `fields` keeps its value, so entering and leaving stay symmetric).
+#[inline]
+fn swap_with_current(fields: &mut Option<Arc<Fields>>) {
+    let mut value = fields.take();
+    let _ = CURRENT.try_with(|current| value = current.replace(value.take()));
+    *fields = value;
 }
 
 pin_project_lite::pin_project! {
@@ -241,7 +282,7 @@ impl<F: Future> Future for WithPropagated<F> {
 /// assert_eq!(context::with_baggage(baggage, || context::baggage().get("tenant").map(str::to_owned)), Some("acme".into()));
 /// ```
 pub fn baggage() -> Baggage {
-    CURRENT.with(|current| current.borrow().baggage.clone())
+    Propagated::current().baggage().clone()
 }
 
 /// Runs `f` with `baggage` as the current baggage (replacing it; build on [`baggage()`] to add
@@ -257,7 +298,7 @@ pub fn trace_state() -> TraceState {
     let Some(trace) = Context::current().trace_id() else {
         return TraceState::new();
     };
-    CURRENT.with(|current| current.borrow().state_for(trace).cloned().unwrap_or_default())
+    Propagated::current().state_for(trace).cloned().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -407,8 +407,9 @@ pub fn extract_values<'a>(
 }
 
 /// Everything an incoming call carries, from its `traceparent`, `tracestate` and `baggage`
-/// header values: the context of [`extract_values`], and a [`Propagated`] of the `traceparent`'s
-/// trace with its trace flags (Level 2's random flag) and `tracestate`, and the baggage
+/// header values: the context of [`extract_values`] (with Level 2's random flag,
+/// [`Context::has_random_trace_id`]), and, when there is a `tracestate` or baggage, a
+/// [`Propagated`] of the `traceparent`'s trace with its trace flags and `tracestate`, and the baggage
 /// ([`Baggage::from_values`], read whether or not the `traceparent` is valid: W3C Baggage is
 /// independent of trace context). Without a valid `traceparent` the record has no trace. Never
 /// fails; every outcome is counted in [`stats`].
@@ -420,7 +421,7 @@ pub fn extract_values<'a>(
 ///     ["congo=t61rcWkgMzE"],
 ///     ["tenant=acme"],
 /// );
-/// assert!(context.is_remote());
+/// assert!(context.is_remote() && context.has_random_trace_id());
 /// assert!(propagated.trace_flags().is_random());
 /// assert_eq!(propagated.trace_state().as_str(), "congo=t61rcWkgMzE");
 /// assert_eq!(propagated.baggage().get("tenant"), Some("acme"));
@@ -436,6 +437,8 @@ pub fn extract_values_propagated<'a>(
 
 fn propagated_of(traceparent: Option<TraceParent>, state: TraceState, baggage: Baggage) -> (Context, Propagated) {
     match traceparent {
+        // The context carries the flags; a record only when there is more to carry.
+        Some(t) if state.is_empty() && baggage.is_empty() => (Context::from_traceparent(&t), Propagated::new()),
         Some(t) => (
             Context::from_traceparent(&t),
             Propagated::for_trace(t.trace_id(), t.flags(), state).with_baggage(baggage),
@@ -535,7 +538,7 @@ pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
 /// headers.insert("baggage", "tenant=acme".parse().unwrap());
 /// let (context, propagated) = notify_core::trace_context::extract_propagated(&headers);
 /// assert_eq!(context.is_sampled(), Some(false));
-/// assert!(propagated.trace_flags().is_random());
+/// assert!(context.has_random_trace_id() && propagated.trace_flags().is_random());
 /// assert_eq!(propagated.baggage().get("tenant"), Some("acme"));
 /// ```
 #[cfg(feature = "http")]
@@ -692,11 +695,13 @@ impl Context {
             traceparent.parent_id(),
             traceparent.flags().is_sampled(),
         )
+        .with_random_trace_id(traceparent.flags().is_random())
     }
 
     /// The W3C `traceparent` to send with a call made under this context: its trace id, its event
     /// as the parent id, the sampled flag of its trace (set when the decision is not made yet:
-    /// the default sampler keeps everything). `None` without a trace id or an event.
+    /// the default sampler keeps everything) and Level 2's random flag when the context has it
+    /// ([`Context::has_random_trace_id`]). `None` without a trace id or an event.
     ///
     /// ```
     /// use notify_core::{Context, Notifier, Payload};
@@ -708,7 +713,9 @@ impl Context {
     /// assert_eq!(Context::none().traceparent(), None);
     /// ```
     pub fn traceparent(&self) -> Option<TraceParent> {
-        let flags = TraceFlags::NONE.with_sampled(self.is_sampled() != Some(false));
+        let flags = TraceFlags::NONE
+            .with_sampled(self.is_sampled() != Some(false))
+            .with_random(self.has_random_trace_id());
         TraceParent::new(self.trace_id()?, self.event_id()?, flags)
     }
 
@@ -725,9 +732,8 @@ impl Context {
     /// ```
     pub fn traceparent_with(&self, propagated: &Propagated) -> Option<TraceParent> {
         let traceparent = self.traceparent()?;
-        let flags = traceparent
-            .flags()
-            .with_random(propagated.flags_for(traceparent.trace_id()).is_random());
+        let random = traceparent.flags().is_random() || propagated.flags_for(traceparent.trace_id()).is_random();
+        let flags = traceparent.flags().with_random(random);
         TraceParent::new(traceparent.trace_id(), traceparent.parent_id(), flags)
     }
 }

@@ -4,6 +4,8 @@ use std::fmt;
 use std::num::NonZeroU128;
 use std::str::FromStr;
 
+use crate::escape::Excerpt;
+
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -75,20 +77,24 @@ impl fmt::Debug for TraceId {
     }
 }
 
-/// Why a text is not a [`TraceId`].
+/// Why a text is not a [`TraceId`]. It quotes the text through an
+/// [`Excerpt`](crate::escape::Excerpt): escaped, at most 64 characters and the input's length, so
+/// a 1 MiB URL or header makes a message (and an error) of under 200 bytes.
 ///
 /// ```
 /// let err = "xyz".parse::<notify_core::TraceId>().unwrap_err();
 /// assert_eq!(err.to_string(), "a trace id is 32 hex digits, not all zero: \"xyz\"");
+/// let huge = "z".repeat(1 << 20).parse::<notify_core::TraceId>().unwrap_err();
+/// assert_eq!(huge.to_string(), format!("a trace id is 32 hex digits, not all zero: \"{}…[1048576 bytes]\"", "z".repeat(64)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceIdError {
-    text: String,
+    text: Excerpt,
 }
 
 impl fmt::Display for TraceIdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a trace id is 32 hex digits, not all zero: {:?}", self.text)
+        write!(f, "a trace id is 32 hex digits, not all zero: \"{}\"", self.text)
     }
 }
 
@@ -99,7 +105,9 @@ impl FromStr for TraceId {
 
     /// Parses 32 hex digits (either case), as in a W3C `traceparent` header.
     fn from_str(text: &str) -> Result<TraceId, TraceIdError> {
-        let error = || TraceIdError { text: text.to_owned() };
+        let error = || TraceIdError {
+            text: Excerpt::new(text),
+        };
         if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(error());
         }

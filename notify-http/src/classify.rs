@@ -10,6 +10,7 @@
 use std::ops::RangeInclusive;
 
 use http::{HeaderMap, StatusCode};
+use notify_core::escape::Excerpt;
 
 /// What a [`Classify`] makes of a response.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,9 +222,11 @@ impl GrpcErrorsAsFailures {
             },
             None => Classification::Failure {
                 kind: "grpc.status",
+                // The peer's text, of any size: an excerpt of it (escaped, at most 64
+                // characters and its length).
                 message: format!(
-                    "grpc-status {:?} is not a number",
-                    String::from_utf8_lossy(value.as_bytes())
+                    "grpc-status \"{}\" is not a number",
+                    Excerpt::new(&String::from_utf8_lossy(value.as_bytes()))
                 ),
             },
         })
@@ -343,5 +346,24 @@ mod tests {
             Classification::Success
         );
         assert_eq!(lenient, GrpcErrorsAsFailures { successes: 1 | 1 << 5 });
+    }
+
+    /// Issue 44 item 5: a 64 KiB `grpc-status` made a 64 KiB exception message.
+    #[test]
+    fn i44_5_a_grpc_status_that_is_no_number_is_quoted_as_an_excerpt() {
+        let huge = "9x".repeat(32 * 1024);
+        let mut headers = HeaderMap::new();
+        headers.insert("grpc-status", HeaderValue::from_str(&huge).unwrap());
+        let Classification::Failure { kind, message } =
+            GrpcErrorsAsFailures::new().classify_end_of_stream(Some(&headers))
+        else {
+            panic!("a success")
+        };
+        assert_eq!(kind, "grpc.status");
+        assert_eq!(
+            message,
+            format!("grpc-status \"{}…[65536 bytes]\" is not a number", "9x".repeat(32))
+        );
+        assert_eq!(message.len(), 110);
     }
 }

@@ -18,17 +18,22 @@ pub(crate) fn incoming(headers: &HeaderMap, continue_trace: bool) -> (Context, P
     } else {
         (Context::none(), Propagated::new())
     };
-    if !context.is_none() {
-        return (context, propagated);
+    if context.is_none() {
+        // A new trace: the context says its id is random; the baggage, if any, stays.
+        return (Context::new_trace(), propagated);
     }
-    let context = Context::new_trace();
-    let trace = context.trace_id().expect("a new trace has a trace id");
-    let fresh = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new());
-    let baggage = propagated.baggage();
-    if baggage.is_empty() {
-        (context, fresh)
-    } else {
-        (context, fresh.with_baggage(baggage.clone()))
+    (context, propagated)
+}
+
+/// `propagated` made to hold the trace flags of `context`'s trace (Level 2's random flag), for
+/// events under the request's event, whose frames do not carry it.
+pub(crate) fn for_events(context: &Context, propagated: Propagated) -> Propagated {
+    match context.trace_id() {
+        Some(trace) if context.has_random_trace_id() && propagated.trace_id() != Some(trace) => {
+            let baggage = propagated.baggage().clone();
+            Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new()).with_baggage(baggage)
+        }
+        _ => propagated,
     }
 }
 
@@ -38,7 +43,7 @@ pub(crate) fn traceresponse(context: &Context, span: EventId, propagated: &Propa
     let trace = context.trace_id()?;
     let flags = TraceFlags::NONE
         .with_sampled(context.is_sampled() != Some(false))
-        .with_random(propagated.flags_for(trace).is_random());
+        .with_random(context.has_random_trace_id() || propagated.flags_for(trace).is_random());
     let value = TraceParent::new(trace, span, flags)?.to_string();
     HeaderValue::try_from(value).ok()
 }
@@ -47,22 +52,25 @@ pub(crate) fn traceresponse(context: &Context, span: EventId, propagated: &Propa
 /// (started), with its trace's flags; `tracestate` (with `own_entry`, when given, first: the
 /// vendor's key and the event id as value) and `baggage` from the current scope.
 pub(crate) fn inject_event(headers: &mut HeaderMap, handle: &Handle, own_entry: Option<&str>) {
+    // Where the call is made: an attached context (a request nobody records) knows whether its
+    // trace id is random; the call's own event frame does not.
+    let outer = Context::current();
     let _entered = handle.enter();
     let context = Context::current();
     let mut propagated = Propagated::current();
     let (Some(trace), Some(id)) = (context.trace_id(), context.event_id()) else {
         return;
     };
-    let root = handle.context().is_some_and(|c| c.parent_id().is_none());
-    if propagated.trace_id() != Some(trace) && root {
+    let random = match outer.trace_id() {
+        Some(outer_trace) => outer_trace == trace && outer.has_random_trace_id(),
         // A call that starts its trace: the trace id is notify's, random.
-        propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new())
-            .with_baggage(propagated.baggage().clone());
-    }
+        None => true,
+    };
+    let context = context.with_random_trace_id(random);
     if let Some(key) = own_entry {
         let state = propagated.state_for(trace).cloned().unwrap_or_default();
         if let Ok(state) = state.with(key, &id.to_string()) {
-            let flags = propagated.trace_flags();
+            let flags = propagated.flags_for(trace);
             let baggage = propagated.baggage().clone();
             propagated = Propagated::for_trace(trace, flags, state).with_baggage(baggage);
         }
@@ -75,16 +83,17 @@ pub(crate) fn inject_event(headers: &mut HeaderMap, handle: &Handle, own_entry: 
 /// trace's flags, `tracestate` and baggage.
 pub(crate) fn inject_unrecorded(headers: &mut HeaderMap) {
     let current = Context::current();
-    let mut propagated = Propagated::current();
-    let (trace, sampled) = match current.trace_id() {
-        Some(trace) => (trace, current.is_sampled() != Some(false)),
+    let (trace, sampled, random) = match current.trace_id() {
+        Some(trace) => (
+            trace,
+            current.is_sampled() != Some(false),
+            current.has_random_trace_id(),
+        ),
         None => {
             let trace = Context::new_trace().trace_id().expect("a new trace has a trace id");
-            propagated = Propagated::for_trace(trace, TraceFlags::RANDOM, TraceState::new())
-                .with_baggage(propagated.baggage().clone());
-            (trace, true)
+            (trace, true, true)
         }
     };
-    let span = Context::remote(trace, trace_context::new_span_id(), sampled);
-    trace_context::inject_propagated(&span, &propagated, headers);
+    let span = Context::remote(trace, trace_context::new_span_id(), sampled).with_random_trace_id(random);
+    trace_context::inject_propagated(&span, &Propagated::current(), headers);
 }

@@ -113,8 +113,9 @@ pub(crate) struct Scope {
     /// Current while polled (moved into the thread's slot and back).
     propagated: Propagated,
     active: bool,
-    /// Level 2's `traceresponse`, set on the response head.
-    traceresponse: Option<HeaderValue>,
+    /// Level 2's `traceresponse`, set on the response head (boxed: it is rare, and the future
+    /// and body that hold the scope are moved around).
+    traceresponse: Option<Box<HeaderValue>>,
 }
 
 impl Scope {
@@ -125,7 +126,7 @@ impl Scope {
             context,
             propagated,
             active: true,
-            traceresponse,
+            traceresponse: traceresponse.map(Box::new),
         }
     }
 
@@ -272,7 +273,7 @@ where
                 if let Some(value) = scope.traceresponse.take() {
                     response
                         .headers_mut()
-                        .insert(notify_core::trace_context::TRACERESPONSE, value);
+                        .insert(notify_core::trace_context::TRACERESPONSE, *value);
                 }
                 let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {

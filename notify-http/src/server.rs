@@ -323,7 +323,7 @@ impl<S, C: Classify> ServerService<S, C> {
         &mut self,
         request: Request<ReqBody>,
         context: Context,
-        mut propagated: Propagated,
+        propagated: Propagated,
     ) -> ResponseFuture<S::Future, C>
     where
         S: Service<Request<ReqBody>>,
@@ -345,6 +345,7 @@ impl<S, C: Classify> ServerService<S, C> {
         if !handle.is_listened() {
             return self.call_unrecorded(request, context, propagated);
         }
+        let mut propagated = propagation::for_events(&context, propagated);
         let traceresponse = if self.layer.traceresponse {
             let event = handle.in_scope(Context::current);
             event

@@ -120,8 +120,15 @@
 mod color;
 mod config;
 mod event;
+mod facts;
+mod json;
+mod keys;
 mod line;
+mod line_keys;
+mod logfmt;
 mod method;
+mod rate_limit;
+mod record;
 pub mod structured;
 
 pub use log::Level;
@@ -130,6 +137,7 @@ pub use self::color::{Color, ColorChoice};
 pub use self::config::{LogConfig, LogSubscriberError};
 pub use self::event::{Elapsed, Field, LogEvent, Styled};
 pub use self::method::{Attached, LogMethod};
+pub use self::rate_limit::RateLimitStats;
 pub use self::structured::{Format, Keys, LineKey, Placement, StructuredLog, StructuredLogger};
 
 use notify_core::Notifier;

@@ -34,39 +34,69 @@
 //! # Values cannot forge lines
 //!
 //! JSON is written by `serde_json`: every string is escaped, a line is one JSON object. In logfmt
-//! keys lose the characters that would end or split them (space, `=`, `"`, control characters
-//! become `_`) and values are quoted and escaped (`\"`, `\\`, `\n`, `\u{1b}`), so no value can
-//! start a line or add a key.
+//! the characters of a key that would end or split it (whitespace, `=`, `"`, control and invisible
+//! characters) and `%` itself are percent-encoded per UTF-8 byte (`a b` is written `a%20b`, `a=b`
+//! `a%3Db`, `50%` `50%25`: distinct keys stay distinct), and values are quoted and escaped (`\"`,
+//! `\\`, `\n`, `\u{1b}`), so no value can start a line or add a key.
+//!
+//! # Unique keys
+//!
+//! Every line has each key once, and no value shadows another (a reader or a log store that keeps
+//! the first or the last of two equal keys would lose one). Keys are claimed in line order: the
+//! line's own keys first (the facts, [`LineKey`], then the key of each [`Placement::Nested`] group,
+//! tags then payload; made unique once, when the logger is built), then the tags' fields, then the
+//! payload's, and in logfmt the dotted key of each nested value. The first to claim a key keeps
+//! it; a later claim of a taken key is written as
+//!
+//! 1. `<group>.<name>` (`payload.user`, `tags.level`) when it is a field placed
+//!    [`Placement::Flat`] and that key is free;
+//! 2. otherwise the key with the first free suffix `~2`, `~3`, … (`level~2`, `payload.a.b~2`).
+//!
+//! So with a flat payload and flat tags, a tag `user` is written `user` and a payload field `user`
+//! `payload.user`; a flat payload field `tags` beside nested tags is written `payload.tags`; a
+//! flat payload field `level` is written `payload.level`, and a field literally named
+//! `payload.level` after it `payload.payload.level` (before it, it keeps `payload.level` and the
+//! `level` field becomes `payload.level~2`: the first claim wins); facts renamed
+//! to one name (`outcome` renamed `level`) are written `level` and `level~2`; in logfmt a map field
+//! `a: {b: 1}` and a field `a.b` are written `payload.a.b` and `payload.a.b~2`. The summary
+//! line's `suppressed` and `interval_ms` follow rule 2 against the facts.
 //!
 //! # Rate limits
 //!
 //! Off by default. [`StructuredLog::rate_limit`]`(n, interval)` writes at most `n` lines per event
-//! name per interval; the first line of that name after an interval in which some were dropped is
-//! preceded by one line saying how many were (`"suppressed":17`). Drops are counted
-//! ([`StructuredLogger::suppressed`]); [`StructuredLogger::flush_suppressed`] writes the pending
-//! summary lines (at shutdown, say).
+//! name per interval; a window in which some were dropped is followed by one line saying how many
+//! were (`"suppressed":17`), written before the next line of that name, or earlier, when the
+//! limiter frees the windows that ended (on the first line of any name once an interval has passed
+//! since it last did). Drops are counted ([`StructuredLogger::suppressed`], by cause in
+//! [`StructuredLogger::rate_limit_stats`]); [`StructuredLogger::flush_suppressed`] writes the
+//! pending summary lines (at shutdown, say).
+//!
+//! The limiter is bounded: at most [`StructuredLog::rate_limit_names`] names (default 10,000) have
+//! a window of their own; further names, and names longer than 256 bytes, share one window of `n`
+//! lines per interval (summarised as event `*`), so names from outside (an importer) cannot grow
+//! its memory without end.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use log::Level;
-use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
-
-mod record;
-pub use self::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
-
-use notify_core::escape::needs_escape;
 use notify_core::{
-    context::EventContext, context::Tags, event::EventId, event::Location, event::Outcome, subscriber::EventedOptions,
-    Event, EventedSubscriber, Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription, TraceId,
-    Value,
+    context::EventContext, context::Tags, event::Location, subscriber::EventedOptions, Event, EventedSubscriber,
+    Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription,
 };
+
+pub use crate::keys::{Keys, LineKey, Placement};
+pub use crate::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
+
+use crate::facts::Facts;
+use crate::json::{JsonLine, Summary};
+use crate::keys::DEFAULT_TIME;
+use crate::line_keys::LineNames;
+use crate::logfmt::{write_logfmt, Logfmt};
+use crate::rate_limit::{Limiter, Pending, RateLimitStats, DEFAULT_MAX_NAMES, SHARED_NAME};
 
 /// The line format of a [`StructuredLog`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,145 +105,6 @@ pub enum Format {
     Json,
     /// `key=value` pairs separated by spaces (logfmt, as Heroku and Grafana Loki read it).
     Logfmt,
-}
-
-/// Where a group of fields (the payload, the tags) goes in a line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Placement {
-    /// Under one key: a JSON object, or dotted keys `key.field=` in logfmt.
-    Nested(Cow<'static, str>),
-    /// Beside the standard keys. A field whose name is one of the line's standard keys is written
-    /// as `payload.<name>` (or `tags.<name>`) instead, so it cannot overwrite the event's own facts.
-    Flat,
-    /// Not written.
-    Omit,
-}
-
-/// The facts every line can have, each under a key that [`Keys`] names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LineKey {
-    /// The time the line is written, RFC 3339 UTC with microseconds (`2026-12-03T19:03:01.123456Z`).
-    /// Default key `timestamp`, written `time` in logfmt.
-    Time,
-    /// The level (`"DEBUG"` in JSON, `debug` in logfmt). Default key `level`.
-    Level,
-    /// The event name. Default key `event`.
-    Event,
-    /// The event's duration in milliseconds, a number with microsecond precision (`0.412`); left
-    /// out when unknown. Default key `duration_ms`.
-    Duration,
-    /// `completed`, `panicked` or `cancelled` ([`Outcome::as_str`]). Default key `outcome`.
-    Outcome,
-    /// The trace id, 32 lowercase hex digits (W3C trace-context). Default key `trace_id`.
-    TraceId,
-    /// The event id, 16 lowercase hex digits (the W3C / OpenTelemetry span id). Default key `span_id`.
-    SpanId,
-    /// The parent's event id, 16 hex digits; left out for a root. Default key `parent_id`.
-    ParentId,
-    /// `file:line` of the instrumented code; left out when unknown. Default key `location`.
-    Location,
-}
-
-impl LineKey {
-    /// Every fact, in line order.
-    pub const ALL: [LineKey; 9] = [
-        LineKey::Time,
-        LineKey::Level,
-        LineKey::Event,
-        LineKey::Duration,
-        LineKey::Outcome,
-        LineKey::TraceId,
-        LineKey::SpanId,
-        LineKey::ParentId,
-        LineKey::Location,
-    ];
-
-    /// The default key.
-    pub const fn default_name(self) -> &'static str {
-        match self {
-            LineKey::Time => DEFAULT_TIME,
-            LineKey::Level => "level",
-            LineKey::Event => "event",
-            LineKey::Duration => "duration_ms",
-            LineKey::Outcome => "outcome",
-            LineKey::TraceId => "trace_id",
-            LineKey::SpanId => "span_id",
-            LineKey::ParentId => "parent_id",
-            LineKey::Location => "location",
-        }
-    }
-}
-
-/// The names of a line's keys (a fact without a name is not written) and where payload and tags
-/// go. [`Keys::default`] gives the names of the module example.
-///
-/// ```
-/// use notify_log::{Keys, LineKey, Placement};
-/// let keys = Keys::default().rename(LineKey::Time, "ts").omit(LineKey::Location).payload(Placement::Flat);
-/// assert_eq!(keys.name(LineKey::Time), Some("ts"));
-/// assert_eq!(keys.name(LineKey::Location), None);
-/// assert_eq!(keys.name(LineKey::TraceId), Some("trace_id"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Keys {
-    names: [Option<Cow<'static, str>>; 9],
-    tags: Placement,
-    payload: Placement,
-}
-
-impl Default for Keys {
-    /// Each fact under its [`LineKey::default_name`]; tags under `tags`, payload under `payload`.
-    fn default() -> Keys {
-        Keys {
-            names: LineKey::ALL.map(|k| Some(Cow::Borrowed(k.default_name()))),
-            tags: Placement::Nested(Cow::Borrowed("tags")),
-            payload: Placement::Nested(Cow::Borrowed("payload")),
-        }
-    }
-}
-
-/// The default time key; logfmt writes it as `time`.
-const DEFAULT_TIME: &str = "timestamp";
-
-impl Keys {
-    /// Writes `fact` under `name`.
-    #[must_use]
-    pub fn rename(mut self, fact: LineKey, name: impl Into<Cow<'static, str>>) -> Keys {
-        self.names[fact as usize] = Some(name.into());
-        self
-    }
-
-    /// Leaves `fact` out of every line.
-    #[must_use]
-    pub fn omit(mut self, fact: LineKey) -> Keys {
-        self.names[fact as usize] = None;
-        self
-    }
-
-    /// The key `fact` is written under; `None` when it is left out.
-    pub fn name(&self, fact: LineKey) -> Option<&str> {
-        self.names[fact as usize].as_deref()
-    }
-
-    /// Where the tags of the event's scope go (default: nested under `tags`; nothing is written
-    /// when there are none).
-    #[must_use]
-    pub fn tags(mut self, placement: Placement) -> Keys {
-        self.tags = placement;
-        self
-    }
-
-    /// Where the payload's fields go (default: nested under `payload`).
-    #[must_use]
-    pub fn payload(mut self, placement: Placement) -> Keys {
-        self.payload = placement;
-        self
-    }
-
-    /// The standard keys that are written, in line order.
-    fn standard(&self) -> impl Iterator<Item = &str> {
-        self.names.iter().filter_map(|k| k.as_deref())
-    }
 }
 
 /// Builds a [`StructuredLogger`]: format, levels, target, keys, rate limit.
@@ -236,6 +127,7 @@ pub struct StructuredLog {
     target: Option<String>,
     keys: Keys,
     rate_limit: Option<(u64, Duration)>,
+    rate_limit_names: usize,
 }
 
 impl StructuredLog {
@@ -249,6 +141,7 @@ impl StructuredLog {
             target: None,
             keys: Keys::default(),
             rate_limit: None,
+            rate_limit_names: DEFAULT_MAX_NAMES,
         }
     }
 
@@ -307,6 +200,18 @@ impl StructuredLog {
         self
     }
 
+    /// At most `names` event names (at least 1; default 10,000) have a rate-limit window of their
+    /// own at once. Lines of further names, and of names longer than 256 bytes, share one window
+    /// of the same `n` lines per interval, summarised under the event name `*`. A window is freed
+    /// within an interval after it ends (its summary written then if it has one), so the limiter
+    /// holds at most `names` windows of at most 256 bytes of name each, however many names events
+    /// from outside (an importer) bring. Counted in [`StructuredLogger::rate_limit_stats`].
+    #[must_use]
+    pub fn rate_limit_names(mut self, names: usize) -> StructuredLog {
+        self.rate_limit_names = names.max(1);
+        self
+    }
+
     /// The subscriber.
     pub fn build(self) -> StructuredLogger {
         let mut keys = self.keys;
@@ -325,12 +230,10 @@ impl StructuredLog {
                 names: self.names.into_iter().collect(),
                 namespaces: self.namespaces.into_iter().collect(),
                 target: self.target,
-                keys,
-                limiter: self.rate_limit.map(|(lines, interval)| Limiter {
-                    lines,
-                    interval,
-                    windows: Mutex::new(HashMap::new()),
-                }),
+                line_names: LineNames::new(&keys, self.format == Format::Logfmt),
+                limiter: self
+                    .rate_limit
+                    .map(|(lines, interval)| Limiter::new(lines, interval, self.rate_limit_names)),
                 suppressed: AtomicU64::new(0),
                 written: AtomicU64::new(0),
             }),
@@ -367,7 +270,8 @@ struct Inner {
     /// The least verbose (most severe) of `level` and the overrides.
     least_verbose: Level,
     target: Option<String>,
-    keys: Keys,
+    /// The line's own keys, unique (see the module docs' "Unique keys").
+    line_names: LineNames,
     limiter: Option<Limiter>,
     suppressed: AtomicU64,
     written: AtomicU64,
@@ -392,85 +296,6 @@ impl Inner {
             _ => self.level,
         }
     }
-}
-
-/// The per-name windows of a rate limit.
-#[derive(Debug)]
-struct Limiter {
-    lines: u64,
-    interval: Duration,
-    windows: Mutex<HashMap<String, Window>>,
-}
-
-#[derive(Debug)]
-struct Window {
-    start: Instant,
-    lines: u64,
-    suppressed: u64,
-    level: Level,
-}
-
-/// What the limiter says about one line.
-enum Admit {
-    /// Write it.
-    Yes,
-    /// Write `suppressed` summary first (for the window that ended), then the line.
-    AfterSummary { suppressed: u64, level: Level },
-    /// Drop it.
-    No,
-}
-
-impl Limiter {
-    fn admit(&self, name: &str, level: Level, now: Instant) -> Admit {
-        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        let window = match windows.get_mut(name) {
-            Some(window) => window,
-            None => windows.entry(name.to_owned()).or_insert(Window {
-                start: now,
-                lines: 0,
-                suppressed: 0,
-                level,
-            }),
-        };
-        if now.saturating_duration_since(window.start) >= self.interval {
-            let suppressed = std::mem::take(&mut window.suppressed);
-            let summary_level = window.level;
-            *window = Window {
-                start: now,
-                lines: 1,
-                suppressed: 0,
-                level,
-            };
-            return if suppressed > 0 {
-                Admit::AfterSummary {
-                    suppressed,
-                    level: summary_level,
-                }
-            } else {
-                Admit::Yes
-            };
-        }
-        if window.lines < self.lines {
-            window.lines += 1;
-            Admit::Yes
-        } else {
-            window.suppressed += 1;
-            window.level = level;
-            Admit::No
-        }
-    }
-}
-
-/// The facts of one finished event a line is made of.
-struct Facts<'a> {
-    name: &'a str,
-    id: EventId,
-    parent_id: Option<EventId>,
-    trace_id: Option<TraceId>,
-    location: Option<&'static Location>,
-    duration: Option<Duration>,
-    outcome: Outcome,
-    payload: &'a Payload,
 }
 
 thread_local! {
@@ -533,18 +358,24 @@ impl StructuredLogger {
         let Some(limiter) = &self.inner.limiter else {
             return 0;
         };
-        let pending: Vec<(String, u64, Level)> = {
-            let mut windows = limiter.windows.lock().unwrap_or_else(|e| e.into_inner());
-            windows
-                .iter_mut()
-                .filter(|(_, w)| w.suppressed > 0)
-                .map(|(name, w)| (name.clone(), std::mem::take(&mut w.suppressed), w.level))
-                .collect()
-        };
-        for (name, suppressed, level) in &pending {
-            self.summary(name, *suppressed, *level);
+        let pending = limiter.take_pending();
+        for summary in &pending {
+            self.summary(summary);
         }
         pending.len()
+    }
+
+    /// The rate limit's counters (all zero when there is none): lines dropped by cause, names
+    /// with a window of their own now, windows freed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use notify_log::StructuredLog;
+    /// let logger = StructuredLog::json().rate_limit(10, Duration::from_secs(1)).rate_limit_names(500).build();
+    /// assert_eq!(logger.rate_limit_stats().names, 0);
+    /// ```
+    pub fn rate_limit_stats(&self) -> RateLimitStats {
+        self.inner.limiter.as_ref().map(Limiter::stats).unwrap_or_default()
     }
 
     /// Formats `facts` as a line and hands it to the `log` facade, through the rate limit.
@@ -555,13 +386,14 @@ impl StructuredLogger {
             return;
         }
         if let Some(limiter) = &self.inner.limiter {
-            match limiter.admit(facts.name, level, Instant::now()) {
-                Admit::Yes => {}
-                Admit::AfterSummary { suppressed, level } => self.summary(facts.name, suppressed, level),
-                Admit::No => {
-                    self.inner.suppressed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
+            let mut summaries = Vec::new();
+            let admitted = limiter.admit(facts.name, level, Instant::now(), &mut summaries);
+            for summary in &summaries {
+                self.summary(summary);
+            }
+            if !admitted {
+                self.inner.suppressed.fetch_add(1, Ordering::Relaxed);
+                return;
             }
         }
         with_buffer(|buffer| {
@@ -570,17 +402,22 @@ impl StructuredLogger {
         });
     }
 
-    /// Writes the line saying that `suppressed` lines of `name` were dropped.
-    fn summary(&self, name: &str, suppressed: u64, level: Level) {
-        let target = self.target_of(name);
+    /// Writes the line saying that `pending.suppressed` lines of its name were dropped (`*` and
+    /// this crate's target for the shared window, unless a fixed target is set).
+    fn summary(&self, pending: &Pending) {
+        let (suppressed, level) = (pending.suppressed, pending.level);
+        let (name, target) = match &pending.name {
+            Some(name) => (&**name, self.target_of(name)),
+            None => (SHARED_NAME, self.inner.target.as_deref().unwrap_or("notify_log")),
+        };
         let interval = self.inner.limiter.as_ref().map_or(Duration::ZERO, |l| l.interval);
         with_buffer(|buffer| {
-            let keys = &self.inner.keys;
+            let names = &self.inner.line_names;
             let now = SystemTime::now();
             match self.inner.format {
                 Format::Json => {
                     let line = Summary {
-                        keys,
+                        names,
                         now,
                         level,
                         name,
@@ -590,18 +427,18 @@ impl StructuredLogger {
                     serde_json::to_writer(&mut *buffer, &line).expect("a Vec accepts every write");
                 }
                 Format::Logfmt => {
-                    let mut line = Logfmt::new(buffer);
-                    if let Some(k) = keys.name(LineKey::Time) {
+                    let mut line = Logfmt::new(buffer, names);
+                    if let Some(k) = names.fact(LineKey::Time) {
                         line.raw(k, &humantime::format_rfc3339_micros(now).to_string());
                     }
-                    if let Some(k) = keys.name(LineKey::Level) {
+                    if let Some(k) = names.fact(LineKey::Level) {
                         line.raw(k, &level.as_str().to_ascii_lowercase());
                     }
-                    if let Some(k) = keys.name(LineKey::Event) {
+                    if let Some(k) = names.fact(LineKey::Event) {
                         line.text(k, name);
                     }
-                    line.raw("suppressed", &suppressed.to_string());
-                    line.raw("interval_ms", &interval.as_millis().to_string());
+                    line.raw(&names.suppressed, &suppressed.to_string());
+                    line.raw(&names.interval_ms, &interval.as_millis().to_string());
                 }
             }
             self.emit(level, target, None, buffer);
@@ -611,7 +448,7 @@ impl StructuredLogger {
     fn emit(&self, level: Level, target: &str, location: Option<&'static Location>, line: &[u8]) {
         // Both writers write UTF-8 only (serde_json, and logfmt from `str`s).
         let line = std::str::from_utf8(line).unwrap_or("<line not UTF-8>");
-        record::emitting(|| {
+        crate::record::emitting(|| {
             log::logger().log(
                 &log::Record::builder()
                     .level(level)
@@ -631,7 +468,7 @@ impl StructuredLogger {
         Tags::with_current(|tags| match self.inner.format {
             Format::Json => {
                 let line = JsonLine {
-                    keys: &self.inner.keys,
+                    names: &self.inner.line_names,
                     now,
                     level,
                     facts,
@@ -639,7 +476,7 @@ impl StructuredLogger {
                 };
                 serde_json::to_writer(&mut *buffer, &line).expect("a Vec accepts every write");
             }
-            Format::Logfmt => write_logfmt(&mut Logfmt::new(buffer), &self.inner.keys, now, level, facts, tags),
+            Format::Logfmt => write_logfmt(buffer, &self.inner.line_names, now, level, facts, tags),
         });
     }
 }
@@ -730,383 +567,5 @@ impl SilenceableSubscriber for StructuredLogger {
         }
         let target = inner.target.as_deref().unwrap_or(namespace.unwrap_or(name));
         !log::logger().enabled(&log::Metadata::builder().level(level).target(target).build())
-    }
-}
-
-/// An event id as W3C writes a span id: 16 lowercase hex digits.
-struct SpanHex(EventId);
-
-impl std::fmt::Display for SpanHex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016x}", self.0.get())
-    }
-}
-
-/// Milliseconds with microsecond precision.
-fn millis(duration: Duration) -> f64 {
-    (duration.as_micros() as f64) / 1000.0
-}
-
-/// `file:line`.
-struct LocationText(&'static Location);
-
-impl std::fmt::Display for LocationText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.0.file(), self.0.line())
-    }
-}
-
-/// One JSON line.
-struct JsonLine<'a> {
-    keys: &'a Keys,
-    now: SystemTime,
-    level: Level,
-    facts: &'a Facts<'a>,
-    tags: &'a Tags,
-}
-
-impl Serialize for JsonLine<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (keys, facts) = (self.keys, self.facts);
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(k) = keys.name(LineKey::Time) {
-            map.serialize_entry(k, &Rfc3339(self.now))?;
-        }
-        if let Some(k) = keys.name(LineKey::Level) {
-            map.serialize_entry(k, self.level.as_str())?;
-        }
-        if let Some(k) = keys.name(LineKey::Event) {
-            map.serialize_entry(k, facts.name)?;
-        }
-        if let (Some(k), Some(d)) = (keys.name(LineKey::Duration), facts.duration) {
-            map.serialize_entry(k, &millis(d))?;
-        }
-        if let Some(k) = keys.name(LineKey::Outcome) {
-            map.serialize_entry(k, facts.outcome.as_str())?;
-        }
-        if let (Some(k), Some(t)) = (keys.name(LineKey::TraceId), facts.trace_id) {
-            map.serialize_entry(k, &Shown(t))?;
-        }
-        if let Some(k) = keys.name(LineKey::SpanId) {
-            map.serialize_entry(k, &Shown(SpanHex(facts.id)))?;
-        }
-        if let (Some(k), Some(p)) = (keys.name(LineKey::ParentId), facts.parent_id) {
-            map.serialize_entry(k, &Shown(SpanHex(p)))?;
-        }
-        if let (Some(k), Some(l)) = (keys.name(LineKey::Location), facts.location) {
-            map.serialize_entry(k, &Shown(LocationText(l)))?;
-        }
-        if !self.tags.is_empty() {
-            json_group(&mut map, keys, &keys.tags, "tags", Fields::Tags(self.tags))?;
-        }
-        json_group(&mut map, keys, &keys.payload, "payload", Fields::Payload(facts.payload))?;
-        map.end()
-    }
-}
-
-/// Writes `fields` as `placement` says.
-fn json_group<M: SerializeMap>(
-    map: &mut M,
-    keys: &Keys,
-    placement: &Placement,
-    prefix: &str,
-    fields: Fields<'_>,
-) -> Result<(), M::Error> {
-    match placement {
-        Placement::Nested(key) => map.serialize_entry(key.as_ref(), &fields),
-        Placement::Flat => {
-            for (k, v) in fields.iter() {
-                if keys.standard().any(|s| s == k) {
-                    map.serialize_entry(&format!("{prefix}.{k}"), &JsonValue(v))?;
-                } else {
-                    map.serialize_entry(k, &JsonValue(v))?;
-                }
-            }
-            Ok(())
-        }
-        Placement::Omit => Ok(()),
-    }
-}
-
-/// The rate limit's summary line.
-struct Summary<'a> {
-    keys: &'a Keys,
-    now: SystemTime,
-    level: Level,
-    name: &'a str,
-    suppressed: u64,
-    interval: Duration,
-}
-
-impl Serialize for Summary<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(k) = self.keys.name(LineKey::Time) {
-            map.serialize_entry(k, &Rfc3339(self.now))?;
-        }
-        if let Some(k) = self.keys.name(LineKey::Level) {
-            map.serialize_entry(k, self.level.as_str())?;
-        }
-        if let Some(k) = self.keys.name(LineKey::Event) {
-            map.serialize_entry(k, self.name)?;
-        }
-        map.serialize_entry("suppressed", &self.suppressed)?;
-        map.serialize_entry("interval_ms", &(self.interval.as_millis() as u64))?;
-        map.end()
-    }
-}
-
-struct Rfc3339(SystemTime);
-
-impl Serialize for Rfc3339 {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&humantime::format_rfc3339_micros(self.0))
-    }
-}
-
-/// A `Display` value serialized as a string, without an intermediate `String`.
-struct Shown<D>(D);
-
-impl<D: std::fmt::Display> Serialize for Shown<D> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&self.0)
-    }
-}
-
-/// Payload or tags: key-values written as a JSON object.
-#[derive(Clone, Copy)]
-enum Fields<'a> {
-    Payload(&'a Payload),
-    Tags(&'a Tags),
-}
-
-impl<'a> Fields<'a> {
-    fn iter(self) -> impl Iterator<Item = (&'a str, &'a Value)> {
-        let (payload, tags) = match self {
-            Fields::Payload(p) => (Some(p.iter()), None),
-            Fields::Tags(t) => (None, Some(t.iter())),
-        };
-        payload.into_iter().flatten().chain(tags.into_iter().flatten())
-    }
-}
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, &JsonValue(v))?;
-        }
-        map.end()
-    }
-}
-
-/// A payload value as JSON: numbers (128-bit ones as strings when they do not fit 64 bits,
-/// non-finite floats as `"NaN"`, `"inf"`, `"-inf"`), strings, durations as milliseconds, times as
-/// RFC 3339 strings, lists as arrays, maps as objects, an exception as `{"type", "message"}`.
-struct JsonValue<'v>(&'v Value);
-
-impl Serialize for JsonValue<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Null => serializer.serialize_unit(),
-            Value::Bool(b) => serializer.serialize_bool(*b),
-            Value::I64(n) => serializer.serialize_i64(*n),
-            Value::U64(n) => serializer.serialize_u64(*n),
-            Value::I128(n) => match i64::try_from(*n) {
-                Ok(n) => serializer.serialize_i64(n),
-                Err(_) => serializer.collect_str(n),
-            },
-            Value::U128(n) => match u64::try_from(*n) {
-                Ok(n) => serializer.serialize_u64(n),
-                Err(_) => serializer.collect_str(n),
-            },
-            Value::F64(f) if f.is_finite() => serializer.serialize_f64(*f),
-            Value::F64(f) => serializer.serialize_str(non_finite(*f)),
-            Value::Str(text) => serializer.serialize_str(text),
-            Value::Duration(d) => serializer.serialize_f64(millis(*d)),
-            Value::Time(t) => Rfc3339(*t).serialize(serializer),
-            Value::List(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&JsonValue(item))?;
-                }
-                seq.end()
-            }
-            Value::Map(payload) => Fields::Payload(payload).serialize(serializer),
-            Value::Exception { type_name, message } => {
-                let mut map = serializer.serialize_map(Some(2))?;
-                map.serialize_entry("type", type_name)?;
-                map.serialize_entry("message", message)?;
-                map.end()
-            }
-            other => serializer.collect_str(other),
-        }
-    }
-}
-
-fn non_finite(f: f64) -> &'static str {
-    if f.is_nan() {
-        "NaN"
-    } else if f > 0.0 {
-        "inf"
-    } else {
-        "-inf"
-    }
-}
-
-/// A logfmt line being written: pairs separated by one space.
-struct Logfmt<'b> {
-    out: &'b mut Vec<u8>,
-}
-
-impl<'b> Logfmt<'b> {
-    fn new(out: &'b mut Vec<u8>) -> Logfmt<'b> {
-        Logfmt { out }
-    }
-
-    /// `key=` with the key's unsafe characters replaced.
-    fn key(&mut self, key: &str) {
-        if !self.out.is_empty() {
-            self.out.push(b' ');
-        }
-        if key.is_empty() {
-            self.out.push(b'_');
-        }
-        let mut utf8 = [0; 4];
-        for c in key.chars() {
-            let c = if c.is_whitespace() || c == '=' || c == '"' || needs_escape(c) {
-                '_'
-            } else {
-                c
-            };
-            self.out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
-        }
-        self.out.push(b'=');
-    }
-
-    /// A value known to need no quoting (numbers, ids, times, levels).
-    fn raw(&mut self, key: &str, value: &str) {
-        self.key(key);
-        self.out.extend_from_slice(value.as_bytes());
-    }
-
-    /// A text value, quoted and escaped when it must be.
-    fn text(&mut self, key: &str, value: &str) {
-        self.key(key);
-        let plain = !value.is_empty()
-            && !value
-                .chars()
-                .any(|c| c.is_whitespace() || c == '=' || c == '"' || c == '\\' || needs_escape(c));
-        if plain {
-            self.out.extend_from_slice(value.as_bytes());
-            return;
-        }
-        self.out.push(b'"');
-        let mut utf8 = [0; 4];
-        for c in value.chars() {
-            match c {
-                '"' => self.out.extend_from_slice(b"\\\""),
-                '\\' => self.out.extend_from_slice(b"\\\\"),
-                '\n' => self.out.extend_from_slice(b"\\n"),
-                '\r' => self.out.extend_from_slice(b"\\r"),
-                '\t' => self.out.extend_from_slice(b"\\t"),
-                c if needs_escape(c) || (c.is_whitespace() && c != ' ') => {
-                    let _ = write!(ByteWriter(self.out), "\\u{{{:x}}}", c as u32);
-                }
-                c => self.out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes()),
-            }
-        }
-        self.out.push(b'"');
-    }
-
-    /// A payload value under `key`: maps as dotted keys, lists as quoted JSON.
-    fn value(&mut self, key: &str, value: &Value) {
-        match value {
-            Value::Null => self.raw(key, "null"),
-            Value::Bool(b) => self.raw(key, if *b { "true" } else { "false" }),
-            Value::I64(_) | Value::U64(_) | Value::I128(_) | Value::U128(_) => self.raw(key, &value.to_string()),
-            Value::F64(f) if f.is_finite() => self.raw(key, &f.to_string()),
-            Value::F64(f) => self.raw(key, non_finite(*f)),
-            Value::Str(text) => self.text(key, text),
-            Value::Duration(d) => self.raw(key, &millis(*d).to_string()),
-            Value::Time(t) => self.raw(key, &humantime::format_rfc3339_micros(*t).to_string()),
-            Value::List(_) => {
-                let json = serde_json::to_string(&JsonValue(value)).unwrap_or_default();
-                self.text(key, &json);
-            }
-            Value::Map(payload) => {
-                for (k, v) in payload.iter() {
-                    self.value(&format!("{key}.{k}"), v);
-                }
-            }
-            Value::Exception { type_name, message } => {
-                self.text(&format!("{key}.type"), type_name);
-                self.text(&format!("{key}.message"), message);
-            }
-            other => self.text(key, &other.to_string()),
-        }
-    }
-}
-
-/// `fmt::Write` into a byte vector.
-struct ByteWriter<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for ByteWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
-}
-
-fn write_logfmt(line: &mut Logfmt<'_>, keys: &Keys, now: SystemTime, level: Level, facts: &Facts<'_>, tags: &Tags) {
-    if let Some(k) = keys.name(LineKey::Time) {
-        line.key(k);
-        let _ = write!(ByteWriter(line.out), "{}", humantime::format_rfc3339_micros(now));
-    }
-    if let Some(k) = keys.name(LineKey::Level) {
-        line.raw(k, &level.as_str().to_ascii_lowercase());
-    }
-    if let Some(k) = keys.name(LineKey::Event) {
-        line.text(k, facts.name);
-    }
-    if let (Some(k), Some(d)) = (keys.name(LineKey::Duration), facts.duration) {
-        line.raw(k, &millis(d).to_string());
-    }
-    if let Some(k) = keys.name(LineKey::Outcome) {
-        line.raw(k, facts.outcome.as_str());
-    }
-    if let (Some(k), Some(t)) = (keys.name(LineKey::TraceId), facts.trace_id) {
-        line.key(k);
-        let _ = write!(ByteWriter(line.out), "{t}");
-    }
-    if let Some(k) = keys.name(LineKey::SpanId) {
-        line.key(k);
-        let _ = write!(ByteWriter(line.out), "{}", SpanHex(facts.id));
-    }
-    if let (Some(k), Some(p)) = (keys.name(LineKey::ParentId), facts.parent_id) {
-        line.key(k);
-        let _ = write!(ByteWriter(line.out), "{}", SpanHex(p));
-    }
-    if let (Some(k), Some(l)) = (keys.name(LineKey::Location), facts.location) {
-        line.text(k, &LocationText(l).to_string());
-    }
-    logfmt_group(line, keys, &keys.tags, "tags", tags.iter());
-    logfmt_group(line, keys, &keys.payload, "payload", facts.payload.iter());
-}
-
-fn logfmt_group<'v>(
-    line: &mut Logfmt<'_>,
-    keys: &Keys,
-    placement: &Placement,
-    prefix: &str,
-    fields: impl Iterator<Item = (&'v str, &'v Value)>,
-) {
-    for (k, v) in fields {
-        match placement {
-            Placement::Nested(group) => line.value(&format!("{group}.{k}"), v),
-            Placement::Flat if keys.standard().any(|s| s == k) => line.value(&format!("{prefix}.{k}"), v),
-            Placement::Flat => line.value(k, v),
-            Placement::Omit => return,
-        }
     }
 }

@@ -283,7 +283,8 @@ fn values_and_keys_cannot_forge_a_logfmt_line_or_add_a_key() {
         "level event outcome trace_id span_id + one payload key: {pairs:?}"
     );
     let (key, value) = &pairs[5];
-    assert_eq!(key, "payload.a_b_c_d_");
+    // Percent-encoded (issue 44 item 6: the old `_` made distinct keys equal).
+    assert_eq!(key, "payload.a%20b%3Dc%22d%0A");
     assert_eq!(
         value,
         "x\n{\"level\":\"ERROR\",\"event\":\"admin.login\"} \\u{1b}[2J\r\"=\\ \\u{202e}"
@@ -497,6 +498,61 @@ fn pending_suppressed_lines_are_summarised_by_flush_and_the_limit_is_off_by_defa
 }
 
 #[test]
+fn i44_4_names_beyond_the_limit_share_one_window_and_every_drop_is_counted_by_cause() {
+    let _serial = setup(LevelFilter::Trace);
+    let notifier = Notifier::new();
+    let logger = StructuredLog::json()
+        .rate_limit(1, Duration::from_secs(3600))
+        .rate_limit_names(3)
+        .build();
+    let _s = logger.subscribe(&notifier, Pattern::all());
+    // Five names (imported from outside, say), two lines each.
+    for name in ["a.x", "b.x", "c.x", "d.x", "e.x"] {
+        for _ in 0..2 {
+            notifier.instrument(name, Payload::new, |_| ());
+        }
+    }
+    // a, b, c have a window each (1 line written, 1 dropped each); d and e share one: 1 of 4.
+    let stats = logger.rate_limit_stats();
+    assert_eq!(
+        (
+            stats.names,
+            stats.suppressed_per_name,
+            stats.suppressed_shared,
+            stats.lines_shared
+        ),
+        (3, 3, 3, 4)
+    );
+    assert_eq!((logger.written(), logger.suppressed()), (4, 6));
+    let written: Vec<Json> = messages().iter().map(|m| json(m)).collect();
+    let events: Vec<&str> = written.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["a.x", "b.x", "c.x", "d.x"]);
+    // The summaries: one per own window, one for the shared window under `*`.
+    assert_eq!(logger.flush_suppressed(), 4);
+    let mut summaries: Vec<(String, u64)> = messages()[4..]
+        .iter()
+        .map(|m| {
+            let line = json(m);
+            (
+                line["event"].as_str().unwrap().to_owned(),
+                line["suppressed"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    summaries.sort();
+    assert_eq!(
+        summaries,
+        [
+            ("*".to_owned(), 3),
+            ("a.x".to_owned(), 1),
+            ("b.x".to_owned(), 1),
+            ("c.x".to_owned(), 1)
+        ]
+    );
+    assert_eq!(lines()[7].1, "notify_log", "the shared summary's target");
+}
+
+#[test]
 fn tags_follow_spawned_futures_and_threads_with_their_context() {
     let _serial = setup(LevelFilter::Trace);
     let notifier = Notifier::new();
@@ -650,4 +706,163 @@ fn a_tagged_rails_style_subscriber_prefixes_its_lines_with_the_scope_tags_escape
             "[x\\n[INFO  auth] admin] SELECT 3"
         ]
     );
+}
+
+// Issue 44 item 6: every line has each key once, no value shadows another (the rule is in the
+// `structured` module docs, "Unique keys").
+
+/// The top-level keys of a JSON line in order, duplicates kept (a JSON map would fold them).
+fn json_keys(line: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<Vec<String>, A::Error> {
+            while let Some((k, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                self.0.push(k);
+            }
+            Ok(self.0)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(line);
+    serde::Deserializer::deserialize_map(&mut de, Keys(Vec::new())).unwrap()
+}
+
+fn assert_unique(keys: &[String], line: &str) {
+    let mut sorted: Vec<&String> = keys.iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), keys.len(), "a key twice in {line}");
+}
+
+/// The JSON and logfmt lines of one event published with `keys`, `tags` and `payload`: each line's
+/// keys (checked unique) and the line, JSON first.
+fn both_lines(keys: Keys, tags: Tags, payload: fn() -> Payload) -> (Json, Vec<(String, String)>) {
+    let notifier = Notifier::new();
+    let keys = keys.omit(LineKey::Time).omit(LineKey::Duration);
+    let _j = StructuredLog::json()
+        .keys(keys.clone())
+        .build()
+        .subscribe(&notifier, Pattern::all());
+    let _l = StructuredLog::logfmt()
+        .keys(keys)
+        .build()
+        .subscribe(&notifier, Pattern::all());
+    LOGGER.lines.lock().unwrap().clear();
+    tags.in_scope(|| notifier.instrument("a.b", payload, |_| ()));
+    let messages = messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_unique(&json_keys(&messages[0]), &messages[0]);
+    let pairs = logfmt(&messages[1]);
+    let logfmt_keys: Vec<String> = pairs.iter().map(|(k, _)| k.clone()).collect();
+    assert_unique(&logfmt_keys, &messages[1]);
+    (json(&messages[0]), pairs)
+}
+
+#[test]
+fn i44_6_flat_tag_and_payload_user_are_both_written_unique() {
+    let _serial = setup(LevelFilter::Trace);
+    let keys = Keys::default().tags(Placement::Flat).payload(Placement::Flat);
+    let (json, pairs) = both_lines(keys, Tags::new().with("user", "from-tag"), || {
+        Payload::new().with("user", "from-payload")
+    });
+    assert_eq!(
+        (&json["user"], &json["payload.user"]),
+        (&Json::from("from-tag"), &Json::from("from-payload"))
+    );
+    assert_eq!(get(&pairs, "user"), Some("from-tag"));
+    assert_eq!(get(&pairs, "payload.user"), Some("from-payload"));
+}
+
+#[test]
+fn i44_6_a_payload_key_named_payload_level_does_not_shadow_the_renamed_level() {
+    let _serial = setup(LevelFilter::Trace);
+    let keys = Keys::default().payload(Placement::Flat);
+    let (json, pairs) = both_lines(keys, Tags::new(), || {
+        Payload::new().with("level", "mine").with("payload.level", "forged")
+    });
+    assert_eq!(
+        (&json["level"], &json["payload.level"], &json["payload.payload.level"]),
+        (&Json::from("INFO"), &Json::from("mine"), &Json::from("forged"))
+    );
+    assert_eq!(get(&pairs, "level"), Some("info"));
+    assert_eq!(get(&pairs, "payload.level"), Some("mine"));
+    assert_eq!(get(&pairs, "payload.payload.level"), Some("forged"));
+    // The other order: the first claim keeps `payload.level`, the renamed `level` gets a suffix.
+    let keys = Keys::default().payload(Placement::Flat);
+    let (json, pairs) = both_lines(keys, Tags::new(), || {
+        Payload::new().with("payload.level", "forged").with("level", "mine")
+    });
+    assert_eq!(
+        (&json["level"], &json["payload.level"], &json["payload.level~2"]),
+        (&Json::from("INFO"), &Json::from("forged"), &Json::from("mine"))
+    );
+    assert_eq!(get(&pairs, "payload.level~2"), Some("mine"));
+}
+
+#[test]
+fn i44_6_a_flat_payload_key_tags_does_not_duplicate_the_tags_object() {
+    let _serial = setup(LevelFilter::Trace);
+    // Tags in their default place (nested under `tags`), the payload flat.
+    let keys = Keys::default().payload(Placement::Flat);
+    let (json, pairs) = both_lines(keys, Tags::new().with("request_id", "r-17"), || {
+        Payload::new().with("tags", Payload::new().with("request_id", "forged"))
+    });
+    assert_eq!(json["tags"], serde_json::json!({"request_id": "r-17"}));
+    assert_eq!(json["payload.tags"], serde_json::json!({"request_id": "forged"}));
+    assert_eq!(get(&pairs, "tags.request_id"), Some("r-17"));
+    assert_eq!(get(&pairs, "payload.tags.request_id"), Some("forged"));
+}
+
+#[test]
+fn i44_6_logfmt_keys_that_differ_only_in_unsafe_characters_stay_distinct() {
+    let _serial = setup(LevelFilter::Trace);
+    let (json, pairs) = both_lines(Keys::default(), Tags::new(), || {
+        Payload::new()
+            .with("a b", 1_u64)
+            .with("a_b", 2_u64)
+            .with("a=b", 3_u64)
+            .with("a%20b", 4_u64)
+    });
+    assert_eq!(
+        json["payload"],
+        serde_json::json!({"a b": 1, "a_b": 2, "a=b": 3, "a%20b": 4})
+    );
+    let payload: Vec<(&str, &str)> = pairs[pairs.len() - 4..]
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        payload,
+        [
+            ("payload.a%20b", "1"),
+            ("payload.a_b", "2"),
+            ("payload.a%3Db", "3"),
+            ("payload.a%2520b", "4")
+        ]
+    );
+}
+
+#[test]
+fn i44_6_facts_renamed_alike_and_dotted_keys_get_a_suffix() {
+    let _serial = setup(LevelFilter::Trace);
+    let keys = Keys::default().rename(LineKey::Outcome, "level");
+    let (json, pairs) = both_lines(keys, Tags::new(), || {
+        Payload::new()
+            .with("a", Payload::new().with("b", 1_u64))
+            .with("a.b", 2_u64)
+    });
+    assert_eq!(
+        (&json["level"], &json["level~2"]),
+        (&Json::from("INFO"), &Json::from("completed"))
+    );
+    assert_eq!(json["payload"], serde_json::json!({"a": {"b": 1}, "a.b": 2}));
+    assert_eq!(
+        (get(&pairs, "level"), get(&pairs, "level~2")),
+        (Some("info"), Some("completed"))
+    );
+    assert_eq!(get(&pairs, "payload.a.b"), Some("1"));
+    assert_eq!(get(&pairs, "payload.a.b~2"), Some("2"));
 }

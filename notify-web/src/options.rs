@@ -196,13 +196,16 @@ impl WebOptions {
     }
 
     /// [`WebServer`](crate::WebServer): serves at most `count` connections at once (at least 1;
-    /// default 256). A connection past that takes the place of the open connection that has
-    /// gone longest without sending or receiving a byte, if that one has been quiet for at least
-    /// 100 ms (it is closed, counted in
-    /// [`ServerCounts::evicted_connections`](crate::ServerCounts::evicted_connections)); otherwise
-    /// the new connection is closed at once, counted in
-    /// [`ServerCounts::refused_connections`](crate::ServerCounts::refused_connections). So idle
-    /// and half-open connections cannot lock out a client, and open file descriptors stay bounded.
+    /// default 256). A connection past that takes the place of the open connection that has made
+    /// the least progress (it is closed, counted in
+    /// [`ServerCounts::evicted_connections`](crate::ServerCounts::evicted_connections)): the one
+    /// waiting longest for a request head to arrive whole, bytes trickled into a head counting
+    /// for nothing, or one writing a response that has written nothing for 100 ms or more;
+    /// never one whose page is being rendered. When none can be closed, the new connection is,
+    /// counted in [`ServerCounts::refused_connections`](crate::ServerCounts::refused_connections).
+    /// So idle, half-open and trickling (slowloris) connections cannot lock out a client, however
+    /// many there are, and open file descriptors stay bounded. See
+    /// [`WebServer`](crate::WebServer)'s "Connection limit" for why.
     pub fn max_connections(mut self, count: usize) -> WebOptions {
         self.max_connections = count.max(1);
         self

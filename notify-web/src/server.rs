@@ -46,8 +46,9 @@ const COOKIE_ESCAPED: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b',').add(b'
 const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'";
 
-/// How long the quietest connection must have been quiet to be closed for a new one when
-/// [`WebOptions::max_connections`] are open.
+/// How long a connection writing a response must have written nothing to be closed for a new one
+/// when [`WebOptions::max_connections`] are open (connections waiting for a request head are
+/// taken first, however recently they sent a byte: see [`admit`]).
 const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
 
 /// The most threads [`WebServer::start`]'s runtime renders pages on at once (tokio's blocking
@@ -61,8 +62,10 @@ const RENDERING: u64 = u64::MAX;
 /// [`WebOptions::response_memory`].
 const SMALL_RESPONSE: usize = 1024 * 1024;
 
-/// The largest request line and headers read (hyper answers `431` past it).
-const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The largest request head read: the request line, the headers and the blank line that ends
+/// them, in bytes. hyper answers `431` past it (`max_header_size`, which counts the head exactly;
+/// `max_buf_size` alone bounds only its read buffer, which one read can take past this).
+pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// The first and the longest pause of the accept loop after an accept error (file descriptors
 /// exhausted, say); it doubles in between and starts over after a success.
@@ -78,11 +81,14 @@ pub struct ServerCounts {
     /// Requests answered (any status).
     pub requests: u64,
     /// New connections closed at once because [`WebOptions::max_connections`] were open and
-    /// none of them had been quiet for 100 ms.
+    /// none of them could be evicted: every one was having its page rendered or writing a
+    /// response it had written to within the last 100 ms.
     pub refused_connections: u64,
     /// Open connections closed to make room for a new one past
-    /// [`WebOptions::max_connections`] (the one quiet the longest, quiet for at least 100 ms, its
-    /// page not being rendered).
+    /// [`WebOptions::max_connections`]: the one stalled longest, a connection waiting for a
+    /// request head being stalled since it began waiting (bytes trickled into the head count for
+    /// nothing), one writing a response since its last byte written (if 100 ms ago). See
+    /// [`WebServer`]'s "Connection limit".
     pub evicted_connections: u64,
     /// Errors of the listening socket's accept (`EMFILE`: file descriptors exhausted, and the
     /// like): the server paused (5 ms, doubling up to 100 ms) and went on accepting.
@@ -90,6 +96,10 @@ pub struct ServerCounts {
     /// Connections closed because a request's head did not arrive within
     /// [`WebOptions::header_read_timeout`].
     pub header_timeouts: u64,
+    /// Requests answered `431 Request Header Fields Too Large` (by hyper, the connection then
+    /// closed): a request head (request line, headers and the blank line) over 64 KiB, or with
+    /// more than 100 headers.
+    pub too_large_heads: u64,
     /// Connections closed after [`WebOptions::idle_timeout`] without a byte either way.
     pub idle_timeouts: u64,
     /// Connections closed because a response was not written whole within
@@ -112,6 +122,7 @@ struct Counters {
     evicted_connections: AtomicU64,
     accept_errors: AtomicU64,
     header_timeouts: AtomicU64,
+    too_large_heads: AtomicU64,
     idle_timeouts: AtomicU64,
     response_timeouts: AtomicU64,
     too_large: AtomicU64,
@@ -179,6 +190,10 @@ impl Shared {
 struct Connection {
     /// When a byte was last read or written.
     last_progress: AtomicU64,
+    /// When it started waiting for the request head it waits for now (accepted, or its previous
+    /// response written whole): its progress, as [`admit`] measures it, is whole requests, so
+    /// bytes trickled into a head never make it newer. Meaningful while `response_deadline` is 0.
+    awaiting_head_since: AtomicU64,
     /// When the response in flight must be written by; 0 when none is.
     response_deadline: AtomicU64,
     /// Set when hyper dropped the response in flight's body: the response is written once the
@@ -201,6 +216,7 @@ impl Connection {
     fn new(now: u64) -> Connection {
         Connection {
             last_progress: AtomicU64::new(now),
+            awaiting_head_since: AtomicU64::new(now),
             response_deadline: AtomicU64::new(0),
             body_taken: AtomicBool::new(false),
             close: Notify::new(),
@@ -294,6 +310,11 @@ impl AsyncWrite for Watched {
         // hyper flushes once its buffer is written out: after the body was taken, that is the
         // whole response.
         if matches!(poll, Poll::Ready(Ok(()))) && this.connection.body_taken.swap(false, Ordering::AcqRel) {
+            // Waiting for the next request head from now (set before the deadline is cleared:
+            // `admit` reads the deadline first).
+            this.connection
+                .awaiting_head_since
+                .store(this.shared.now(), Ordering::Release);
             this.connection.response_deadline.store(0, Ordering::Release);
             this.shared.release(&this.connection);
         }
@@ -339,8 +360,9 @@ impl Drop for TrackedBody {
 /// Paths: `/` (recent traces, per-name table, latency chart), `/trace/<trace id>` (waterfall;
 /// `?open=<event id>` opens that event's payload),
 /// `/api/traces`, `/api/trace/<trace id>`, `/api/stats` (JSON). Only `GET` and `HEAD`; other
-/// methods get 405, an unknown path 404, a malformed trace id 400. Responses carry a
-/// Content-Security-Policy that allows no script.
+/// methods get 405, an unknown path 404, a malformed trace id 400 (quoting an
+/// [`Excerpt`](notify_core::escape::Excerpt) of it: at most 64 characters and its length, never
+/// the whole path). Responses carry a Content-Security-Policy that allows no script.
 ///
 /// With [`WebOptions::token`](crate::WebOptions::token) every request must carry the token: as
 /// `?token=...` (URL-encoded as a form field is: `%2B` for `+`, `+` or `%20` for a space; the
@@ -358,9 +380,34 @@ impl Drop for TrackedBody {
 /// | [`header_read_timeout`](WebOptions::header_read_timeout) | 10 s | connection closed |
 /// | [`idle_timeout`](WebOptions::idle_timeout) | 30 s | connection closed |
 /// | [`response_timeout`](WebOptions::response_timeout) | 30 s | connection closed |
-/// | [`max_connections`](WebOptions::max_connections) | 256 | the quietest (≥ 100 ms) closed, else the new one |
+/// | [`max_connections`](WebOptions::max_connections) | 256 | the one that made the least progress closed (below), else the new one |
 /// | [`response_memory`](WebOptions::response_memory) | 256 MiB of responses over 1 MiB being written | `503` with `Retry-After: 1` |
-/// | request line and headers | 64 KiB | `431` (hyper) |
+/// | request head: line, headers and the blank line | 65,536 bytes (exactly), 100 headers | `431` (hyper), connection closed |
+///
+/// # Connection limit: progress is whole requests, not bytes
+///
+/// A connection is admitted at once while fewer than `max_connections` are open. At the limit, a
+/// new one takes the place of the open connection stalled the longest, counted in
+/// [`ServerCounts::evicted_connections`]:
+///
+/// * one waiting for a request head (reading one, or idle between requests) is stalled since it
+///   began waiting for it. Bytes of a head that has not arrived whole count for nothing: a client
+///   that trickles its head a byte at a time (slowloris) is as stalled as one that sends nothing,
+///   while a legitimate client, which sends its head in one go, waits for it a round trip. So
+///   however many connections trickle, and however fast they come back when closed, a new
+///   connection gets a place and its request is answered: each newcomer closes the oldest
+///   waiter, so a connection is closed only after `max_connections - 1` newer ones arrived;
+/// * one writing a response is stalled since it last wrote a byte, and only counts once that is
+///   100 ms ago (a client that does not read);
+/// * one whose page is being rendered is never closed for another.
+///
+/// When no open connection can be closed (all rendering, or writing), the new one is closed at
+/// once, counted in [`ServerCounts::refused_connections`].
+///
+/// This is nginx's choice when it runs out of connections (it closes idle keep-alive
+/// connections, oldest first), taken further: a connection trickling its head is idle as far as
+/// the server can tell. Below the limit, [`header_read_timeout`](WebOptions::header_read_timeout)
+/// (hyper's) closes a head that has not arrived whole in 10 s, whatever its rate.
 ///
 /// An accept error (`EMFILE` when file descriptors run out) pauses accepting (5 ms, doubling up
 /// to 100 ms) and never ends the server.
@@ -464,6 +511,7 @@ impl WebServer {
             evicted_connections: get(&c.evicted_connections),
             accept_errors: get(&c.accept_errors),
             header_timeouts: get(&c.header_timeouts),
+            too_large_heads: get(&c.too_large_heads),
             idle_timeouts: get(&c.idle_timeouts),
             response_timeouts: get(&c.response_timeouts),
             too_large: get(&c.too_large),
@@ -530,7 +578,9 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut stop: watch
     }
 }
 
-/// Serves `stream` on a task of its own, within [`WebOptions::max_connections`].
+/// Serves `stream` on a task of its own, within [`WebOptions::max_connections`]: at the limit,
+/// the open connection that has made the least progress is closed for it (see [`stalled_since`]),
+/// or, when none can be, the new one is.
 fn admit(shared: &Arc<Shared>, stream: TcpStream, stop: &watch::Receiver<bool>) {
     let now = shared.now();
     let connection = Arc::new(Connection::new(now));
@@ -538,19 +588,17 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, stop: &watch::Receiver<bool>) 
     {
         let mut open = shared.connections.lock();
         if open.len() >= shared.options().max_connections {
-            // A connection whose page is being rendered is busy, not quiet.
-            let quietest = open
+            let least_progress = open
                 .iter()
-                .filter(|(_, c)| c.response_deadline.load(Ordering::Acquire) != RENDERING)
-                .map(|(id, c)| (*id, c.last_progress.load(Ordering::Acquire)))
-                .min_by_key(|(_, last)| *last);
-            match quietest {
-                Some((quiet_id, last)) if now.saturating_sub(last) >= nanos(EVICTABLE_AFTER) => {
-                    let evicted = open.remove(&quiet_id).expect("listed");
+                .filter_map(|(id, c)| stalled_since(c, now).map(|since| (*id, since)))
+                .min_by_key(|(_, since)| *since);
+            match least_progress {
+                Some((stalled_id, _)) => {
+                    let evicted = open.remove(&stalled_id).expect("listed");
                     evicted.close.notify_one();
                     bump(&shared.counters.evicted_connections);
                 }
-                _ => {
+                None => {
                     bump(&shared.counters.refused_connections);
                     return; // dropping the stream closes it
                 }
@@ -560,6 +608,30 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, stop: &watch::Receiver<bool>) 
     }
     bump(&shared.counters.accepted);
     tokio::spawn(serve_connection(shared.clone(), stream, id, connection, stop.clone()));
+}
+
+/// Since when `connection` has made no progress, if it may be closed for a new connection
+/// (`None`: it may not). The earliest is closed first.
+///
+/// * Waiting for a request head (between requests, or reading one): progress is a whole request,
+///   so it is stalled since it started waiting for this head, however many bytes of it arrived
+///   since. A client sends a head in one go, and its connection waits for it for a round trip;
+///   one that trickles a head (slowloris) is stalled from its first byte, and is the first to go
+///   when the limit is reached, however often it sends a byte. An idle keep-alive connection
+///   goes the same way (nginx too closes idle keep-alive connections first when it runs out of
+///   connections); its client opens a new one.
+/// * Its page being rendered: busy, never closed for another.
+/// * Writing a response: progress is a byte written, so it is stalled since the last one; closed
+///   only once stalled for 100 ms ([`EVICTABLE_AFTER`]): a slow reader, not a page on its way.
+fn stalled_since(connection: &Connection, now: u64) -> Option<u64> {
+    match connection.response_deadline.load(Ordering::Acquire) {
+        0 => Some(connection.awaiting_head_since.load(Ordering::Acquire)),
+        RENDERING => None,
+        _ => {
+            let last = connection.last_progress.load(Ordering::Acquire);
+            (now.saturating_sub(last) >= nanos(EVICTABLE_AFTER)).then_some(last)
+        }
+    }
 }
 
 /// One connection: hyper's HTTP/1 state machine, under a watchdog for the idle and response
@@ -599,6 +671,7 @@ async fn serve_connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
+        .max_header_size(MAX_HEAD_BYTES)
         .max_buf_size(MAX_HEAD_BYTES)
         .title_case_headers(true);
     let served = builder.serve_connection(io, service);
@@ -615,6 +688,8 @@ async fn serve_connection(
                 if let Err(e) = result {
                     if e.is_timeout() {
                         bump(&shared.counters.header_timeouts);
+                    } else if e.is_parse_too_large() {
+                        bump(&shared.counters.too_large_heads);
                     }
                 }
                 break;

@@ -55,7 +55,11 @@ impl<'de> Deserialize<'de> for Outcome {
             "completed" => Ok(Outcome::Completed),
             "panicked" => Ok(Outcome::Panicked),
             "cancelled" => Ok(Outcome::Cancelled),
-            other => Err(de::Error::unknown_variant(other, OUTCOMES)),
+            // serde quotes the name whole: an excerpt of it (the text may come from another process).
+            other => Err(de::Error::unknown_variant(
+                &crate::escape::Excerpt::new(other).to_string(),
+                OUTCOMES,
+            )),
         }
     }
 }

@@ -19,7 +19,12 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime,
 
 /// Parses one RFC 3339 UTC time, with an error naming the text.
 pub(crate) fn parse<E: de::Error>(text: &str) -> Result<SystemTime, E> {
-    crate::payload::parse_rfc3339(text).map_err(|e| E::custom(format_args!("invalid RFC 3339 UTC time {text:?}: {e}")))
+    crate::payload::parse_rfc3339(text).map_err(|e| {
+        E::custom(format_args!(
+            "invalid RFC 3339 UTC time \"{}\": {e}",
+            crate::escape::Excerpt::new(text)
+        ))
+    })
 }
 
 struct TimeVisitor;

@@ -17,7 +17,7 @@
 //! time=2026-12-07T02:31:07.004211Z level=warn target=catalog message="price missing" trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7 location=src/main.rs:41 fields.book=7
 //! ```
 //!
-//! [`StructuredLog`]: super::StructuredLog
+//! [`StructuredLog`]: crate::StructuredLog
 
 use std::cell::Cell;
 use std::time::SystemTime;
@@ -29,9 +29,15 @@ use serde::{Serialize, Serializer};
 use notify_core::context::Tags;
 use notify_core::{Context, Payload};
 
-use super::{
-    logfmt_group, ByteWriter, Fields, Format, JsonValue, Keys, LineKey, Logfmt, Placement, Rfc3339, Shown, SpanHex,
-};
+use crate::facts::SpanHex;
+use crate::json::{JsonValue, Rfc3339};
+use crate::keys::{Keys, LineKey, DEFAULT_TIME};
+use crate::line_keys::LineNames;
+use crate::logfmt::Logfmt;
+use crate::structured::Format;
+
+/// Key of the current scope's tags (`tags`, a JSON object or `tags.<name>=` in logfmt).
+const TAGS_KEY: &str = "tags";
 
 /// Key of a record's text (`message`), as tracing-subscriber's JSON lines name it.
 pub const MESSAGE_KEY: &str = "message";
@@ -45,7 +51,7 @@ thread_local! {
     static EMITTING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// True while a [`StructuredLogger`](super::StructuredLogger) hands one of its lines to the `log`
+/// True while a [`StructuredLogger`](crate::StructuredLogger) hands one of its lines to the `log`
 /// facade on this thread: the record's message is then a finished line (JSON or logfmt) that a
 /// logger writes as it is, where any other record is the application's own and gets formatted
 /// ([`write_record`]).
@@ -55,7 +61,7 @@ pub fn is_event_line() -> bool {
 
 /// Runs `f` marked as the hand-off of a finished line (see [`is_event_line`]); the mark is
 /// restored even when the logger panics.
-pub(super) fn emitting<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn emitting<T>(f: impl FnOnce() -> T) -> T {
     struct Restore(bool);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -81,10 +87,12 @@ pub struct RecordLine<'a> {
     pub location: Option<(&'a str, u32)>,
 }
 
-/// Writes `line` in `format` under `keys`' names (without a newline) into `out`, with the trace id
-/// and span id of the current context ([`Context::current`]) and the current scope's tags. Keys
-/// `keys` omits are left out; the payload placement of `keys` is where the fields go
-/// ([`FIELDS_KEY`] when nested under the payload's default key).
+/// Writes `line` in `format` (without a newline) into `out`, with the trace id and span id of the
+/// current context ([`Context::current`]) and the current scope's tags. The time, level, trace id,
+/// span id and location are written under `keys`' names for them (left out where `keys` omits
+/// them), then [`TARGET_KEY`], [`MESSAGE_KEY`], the tags under `tags` and the fields under
+/// [`FIELDS_KEY`]: nested, so no field can shadow a fact. In logfmt a field that is not text or a
+/// number is written as quoted JSON.
 ///
 /// ```
 /// use notify_core::Payload;
@@ -111,16 +119,11 @@ pub fn write_record(format: Format, keys: &Keys, line: &RecordLine<'_>, out: &mu
             serde_json::to_writer(&mut *out, &json).expect("a Vec accepts every write");
         }
         Format::Logfmt => {
-            let time_key = keys
-                .name(LineKey::Time)
-                .map(|k| if k == super::DEFAULT_TIME { "time" } else { k });
-            let mut w = Logfmt::new(out);
-            if let Some(k) = time_key {
-                w.key(k);
-                let _ = std::fmt::Write::write_fmt(
-                    &mut ByteWriter(w.out),
-                    format_args!("{}", humantime::format_rfc3339_micros(now)),
-                );
+            let names = LineNames::new(keys, true);
+            let mut w = Logfmt::new(out, &names);
+            if let Some(k) = keys.name(LineKey::Time) {
+                let k = if k == DEFAULT_TIME { "time" } else { k };
+                w.raw(k, &humantime::format_rfc3339_micros(now).to_string());
             }
             if let Some(k) = keys.name(LineKey::Level) {
                 w.raw(k, &line.level.as_str().to_ascii_lowercase());
@@ -136,19 +139,19 @@ pub fn write_record(format: Format, keys: &Keys, line: &RecordLine<'_>, out: &mu
             if let (Some(k), Some((file, n))) = (keys.name(LineKey::Location), line.location) {
                 w.text(k, &format!("{file}:{n}"));
             }
-            logfmt_group(&mut w, keys, &keys.tags, "tags", tags.iter());
-            logfmt_group(&mut w, keys, &fields_placement(keys), FIELDS_KEY, line.fields.iter());
+            let fields = tags
+                .iter()
+                .map(|(k, v)| (TAGS_KEY, k, v))
+                .chain(line.fields.iter().map(|(k, v)| (FIELDS_KEY, k, v)));
+            for (group, k, v) in fields {
+                let key = format!("{group}.{k}");
+                match v {
+                    notify_core::Value::Str(text) => w.text(&key, text),
+                    other => w.text(&key, &serde_json::to_string(&JsonValue(other)).unwrap_or_default()),
+                }
+            }
         }
     });
-}
-
-/// Where a record's fields go: beside the standard keys when the payload is flat, under
-/// [`FIELDS_KEY`] when the payload keeps its default nesting, under the payload's key otherwise.
-fn fields_placement(keys: &Keys) -> Placement {
-    match &keys.payload {
-        Placement::Nested(key) if key == "payload" => Placement::Nested(FIELDS_KEY.into()),
-        other => other.clone(),
-    }
 }
 
 struct JsonRecord<'a> {
@@ -157,6 +160,23 @@ struct JsonRecord<'a> {
     line: &'a RecordLine<'a>,
     context: &'a Context,
     tags: &'a Tags,
+}
+
+/// Key-values written as one JSON object.
+struct Object<'a, I>(std::cell::RefCell<Option<I>>, std::marker::PhantomData<&'a ()>);
+
+impl<'a, I: Iterator<Item = (&'a str, &'a notify_core::Value)>> Serialize for Object<'a, I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (k, v) in self.0.borrow_mut().take().into_iter().flatten() {
+            map.serialize_entry(k, &JsonValue(v))?;
+        }
+        map.end()
+    }
+}
+
+fn object<'a, I: Iterator<Item = (&'a str, &'a notify_core::Value)>>(fields: I) -> Object<'a, I> {
+    Object(std::cell::RefCell::new(Some(fields)), std::marker::PhantomData)
 }
 
 impl Serialize for JsonRecord<'_> {
@@ -172,32 +192,19 @@ impl Serialize for JsonRecord<'_> {
         map.serialize_entry(TARGET_KEY, line.target)?;
         map.serialize_entry(MESSAGE_KEY, line.message)?;
         if let (Some(k), Some(t)) = (keys.name(LineKey::TraceId), self.context.trace_id()) {
-            map.serialize_entry(k, &Shown(t))?;
+            map.serialize_entry(k, &t.to_string())?;
         }
         if let (Some(k), Some(id)) = (keys.name(LineKey::SpanId), self.context.event_id()) {
-            map.serialize_entry(k, &Shown(SpanHex(id)))?;
+            map.serialize_entry(k, &SpanHex(id).to_string())?;
         }
         if let (Some(k), Some((file, n))) = (keys.name(LineKey::Location), line.location) {
-            map.serialize_entry(k, &format_args!("{file}:{n}").to_string())?;
+            map.serialize_entry(k, &format!("{file}:{n}"))?;
         }
         if !self.tags.is_empty() {
-            super::json_group(&mut map, keys, &keys.tags, "tags", Fields::Tags(self.tags))?;
+            map.serialize_entry(TAGS_KEY, &object(self.tags.iter()))?;
         }
         if !line.fields.is_empty() {
-            match fields_placement(keys) {
-                Placement::Nested(key) => map.serialize_entry(key.as_ref(), &Fields::Payload(line.fields))?,
-                Placement::Flat => {
-                    for (k, v) in line.fields.iter() {
-                        let reserved = keys.standard().any(|s| s == k) || k == TARGET_KEY || k == MESSAGE_KEY;
-                        if reserved {
-                            map.serialize_entry(&format!("{FIELDS_KEY}.{k}"), &JsonValue(v))?;
-                        } else {
-                            map.serialize_entry(k, &JsonValue(v))?;
-                        }
-                    }
-                }
-                Placement::Omit => {}
-            }
+            map.serialize_entry(FIELDS_KEY, &object(line.fields.iter()))?;
         }
         map.end()
     }
