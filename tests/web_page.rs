@@ -277,6 +277,28 @@ fn the_live_page_renders_traces_and_rows_in_headless_chromium() {
     }
     assert!(index.contains("<svg id=\"latency-chart\""), "{index}");
 
+    // Issue 48 item 3: the latency buckets of a name link to a recent trace in them; following
+    // the first of request.bookstore's opens that trace with the request's event open.
+    let row_start = index.find("<tr class=\"name\"><td>request.bookstore</td>").unwrap();
+    let row = &index[row_start..row_start + index[row_start..].find("</tr>").unwrap()];
+    let marker = "<a class=\"bucket\" href=\"";
+    let at = row.find(marker).unwrap_or_else(|| panic!("no bucket link in {row}")) + marker.len();
+    let href = row[at..at + row[at..].find('"').unwrap()].replace("&amp;", "&");
+    let (path, fragment) = href.split_once('#').unwrap();
+    let event = fragment.strip_prefix("event-").unwrap();
+    assert!(path.ends_with(&format!("?open={event}")), "{href}");
+    let bucket_view = chromium(profile.path(), &["--dump-dom", &format!("http://{addr}{href}")]);
+    assert!(
+        bucket_view.contains("<h1 id=\"trace-title\">request.bookstore</h1>"),
+        "{bucket_view}"
+    );
+    assert!(
+        bucket_view.contains(&format!(
+            "<details class=\"event\" id=\"event-{event}\" data-depth=\"0\" open"
+        )),
+        "the bucket's event is open: {bucket_view}"
+    );
+
     let url = format!("http://{addr}/trace/{trace_id}?open={open}");
     let view = chromium(profile.path(), &["--dump-dom", &url]);
     assert!(view.contains("<h1 id=\"trace-title\">request.bookstore</h1>"), "{view}");

@@ -873,6 +873,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                         location,
                         sampled,
                         parent_remote,
+                        trace_state,
                     } = event;
                     if !name.is(resolved.name()) {
                         *name = resolved.name().clone();
@@ -890,6 +891,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                     *location = context.location;
                     *sampled = context.sampled;
                     *parent_remote = context.parent_remote;
+                    *trace_state = crate::propagated::state_of(context.trace_id);
                     deliver_shared(&mut self.failures, resolved, &spare);
                     return;
                 }
@@ -912,6 +914,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                 location: context.location,
                 sampled: context.sampled,
                 parent_remote: context.parent_remote,
+                trace_state: crate::propagated::state_of(context.trace_id),
             });
             deliver_shared(&mut self.failures, resolved, &shared);
             return;
@@ -934,6 +937,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             location: context.location,
             sampled: context.sampled,
             parent_remote: context.parent_remote,
+            trace_state: crate::propagated::state_of(context.trace_id),
         };
         // Swapped in where the event is built: one pass over the payload, no temporary; none at
         // all for an empty payload (the event's is already one).

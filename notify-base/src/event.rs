@@ -10,6 +10,7 @@ use crate::ids;
 use crate::location::Location;
 use crate::payload::Payload;
 use crate::trace_id::TraceId;
+use crate::tracestate::TraceState;
 use crate::transaction_id::TransactionId;
 
 /// How the instrumented block ended.
@@ -218,6 +219,8 @@ pub struct Event {
     pub(crate) location: Option<&'static Location>,
     pub(crate) sampled: bool,
     pub(crate) parent_remote: bool,
+    /// The W3C `tracestate` of the event's trace where it finished (see [`Event::trace_state`]).
+    pub(crate) trace_state: TraceState,
 }
 
 impl Event {
@@ -247,6 +250,7 @@ impl Event {
         Event {
             name: std::mem::replace(&mut self.name, Name::Static("")),
             payload: std::mem::take(&mut self.payload),
+            trace_state: std::mem::take(&mut self.trace_state),
             ..*self
         }
     }
@@ -269,6 +273,7 @@ impl Event {
             location: None,
             sampled: begun.sampled,
             parent_remote: begun.parent_remote,
+            trace_state: crate::propagated::state_of(begun.trace),
         }
     }
 
@@ -413,6 +418,38 @@ impl Event {
         self.parent_remote
     }
 
+    /// The W3C `tracestate` of the event's trace (empty when it has none): the incoming
+    /// request's, as notify-http's server layer made it current
+    /// ([`Propagated`](crate::Propagated)), for events that finished where it was current, and
+    /// the one an importer read with the event. Exporters put it on their spans
+    /// (notify-opentelemetry's `TraceState`).
+    ///
+    /// ```
+    /// use notify_core::{context::Propagated, trace_context::{TraceFlags, TraceState}, Context, Event, Notifier, Payload, Subscriber, TraceId};
+    /// use std::sync::{Arc, Mutex};
+    /// let notifier = Notifier::new();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = seen.clone();
+    /// notifier.subscribe("job", Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.trace_state().to_string())));
+    /// let trace = TraceId::new(7).unwrap();
+    /// let state: TraceState = "congo=t61rcWkgMzE".parse().unwrap();
+    /// Propagated::for_trace(trace, TraceFlags::NONE, state).in_scope(|| {
+    ///     Context::new(trace, None).in_scope(|| notifier.instrument("job", Payload::new, |_| ()));
+    ///     notifier.instrument("job", Payload::new, |_| ()); // another trace: none
+    /// });
+    /// assert_eq!(*seen.lock().unwrap(), ["congo=t61rcWkgMzE", ""]);
+    /// ```
+    pub fn trace_state(&self) -> &TraceState {
+        &self.trace_state
+    }
+
+    /// The same event with `state` as its trace's `tracestate` (importers).
+    #[must_use]
+    pub fn with_trace_state(mut self, state: TraceState) -> Event {
+        self.trace_state = state;
+        self
+    }
+
     /// The payload.
     ///
     /// ```
@@ -519,6 +556,7 @@ impl fmt::Debug for Event {
             .field("location", &self.location)
             .field("sampled", &self.sampled)
             .field("parent_remote", &self.parent_remote)
+            .field("trace_state", &self.trace_state)
             .finish()
     }
 }

@@ -11,6 +11,7 @@ use crate::event_id::EventId;
 use crate::fanout::{self, Fanout};
 use crate::payload::{Payload, Value};
 use crate::sync::StaticMutex;
+use crate::tags::{Tags, TagsGuard};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -36,6 +37,11 @@ enum State {
 /// `finish` finishes on drop (marked [`Outcome::Panicked`] when a panic began after `start`), so
 /// it also works as a guard. A handle finished on another thread than it started on is delivered
 /// normally, without CPU time or allocation count (those are per-thread counters).
+///
+/// **Tags are those current at `start`** ([`Tags`], Rails' `event.tagged`): a listened handle
+/// captures them when it starts, attaches them while it is entered (so events started inside get
+/// them too) and while its finish is delivered, wherever and however it ends (`finish`, dropped,
+/// entered by a response body polled outside the request's scope, on another thread).
 ///
 /// For callsite handles ([`Callsite::handle`](crate::Callsite::handle)) the listener set is
 /// captured when the handle is made, just before `start`, and the silenceable subscribers are
@@ -83,6 +89,9 @@ pub struct Handle {
     /// Facts [`record`](crate::record)ed inside [`Handle::enter`] guards, moved here when each
     /// guard drops (on the entering thread), added to the payload at finish.
     recorded: StaticMutex<Vec<(&'static str, Value)>>,
+    /// The [`Tags`] current when the (listened) event started: attached while it is entered and
+    /// while its end is delivered, wherever that happens (Rails' `event.tagged`).
+    tags: Tags,
 }
 
 /// The notifier of a handle: callsite handles always use the global one, so they hold no
@@ -114,6 +123,7 @@ impl Handle {
             parent: None,
             outcome: Outcome::Completed,
             recorded: StaticMutex::new(Vec::new()),
+            tags: Tags::new(),
         }
     }
 
@@ -129,6 +139,7 @@ impl Handle {
             parent: None,
             outcome: Outcome::Completed,
             recorded: StaticMutex::new(Vec::new()),
+            tags: Tags::new(),
         }
     }
 
@@ -144,6 +155,7 @@ impl Handle {
             self.active = resolved.and_then(|resolved| Active::prepare(fanout, resolved));
         }
         if let Some(active) = &mut self.active {
+            self.tags = Tags::captured();
             active.start(&mut self.payload, enter, self.parent.as_ref().map(Context::frame));
             active.note_unwinding_at_start();
             self.id = Some(active.id());
@@ -253,11 +265,14 @@ impl Handle {
     /// ```
     pub fn enter(&self) -> Entered<'_> {
         let active = self.active.as_ref().filter(|_| self.state == State::Started);
+        // The event's tags first, so that its `enter` and `exit` callbacks see them too.
+        let tags = active.and_then(|_| self.tags.attach_unless_current());
         if let Some(active) = active {
             active.enter(self.notifier.fanout());
         }
         Entered {
             handle: active.map(|_| self),
+            _tags: tags,
             _not_send: PhantomData,
         }
     }
@@ -395,6 +410,7 @@ impl Handle {
             self.add_recorded();
         }
         if let Some(active) = &mut self.active {
+            let _tags = self.tags.attach_unless_current();
             active.finish_in_place(self.notifier.fanout(), &mut self.payload, self.outcome);
         }
         Ok(())
@@ -410,6 +426,7 @@ impl Drop for Handle {
                     self.add_recorded();
                 }
                 if let Some(active) = &mut self.active {
+                    let _tags = self.tags.attach_unless_current();
                     active.finish_on_drop(self.notifier.fanout(), &mut self.payload, self.outcome);
                 }
             }
@@ -443,6 +460,8 @@ impl std::fmt::Debug for Handle {
 pub struct Entered<'a> {
     /// The entered handle, when it had an event to enter.
     handle: Option<&'a Handle>,
+    /// The event's tags, attached while entered (dropped after `exit`, restoring the outer ones).
+    _tags: Option<TagsGuard>,
     _not_send: PhantomData<*const ()>,
 }
 

@@ -64,6 +64,8 @@ mod suppress;
 mod sync;
 mod tags;
 pub mod trace_context;
+mod trace_error;
+mod trace_flags;
 mod trace_id;
 mod tracestate;
 mod transaction_id;

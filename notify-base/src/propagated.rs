@@ -1,4 +1,4 @@
-//! [`Propagated`]: what a request carries to the next service beside its [`Context`]'s ids: the
+//! [`Propagated`]: what a request carries to the next service beside its [`Context`](crate::Context)'s ids: the
 //! W3C trace flags of its trace (Level 2's *random* flag), its `tracestate`, and its W3C baggage.
 
 use std::cell::Cell;
@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use crate::baggage::Baggage;
-use crate::context::Context;
-use crate::trace_context::TraceFlags;
+use crate::trace_flags::TraceFlags;
 use crate::trace_id::TraceId;
 use crate::tracestate::TraceState;
 
@@ -38,7 +37,7 @@ static EMPTY: Fields = Fields {
 };
 
 /// What a request carries to the services it calls beside the trace and parent ids of its
-/// [`Context`] (OpenTelemetry keeps the same things in its `Context`: the span context's trace
+/// [`Context`](crate::Context) (OpenTelemetry keeps the same things in its `Context`: the span context's trace
 /// flags and trace state, and the baggage):
 ///
 /// * the W3C **trace flags** of one trace, beyond the sampling decision the `Context` holds:
@@ -49,7 +48,7 @@ static EMPTY: Fields = Fields {
 ///
 /// The trace flags and the `tracestate` apply only to their trace: [`Propagated::flags_for`] and
 /// [`Propagated::state_for`] give them for the trace of a context, and nothing for another trace
-/// (a context attached for other work). It lives beside the `Copy` [`Context`], as
+/// (a context attached for other work). It lives beside the `Copy` [`Context`](crate::Context), as
 /// [`Tags`](crate::Tags) do: a scope makes it current ([`Propagated::attach`],
 /// [`Propagated::in_scope`], [`Propagated::scope`] for futures), and
 /// [`Instrument::in_current_context`](crate::Instrument::in_current_context) carries it into
@@ -292,10 +291,28 @@ pub fn with_baggage<T>(baggage: Baggage, f: impl FnOnce() -> T) -> T {
     Propagated::current().with_baggage(baggage).in_scope(f)
 }
 
-/// The `tracestate` of the current trace (the trace of [`Context::current`]): the incoming
+/// The `tracestate` current on this thread for `trace` (empty when none): what an event of that
+/// trace finishing here carries. One thread-local access; a reference-count increment only when
+/// there is one.
+#[inline]
+pub(crate) fn state_of(trace: TraceId) -> TraceState {
+    CURRENT
+        .try_with(|current| {
+            let fields = current.take();
+            let state = match fields.as_deref() {
+                Some(f) if f.trace == trace.get() && !f.state.is_empty() => f.state.clone(),
+                _ => TraceState::new(),
+            };
+            current.set(fields);
+            state
+        })
+        .unwrap_or_default()
+}
+
+/// The `tracestate` of the current trace (the trace of [`Context::current`](crate::Context::current)): the incoming
 /// request's inside a handler behind notify-http's server layer, empty when there is none.
 pub fn trace_state() -> TraceState {
-    let Some(trace) = Context::current().trace_id() else {
+    let Some(trace) = TraceId::new(crate::ids::current().trace) else {
         return TraceState::new();
     };
     Propagated::current().state_for(trace).cloned().unwrap_or_default()

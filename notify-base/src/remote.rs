@@ -106,6 +106,7 @@ impl Event {
             location: None,
             sampled: true,
             parent_remote: false,
+            trace_state: crate::tracestate::TraceState::new(),
         }
     }
 

@@ -15,8 +15,11 @@
 //!
 //! Tags are *not* part of the `Copy` [`Context`](crate::Context) (a set of owned values cannot be
 //! `Copy`): they are an immutable, shared (`Arc`) list, so capturing them is one reference-count
-//! increment and no tags costs nothing. Synchronous subscribers see the tags of the thread that
-//! finishes the event; async subscribers (a worker pool) and exporters do not, unless they copy
+//! increment and no tags costs nothing. Synchronous subscribers see, as [`Tags::current`], the tags
+//! that were current when the event *started*, however it ends: a [`Handle`](crate::Handle) (and
+//! so an instrumented future, or notify-http's request event finished in a streamed body's poll)
+//! captures them at start and attaches them while it is entered and while its end is delivered.
+//! Async subscribers (a worker pool) and exporters do not see tags, unless they copy
 //! [`Tags::current`] into the payload themselves.
 //!
 //! W3C baggage (a list of key-values propagated with the trace context) can feed the same
@@ -130,6 +133,26 @@ impl Tags {
     /// ```
     pub fn current() -> Tags {
         CURRENT.with(|current| current.borrow().clone())
+    }
+
+    /// The current tags, or none while the thread's locals are torn down: what an event captures
+    /// when it starts ([`Handle`](crate::Handle)), so that it ends with them wherever it ends.
+    pub(crate) fn captured() -> Tags {
+        CURRENT.try_with(|current| current.borrow().clone()).unwrap_or_default()
+    }
+
+    /// Attaches these tags until the guard drops, unless they are the current ones already (the
+    /// same shared list: then nothing is swapped and `None` comes back). `None` too while the
+    /// thread's locals are torn down.
+    pub(crate) fn attach_unless_current(&self) -> Option<TagsGuard> {
+        let same = CURRENT
+            .try_with(|current| match (&current.borrow().entries, &self.entries) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            })
+            .unwrap_or(true);
+        (!same).then(|| self.clone().attach())
     }
 
     /// Runs `f` with the current tags, borrowed (no reference count): for subscribers that only

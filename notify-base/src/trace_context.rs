@@ -50,6 +50,8 @@ use crate::propagated::Propagated;
 use crate::trace_id::TraceId;
 
 pub use crate::baggage::BAGGAGE;
+pub use crate::trace_error::TraceContextError;
+pub use crate::trace_flags::TraceFlags;
 pub use crate::tracestate::TraceState;
 
 /// The name of the `traceparent` header (lowercase, as HTTP/2 requires; HTTP matches names
@@ -62,85 +64,6 @@ pub const TRACESTATE: &str = "tracestate";
 /// The name of Level 2's `traceresponse` response header (same format as `traceparent`: the
 /// trace id, the server's span id and the trace flags).
 pub const TRACERESPONSE: &str = "traceresponse";
-
-/// The `trace-flags` byte of a [`TraceParent`]. Bit 0 is *sampled*: the caller may have recorded
-/// the trace, and [`Context::from_traceparent`] takes it as the trace's sampling decision. Bit 1
-/// is Level 2's *random* flag: the trace id's right-most 7 bytes are random (notify sets it for
-/// the traces it starts, and passes on what it receives). A parsed header keeps the other bits as
-/// received; headers notify sends carry only these two.
-///
-/// ```
-/// use notify_core::trace_context::TraceFlags;
-/// assert!(TraceFlags::SAMPLED.is_sampled());
-/// assert!(!TraceFlags::NONE.is_sampled());
-/// assert_eq!(TraceFlags::new(0x03).with_sampled(false).bits(), 0x02);
-/// assert_eq!(TraceFlags::SAMPLED.to_string(), "01");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct TraceFlags(u8);
-
-impl TraceFlags {
-    /// No flag set: not sampled.
-    pub const NONE: TraceFlags = TraceFlags(0);
-    /// The sampled flag (`01`).
-    pub const SAMPLED: TraceFlags = TraceFlags(0x01);
-    /// Level 2's random trace id flag (`02`).
-    pub const RANDOM: TraceFlags = TraceFlags(0x02);
-
-    /// The flags of this byte.
-    pub const fn new(bits: u8) -> TraceFlags {
-        TraceFlags(bits)
-    }
-
-    /// The byte.
-    pub const fn bits(self) -> u8 {
-        self.0
-    }
-
-    /// True when the sampled bit is set.
-    pub const fn is_sampled(self) -> bool {
-        self.0 & TraceFlags::SAMPLED.0 != 0
-    }
-
-    /// True when Level 2's random trace id bit is set.
-    pub const fn is_random(self) -> bool {
-        self.0 & TraceFlags::RANDOM.0 != 0
-    }
-
-    /// The same flags with the random bit set or cleared.
-    #[must_use]
-    pub const fn with_random(self, random: bool) -> TraceFlags {
-        if random {
-            TraceFlags(self.0 | TraceFlags::RANDOM.0)
-        } else {
-            TraceFlags(self.0 & !TraceFlags::RANDOM.0)
-        }
-    }
-
-    /// Only the flags this version of the specification defines (sampled, random): what goes
-    /// out ("vendors MUST set those to zero" for the others).
-    #[must_use]
-    pub const fn known(self) -> TraceFlags {
-        TraceFlags(self.0 & (TraceFlags::SAMPLED.0 | TraceFlags::RANDOM.0))
-    }
-
-    /// The same flags with the sampled bit set or cleared.
-    #[must_use]
-    pub const fn with_sampled(self, sampled: bool) -> TraceFlags {
-        if sampled {
-            TraceFlags(self.0 | TraceFlags::SAMPLED.0)
-        } else {
-            TraceFlags(self.0 & !TraceFlags::SAMPLED.0)
-        }
-    }
-}
-
-impl fmt::Display for TraceFlags {
-    /// Two lowercase hex digits.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:02x}", self.0)
-    }
-}
 
 /// A W3C `traceparent`: the trace id, the parent id (the sender's span: for notify, the event id
 /// of the event that made the call) and the trace flags. Always formatted as version `00`
@@ -213,65 +136,6 @@ impl fmt::Display for TraceParent {
     }
 }
 
-/// Why a `traceparent` or `tracestate` was not accepted. `extract` and [`extract_values`] never
-/// return it: they count it ([`stats`]) and start a new trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TraceContextError {
-    /// Shorter than the 55 bytes of version 00 (after trimming spaces and tabs).
-    TooShort,
-    /// The version is not two lowercase hex digits.
-    Version,
-    /// Version `ff`, which the specification forbids.
-    InvalidVersion,
-    /// A field is not followed by `-`.
-    Separator,
-    /// The trace id is not 32 lowercase hex digits.
-    TraceId,
-    /// The trace id is all zero.
-    ZeroTraceId,
-    /// The parent id is not 16 lowercase hex digits.
-    ParentId,
-    /// The parent id is all zero.
-    ZeroParentId,
-    /// The flags are not two lowercase hex digits.
-    Flags,
-    /// Data after the flags: for version 00 anything, for a future version anything not starting
-    /// with `-`.
-    TrailingData,
-    /// More than one `traceparent` header.
-    Duplicate,
-    /// A `traceparent` header that is not text (HTTP header bytes outside visible ASCII).
-    NotText,
-    /// A `tracestate` list member that is not `key=value` with a valid key and value.
-    TraceStateMember,
-    /// More than [`TraceState::MAX_MEMBERS`] `tracestate` members.
-    TraceStateTooManyMembers,
-}
-
-impl fmt::Display for TraceContextError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TraceContextError::TooShort => "traceparent is shorter than 55 bytes",
-            TraceContextError::Version => "traceparent version is not 2 lowercase hex digits",
-            TraceContextError::InvalidVersion => "traceparent version ff is invalid",
-            TraceContextError::Separator => "traceparent field not followed by '-'",
-            TraceContextError::TraceId => "traceparent trace-id is not 32 lowercase hex digits",
-            TraceContextError::ZeroTraceId => "traceparent trace-id is all zero",
-            TraceContextError::ParentId => "traceparent parent-id is not 16 lowercase hex digits",
-            TraceContextError::ZeroParentId => "traceparent parent-id is all zero",
-            TraceContextError::Flags => "traceparent trace-flags is not 2 lowercase hex digits",
-            TraceContextError::TrailingData => "traceparent has data after its trace-flags",
-            TraceContextError::Duplicate => "more than one traceparent header",
-            TraceContextError::NotText => "traceparent header is not visible ASCII",
-            TraceContextError::TraceStateMember => "tracestate member is not a valid key=value",
-            TraceContextError::TraceStateTooManyMembers => "tracestate has more than 32 members",
-        })
-    }
-}
-
-impl std::error::Error for TraceContextError {}
-
 /// Spaces and tabs (HTTP's optional whitespace) around `text` removed.
 fn trim_ows(text: &str) -> &str {
     text.trim_matches(|c| c == ' ' || c == '\t')
@@ -324,10 +188,10 @@ impl FromStr for TraceParent {
             return Err(TraceContextError::TrailingData);
         }
         if version != 0 {
-            flags &= TraceFlags::SAMPLED.0 | TraceFlags::RANDOM.0;
+            flags &= TraceFlags::SAMPLED.bits() | TraceFlags::RANDOM.bits();
         }
         let trace_id = TraceId::new(trace).ok_or(TraceContextError::ZeroTraceId)?;
-        TraceParent::new(trace_id, EventId(parent), TraceFlags(flags)).ok_or(TraceContextError::ZeroParentId)
+        TraceParent::new(trace_id, EventId(parent), TraceFlags::new(flags)).ok_or(TraceContextError::ZeroParentId)
     }
 }
 

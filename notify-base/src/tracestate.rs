@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::trace_context::TraceContextError;
+use crate::trace_error::TraceContextError;
 
 /// A W3C `tracestate`: vendor-specific `key=value` members, carried opaque (notify reads none of
 /// them) and bounded: at most [`TraceState::MAX_MEMBERS`] members and [`TraceState::MAX_LEN`]

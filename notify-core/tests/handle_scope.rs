@@ -129,3 +129,48 @@ fn in_scope_and_enter_end_the_scope_even_when_the_body_panics() {
         [("child.app", id), ("sibling.app", None), ("scoped.app", None)]
     );
 }
+
+/// Issue 44 item 7: an event's tags are those current when it started, however and wherever it
+/// ends (Rails' `event.tagged`).
+#[test]
+fn i44_7_a_handle_ends_with_the_tags_current_at_its_start() {
+    use notify_core::context::{tagged, Tags};
+    let notifier = Notifier::new();
+    // (event name, its `request_id` tag as subscribers see it when the event finishes)
+    type SeenTags = Arc<Mutex<Vec<(String, Option<String>)>>>;
+    let seen = SeenTags::default();
+    let sink = seen.clone();
+    let _s = notifier.subscribe(
+        Pattern::all(),
+        Subscriber::event(move |e: &Event| {
+            let tag = Tags::current()
+                .get("request_id")
+                .and_then(|v| v.as_str().map(str::to_owned));
+            sink.lock().unwrap().push((e.name().to_owned(), tag));
+        }),
+    );
+    let mut request = notifier.build_handle("request.app", Payload::new());
+    tagged([("request_id", "r-1")], || request.start()).unwrap();
+    // Entered outside the scope (a body polled by the server): events inside get the tags too.
+    request.in_scope(|| notifier.instrument("chunk.app", Payload::new, |_| ()));
+    // Finished in another request's scope: still its own tags; then ended by drop on a thread.
+    tagged([("request_id", "r-2")], || request.finish()).unwrap();
+    let mut dropped = notifier.build_handle("dropped.app", Payload::new());
+    tagged([("request_id", "r-3")], || dropped.start()).unwrap();
+    std::thread::spawn(move || drop(dropped)).join().unwrap();
+    // A handle started with no tags ends with none, whatever is current then.
+    let mut untagged = notifier.build_handle("untagged.app", Payload::new());
+    untagged.start().unwrap();
+    tagged([("request_id", "r-4")], || untagged.finish()).unwrap();
+    let r = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("chunk.app".to_owned(), r("r-1")),
+            ("request.app".to_owned(), r("r-1")),
+            ("dropped.app".to_owned(), r("r-3")),
+            ("untagged.app".to_owned(), None),
+        ]
+    );
+    assert!(Tags::current().is_empty(), "every guard restored the outer tags");
+}

@@ -130,12 +130,16 @@ impl Scope {
         }
     }
 
-    /// Runs `f` with the scope entered.
+    /// Runs `f` with the scope entered when active (else just `f`); `f` gets the
+    /// `traceresponse` slot.
     #[inline]
-    fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
+    fn run<T>(&mut self, f: impl FnOnce(&mut Option<Box<HeaderValue>>) -> T) -> T {
+        if !self.active {
+            return f(&mut self.traceresponse);
+        }
         let _context = self.context.map(Context::attach);
         let _propagated = self.propagated.enter();
-        f()
+        f(&mut self.traceresponse)
     }
 }
 
@@ -261,16 +265,14 @@ where
     E: fmt::Display,
     C: Classify,
 {
-    {
-        let poll = if scope.active {
-            scope.run(|| poll_entered(guard, || inner.poll(cx)))
-        } else {
-            poll_entered(guard, || inner.poll(cx))
-        };
+    // The whole step runs in the scope: an event that ends here (an empty body, an error)
+    // finishes with the request's trace state current.
+    let step = scope.run(|traceresponse| {
+        let poll = poll_entered(guard, || inner.poll(cx));
         match poll {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(mut response)) => {
-                if let Some(value) = scope.traceresponse.take() {
+                if let Some(value) = traceresponse.take() {
                     response
                         .headers_mut()
                         .insert(notify_core::trace_context::TRACERESPONSE, *value);
@@ -285,15 +287,7 @@ where
                     // An empty body may never be polled: the event ends with the head.
                     guard.finish(Outcome::Completed);
                 }
-                let scope = std::mem::take(scope);
-                Poll::Ready(Ok(Response::from_parts(
-                    parts,
-                    ResponseBody {
-                        inner: body,
-                        guard,
-                        scope,
-                    },
-                )))
+                Poll::Ready(Ok((parts, body, guard)))
             }
             Poll::Ready(Err(error)) => {
                 if let Some(mut in_flight) = guard.0.take() {
@@ -303,7 +297,18 @@ where
                 Poll::Ready(Err(error))
             }
         }
-    }
+    });
+    step.map_ok(|(parts, body, guard)| {
+        let scope = std::mem::take(scope);
+        Response::from_parts(
+            parts,
+            ResponseBody {
+                inner: body,
+                guard,
+                scope,
+            },
+        )
+    })
 }
 
 impl<F, C: Classify> fmt::Debug for ResponseFuture<F, C> {
@@ -374,12 +379,10 @@ where
     B::Error: fmt::Display,
     C: Classify,
 {
-    {
-        let poll = if scope.active {
-            scope.run(|| poll_entered(guard, || inner.as_mut().poll_frame(cx)))
-        } else {
-            poll_entered(guard, || inner.as_mut().poll_frame(cx))
-        };
+    // The whole step runs in the scope: the event that ends here finishes with the request's
+    // trace state current.
+    scope.run(|_| {
+        let poll = poll_entered(guard, || inner.as_mut().poll_frame(cx));
         match &poll {
             Poll::Pending => {}
             Poll::Ready(Some(Ok(frame))) => {
@@ -403,7 +406,7 @@ where
             Poll::Ready(None) => guard.finish(Outcome::Completed),
         }
         poll
-    }
+    })
 }
 
 impl<B: Default, C: Classify> Default for ResponseBody<B, C> {

@@ -286,6 +286,15 @@ async fn run(listen: Listen) {
     for server in &servers {
         assert!(!sent.contains(&server.id().get()), "calls never reuse the request's id");
     }
+    // The request's tracestate reaches the events of its trace (exporters read it there).
+    for recorded in [&servers, &clients] {
+        if !recorded.is_empty() {
+            assert!(
+                recorded.iter().any(|e| e.trace_state().as_str() == "foo=1,bar=2"),
+                "{listen:?}"
+            );
+        }
+    }
     if let Some(continued) = servers.iter().find(|e| e.trace_id().to_string() == TRACE) {
         assert!(continued.parent_is_remote());
         assert!(

@@ -287,3 +287,70 @@ async fn headers_are_recorded_only_when_asked_and_secrets_never() {
         assert!(!text.contains(secret), "{secret} leaked: {text}");
     }
 }
+
+/// (event name, the `request_id` tag subscribers see when it finishes), in finish order.
+type SeenTags = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>;
+
+/// Issue 44 item 7: the request's own event carries the tags current when it started (Rails'
+/// `event.tagged`), also when it ends inside a streamed body's poll, outside the request's scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i44_7_a_streamed_response_keeps_the_request_tags_on_its_own_event() {
+    use notify_core::context::Tags;
+    let captured = Captured::new();
+    let seen: SeenTags = Default::default();
+    let sink = seen.clone();
+    let _s = captured.notifier.subscribe(
+        notify_core::Pattern::all(),
+        notify_core::Subscriber::event(move |e: &notify_core::Event| {
+            let tag = Tags::current()
+                .get("request_id")
+                .and_then(|v| v.as_str().map(str::to_owned));
+            sink.lock().unwrap().push((e.name().to_owned(), tag));
+        }),
+    );
+    let n1 = captured.notifier.clone();
+    let n2 = captured.notifier.clone();
+    let app = Router::new()
+        .route(
+            "/one",
+            get(move || async move {
+                n1.instrument("query.sql", Payload::new, |_| ());
+                "one frame"
+            }),
+        )
+        .route(
+            "/stream",
+            get(move || async move {
+                n2.instrument("query.sql", Payload::new, |_| ());
+                Body::new(Chunks::new(3, Duration::from_millis(5)))
+            }),
+        )
+        .layer(layer(&captured))
+        // Outermost: each request's tags, as a request-id middleware sets them.
+        .layer(axum::middleware::from_fn(
+            |request: axum::extract::Request, next: axum::middleware::Next| {
+                let id = request.uri().path().trim_start_matches('/').to_owned();
+                Tags::new().with("request_id", id).scope(next.run(request))
+            },
+        ));
+    let address = serve(app).await;
+    for path in ["one", "stream"] {
+        seen.lock().unwrap().clear();
+        let (status, body) = fetch(&client(), format!("http://{address}/{path}"), &[]).await;
+        assert_eq!(status, 200);
+        assert_eq!(body.len(), if path == "one" { 9 } else { 3_000 });
+        // Both events are delivered by the time the body ended; wait for this subscriber's copy.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while seen.lock().unwrap().len() < 2 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut seen = seen.lock().unwrap().clone();
+        seen.sort();
+        let tag = Some(path.to_owned());
+        assert_eq!(
+            seen,
+            [("query.sql".to_owned(), tag.clone()), ("request.http".to_owned(), tag)],
+            "{path}"
+        );
+    }
+}

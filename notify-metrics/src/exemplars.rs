@@ -3,12 +3,33 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use notify_core::event::EventId;
 use notify_core::export::TailSampling;
-use notify_core::Event;
+use notify_core::{Event, TraceId};
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 
 /// The labels of an exemplar: `trace_id` (32 lowercase hex digits) and `span_id` (the event id,
-/// 16), as OpenTelemetry's exporters and Grafana's trace links name them.
-pub(crate) type TraceLabels = [(&'static str, String); 2];
+/// 16), as OpenTelemetry's exporters and Grafana's trace links name them. The ids are kept as
+/// they are and written as hex only when the exposition is rendered: recording allocates nothing
+/// for them.
+pub(crate) type TraceLabels = [(&'static str, TraceLabel); 2];
+
+/// A trace id or a span id, written in the W3C trace-context form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TraceLabel {
+    Trace(TraceId),
+    Span(EventId),
+}
+
+impl EncodeLabelValue for TraceLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write;
+        match self {
+            TraceLabel::Trace(id) => write!(encoder, "{id}"),
+            TraceLabel::Span(id) => write!(encoder, "{id}"),
+        }
+    }
+}
 
 /// Which measurements may carry an exemplar: OpenTelemetry's `ExemplarFilter` (metrics SDK
 /// specification), whose names these are.
@@ -79,8 +100,8 @@ impl ExemplarPolicy {
         }
         counts.attached.fetch_add(1, Ordering::Relaxed);
         let labels = [
-            ("trace_id", event.trace_id().to_string()),
-            ("span_id", event.id().to_string()),
+            ("trace_id", TraceLabel::Trace(event.trace_id())),
+            ("span_id", TraceLabel::Span(event.id())),
         ];
         Some((labels, event.end_time()))
     }

@@ -95,17 +95,29 @@ impl PrometheusExporter {
         self
     }
 
-    /// The name of notify-http's server events (`ServerLayer::name`), `None` for no
-    /// `http.server.request.duration`.
-    pub fn server_event(mut self, name: Option<impl Into<Cow<'static, str>>>) -> Self {
-        self.server_event = name.map(Into::into);
+    /// The name of notify-http's server events when `ServerLayer::name` renamed them (default
+    /// `"request.http"`).
+    pub fn server_event(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.server_event = Some(name.into());
         self
     }
 
-    /// The name of notify-http's client events (`ClientLayer::name`), `None` for no
-    /// `http.client.request.duration`.
-    pub fn client_event(mut self, name: Option<impl Into<Cow<'static, str>>>) -> Self {
-        self.client_event = name.map(Into::into);
+    /// The name of notify-http's client events when `ClientLayer::name` renamed them (default
+    /// `"request.http_client"`).
+    pub fn client_event(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.client_event = Some(name.into());
+        self
+    }
+
+    /// No `http.server.request.duration` (no subscription to server events).
+    pub fn disable_server(mut self) -> Self {
+        self.server_event = None;
+        self
+    }
+
+    /// No `http.client.request.duration` (no subscription to client events).
+    pub fn disable_client(mut self) -> Self {
+        self.client_event = None;
         self
     }
 

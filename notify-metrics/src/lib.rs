@@ -110,7 +110,7 @@
 //! exemplar, written after the bucket in the OpenMetrics text:
 //!
 //! ```text
-//! http_server_request_duration_seconds_bucket{http_request_method="GET",http_route="/books/{id}",http_response_status_code="200",le="0.005"} 7 # {trace_id="4bf92f3577b34da6a3ce929d0e0e4736",span_id="00f067aa0ba902b7"} 0.0031 1765090000.123
+//! http_server_request_duration_seconds_bucket{le="0.005",http_request_method="GET",http_route="/books/{id}",http_response_status_code="200"} 2 # {trace_id="d0e40806abb707b8c15fcd89c0baadee",span_id="ee218d958f937ac0"} 0.000040515 1796612423.4130116
 //! ```
 //!
 //! Prometheus stores them with `--enable-feature=exemplar-storage` and serves them at

@@ -23,7 +23,7 @@
 /// assert_eq!(prometheus_label_name("2xx").as_deref(), Some("key_2xx"));
 /// assert_eq!(prometheus_label_name("__name__").as_deref(), Some("key__name__"));
 /// assert_eq!(prometheus_label_name("_id").as_deref(), Some("_id"));
-/// assert_eq!(prometheus_label_name("çà-va").as_deref(), Some("___va"));
+/// assert_eq!(prometheus_label_name("çà-va").as_deref(), Some("key___va"));
 /// assert_eq!(prometheus_label_name(""), None);
 /// ```
 pub fn prometheus_label_name(key: &str) -> Option<String> {

@@ -382,3 +382,28 @@ fn i48_1_label_values_are_escaped() {
         .render()
         .contains(r#"http_server_request_duration_seconds_count{http_request_method="_OTHER"} 1"#));
 }
+
+/// Renamed layers: the exporter follows the names it is given, and a disabled side subscribes
+/// to nothing.
+#[test]
+fn i47_3_renamed_events_and_a_disabled_side() {
+    let notifier = Notifier::new();
+    let metrics = PrometheusExporter::new()
+        .notifier(&notifier)
+        .server_event("request.api")
+        .disable_client()
+        .install();
+    assert!(notifier.listening("request.api"));
+    assert!(!notifier.listening("request.http") && !notifier.listening("request.http_client"));
+    notifier.instrument(
+        "request.api",
+        || Payload::new().with("http.request.method", "GET"),
+        |_| (),
+    );
+    let text = metrics.render();
+    assert!(
+        text.contains(r#"http_server_request_duration_seconds_count{http_request_method="GET"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("http_client_request_duration_seconds"), "{text}");
+}

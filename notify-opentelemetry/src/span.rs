@@ -20,6 +20,16 @@ pub fn span_id(event_id: EventId) -> SpanId {
     SpanId::from_bytes(event_id.get().to_be_bytes())
 }
 
+/// The OpenTelemetry `TraceState` of `event`'s W3C `tracestate` (empty when it has none or
+/// OpenTelemetry's parser refuses it).
+fn trace_state(event: &Event) -> TraceState {
+    let state = event.trace_state();
+    if state.is_empty() {
+        return TraceState::default();
+    }
+    state.as_str().parse().unwrap_or_default()
+}
+
 /// The OpenTelemetry trace id of a notify trace id (the same 16 bytes: both are W3C trace ids).
 ///
 /// ```
@@ -36,6 +46,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | span | from the event |
 /// |---|---|
 /// | trace id, span id | [`Event::trace_id`], [`Event::id`] ([`trace_id`], [`span_id`]); sampled |
+/// | trace state | [`Event::trace_state`] (the W3C `tracestate` of the incoming request), when OpenTelemetry's `TraceState` accepts it (its key rules are Level 1's: a list with a Level 2 key OpenTelemetry refuses becomes the empty state) |
 /// | parent span id | [`Event::parent_id`] (invalid for a root); `parent_span_is_remote` from [`Event::parent_is_remote`] (a parent read from a W3C `traceparent`) |
 /// | name | the event name |
 /// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
@@ -65,7 +76,7 @@ pub fn span_data(event: &Event, scope: &InstrumentationScope) -> SpanData {
         span_id(event.id()),
         TraceFlags::SAMPLED,
         false,
-        TraceState::default(),
+        trace_state(event),
     );
     let mut attributes = Vec::with_capacity(event.payload().len() + 4);
     let mut exception = None;
@@ -208,5 +219,21 @@ mod tests {
         let copied = attribute(&Value::Str(owned.clone()));
         assert_ne!(address(&copied), owned.as_str().as_ptr());
         assert_eq!(copied.as_str(), owned.as_str());
+    }
+
+    /// The event's W3C tracestate becomes the span context's trace state.
+    #[test]
+    fn i45_2_the_tracestate_of_the_event_is_on_the_span() {
+        use notify_core::{trace_context::TraceState, Event, Payload};
+        let now = std::time::Instant::now();
+        let scope = opentelemetry::InstrumentationScope::builder("notify").build();
+        let state: TraceState = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE".parse().unwrap();
+        let event = Event::new("request.http", now, now, Payload::new()).with_trace_state(state);
+        let span = super::span_data(&event, &scope);
+        let otel = span.span_context.trace_state();
+        assert_eq!(otel.header(), "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+        assert_eq!(otel.get("congo"), Some("t61rcWkgMzE"));
+        let none = super::span_data(&Event::new("a", now, now, Payload::new()), &scope);
+        assert_eq!(none.span_context.trace_state().header(), "");
     }
 }

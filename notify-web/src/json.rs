@@ -62,6 +62,8 @@ struct TraceSummary<'a> {
     event_count: usize,
     dropped_events: u64,
     complete: bool,
+    /// The W3C `tracestate` of the trace, `null` when it had none.
+    tracestate: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -103,11 +105,12 @@ fn summary(trace: &Trace) -> TraceSummary<'_> {
         event_count: trace.events().len(),
         dropped_events: trace.dropped_events(),
         complete: trace.is_complete(),
+        tracestate: trace.trace_state().map(|s| s.as_str()),
     }
 }
 
 /// The recorder's finished traces, newest first: `[{"trace_id", "root", "start", "duration_ns",
-/// "event_count", "dropped_events", "complete"}]`.
+/// "event_count", "dropped_events", "complete", "tracestate"}]`.
 ///
 /// `trace_id` is 32 lowercase hex digits; `root` the root event's name or `null`; `start` the
 /// earliest wall-clock start of its events as an RFC 3339 UTC string with nanoseconds
@@ -115,7 +118,8 @@ fn summary(trace: &Trace) -> TraceSummary<'_> {
 /// would round), or `null` for a trace without events; `duration_ns` from that start to the
 /// latest end, in nanoseconds; `event_count` the events kept; `dropped_events` those left out
 /// ([`WebOptions::events_per_trace`](crate::WebOptions::events_per_trace)); `complete` whether
-/// its root has finished.
+/// its root has finished; `tracestate` the trace's W3C `tracestate` (its root's, as the incoming
+/// request carried it) or `null`.
 pub fn traces_json(recorder: &TraceRecorder) -> String {
     let traces = recorder.traces();
     serde_json::to_string(&traces.iter().map(|t| summary(t)).collect::<Vec<_>>()).expect("serializable")
@@ -157,13 +161,20 @@ pub fn trace_json(trace: &Trace) -> String {
 
 /// The per-name statistics and the recorder's counts: `{"window_ns", "counts": {...},
 /// "names": [{"name", "count", "window_count", "rate", "p50_ns", "p90_ns", "p99_ns", "max_ns",
-/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}]}]}`. Durations are nanoseconds as
-/// numbers, `rate` events per second, `seconds_ago` seconds (both floats).
+/// "series": [{"seconds_ago", "count", "p50_ns", "p99_ns"}], "buckets": [{"le_ns", "count",
+/// "trace_id", "event_id"}]}]}`. Durations are nanoseconds as numbers, `rate` events per second,
+/// `seconds_ago` seconds (both floats). `buckets` are the non-empty latency buckets
+/// ([`LatencyBucket`](crate::LatencyBucket)): `le_ns` the upper bound (`null` above 10 s), and a
+/// recent trace held with an event of that name in that bucket (`trace_id` 32 hex digits,
+/// `event_id` 16; both `null` when no held trace has one): `/trace/<trace_id>?open=<event_id>`
+/// shows it.
 pub fn stats_json(recorder: &TraceRecorder) -> String {
+    let mut names = recorder.stats();
+    crate::stats::link_recent_traces(&mut names, &recorder.traces());
     serde_json::to_string(&StatsJson {
         window_ns: recorder.window().as_nanos(),
         counts: recorder.counts(),
-        names: recorder.stats(),
+        names,
     })
     .expect("serializable")
 }

@@ -56,7 +56,7 @@ pub use self::options::WebOptions;
 pub use self::record::{namespace, Trace, TraceEvent};
 pub use self::recorder::{RecorderCounts, TraceRecorder};
 pub use self::server::{ServerCounts, WebServer};
-pub use self::stats::{NameStats, SlotPoint};
+pub use self::stats::{LatencyBucket, NameStats, SlotPoint, LATENCY_BUCKETS_NS};
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

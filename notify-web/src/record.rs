@@ -24,6 +24,8 @@ pub struct TraceEvent {
     outcome: Outcome,
     payload: Box<[(Box<str>, Box<str>)]>,
     truncated: bool,
+    /// The W3C `tracestate` of the event's trace, as it carried it (shared, not copied).
+    trace_state: notify_core::trace_context::TraceState,
 }
 
 impl TraceEvent {
@@ -66,7 +68,13 @@ impl TraceEvent {
             outcome: event.outcome(),
             payload: payload.into_boxed_slice(),
             truncated,
+            trace_state: event.trace_state().clone(),
         }
+    }
+
+    /// The W3C `tracestate` of the event's trace ([`Event::trace_state`]; empty when none).
+    pub fn trace_state(&self) -> &notify_core::trace_context::TraceState {
+        &self.trace_state
     }
 
     /// The event name.
@@ -193,6 +201,15 @@ impl Trace {
     /// [`WebOptions::remote_root_wait`](crate::WebOptions::remote_root_wait).
     pub fn is_complete(&self) -> bool {
         self.complete
+    }
+
+    /// The W3C `tracestate` of the trace: its root's when it has one, else the first event's
+    /// that has one (`None` when no event carried one).
+    pub fn trace_state(&self) -> Option<&notify_core::trace_context::TraceState> {
+        fn of(e: &TraceEvent) -> Option<&notify_core::trace_context::TraceState> {
+            (!e.trace_state.is_empty()).then_some(&e.trace_state)
+        }
+        self.root().and_then(of).or_else(|| self.events.iter().find_map(of))
     }
 
     /// The root event: the last finished event without a parent; without one (the local root

@@ -47,8 +47,8 @@ const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'";
 
 /// How long a connection writing a response must have written nothing to be closed for a new one
-/// when [`WebOptions::max_connections`] are open (connections waiting for a request head are
-/// taken first, however recently they sent a byte: see [`admit`]).
+/// when [`WebOptions::max_connections`] are open (a connection waiting for a request head counts
+/// as stalled since it began waiting, however recently it sent a byte: see [`stalled_since`]).
 const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
 
 /// The most threads [`WebServer::start`]'s runtime renders pages on at once (tokio's blocking
@@ -65,7 +65,7 @@ const SMALL_RESPONSE: usize = 1024 * 1024;
 /// The largest request head read: the request line, the headers and the blank line that ends
 /// them, in bytes. hyper answers `431` past it (`max_header_size`, which counts the head exactly;
 /// `max_buf_size` alone bounds only its read buffer, which one read can take past this).
-pub(crate) const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 /// The first and the longest pause of the accept loop after an accept error (file descriptors
 /// exhausted, say); it doubles in between and starts over after a success.
@@ -396,7 +396,9 @@ impl Drop for TrackedBody {
 ///   while a legitimate client, which sends its head in one go, waits for it a round trip. So
 ///   however many connections trickle, and however fast they come back when closed, a new
 ///   connection gets a place and its request is answered: each newcomer closes the oldest
-///   waiter, so a connection is closed only after `max_connections - 1` newer ones arrived;
+///   waiter, so a connection is closed only once every other waiting one is newer, and a flood
+///   must open about `max_connections` connections in the round trip a client's head takes to
+///   push it out;
 /// * one writing a response is stalled since it last wrote a byte, and only counts once that is
 ///   100 ms ago (a client that does not read);
 /// * one whose page is being rendered is never closed for another.

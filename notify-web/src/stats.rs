@@ -7,10 +7,42 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use notify_core::event::EventId;
+use notify_core::TraceId;
+use serde::{Serialize, Serializer};
+
+use crate::record::Trace;
 
 /// Significant digits of the latency histograms (1% resolution).
 const SIGFIG: u8 = 2;
+
+/// The upper bounds of the latency buckets of [`NameStats::buckets`], in nanoseconds: 1 µs to
+/// 10 s, 1-2.5-5 apart (the last bucket, above 10 s, has no bound). The range of notify's events,
+/// from an in-memory lookup to a slow request.
+pub const LATENCY_BUCKETS_NS: &[u64] = &[
+    1_000,
+    2_500,
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
 
 /// Bytes counted per name beyond its entry, its text and its histograms: the `Arc` header of the
 /// name (two counters), the key in the name map and in the recency map (an `Arc<str>` each, a
@@ -46,6 +78,110 @@ pub struct NameStats {
     pub max_ns: u64,
     /// One point per slot of the window that saw events of this name, oldest first.
     pub series: Vec<SlotPoint>,
+    /// The latency buckets that hold events of the window ([`LATENCY_BUCKETS_NS`]; empty ones
+    /// left out), shortest first, each with a recent trace in it when one is held.
+    pub buckets: Vec<LatencyBucket>,
+}
+
+/// One latency bucket of a name: the events of the window that took more than the previous
+/// bucket's bound and at most `le_ns` (Prometheus' `le`), and a recent trace with such an event.
+///
+/// The count comes from the name's histogram (1% resolution: an event within 1% of a bound may
+/// be counted on either side); the trace is the newest one the recorder holds (finished, kept by
+/// sampling) with an event of this name and a duration in the bucket, so it opens on the page.
+/// [`TraceRecorder::stats`](crate::TraceRecorder::stats) leaves `trace_id` and `event_id` out
+/// (`None`); the page and [`stats_json`](crate::stats_json) fill them from the traces held.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct LatencyBucket {
+    /// The bucket's upper bound, ns (inclusive); `None` for the last bucket (above 10 s).
+    pub le_ns: Option<u64>,
+    /// Events of the window in the bucket.
+    pub count: u64,
+    /// A recent trace with an event in this bucket (32 hex digits in JSON).
+    #[serde(serialize_with = "trace_text")]
+    pub trace_id: Option<TraceId>,
+    /// That event (16 hex digits in JSON, the W3C span-id form): `/trace/<trace_id>?open=<event_id>`.
+    #[serde(serialize_with = "event_text")]
+    pub event_id: Option<EventId>,
+}
+
+fn trace_text<S: Serializer>(id: &Option<TraceId>, s: S) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.collect_str(id),
+        None => s.serialize_none(),
+    }
+}
+
+fn event_text<S: Serializer>(id: &Option<EventId>, s: S) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.collect_str(id),
+        None => s.serialize_none(),
+    }
+}
+
+/// The upper bound of the bucket of a duration of `ns` (`None`: above the last bound).
+fn bucket_of(ns: u64) -> Option<u64> {
+    LATENCY_BUCKETS_NS
+        .get(LATENCY_BUCKETS_NS.partition_point(|&le| le < ns))
+        .copied()
+}
+
+impl LatencyBucket {
+    /// `/trace/<trace id>?open=<event id>#event-<event id>`: the trace view with the event open
+    /// and in view; `None` without a trace.
+    pub fn href(&self) -> Option<String> {
+        let (trace, event) = (self.trace_id?, self.event_id?);
+        Some(format!("/trace/{trace}?open={event}#event-{event}"))
+    }
+}
+
+/// The bucket counts of `histogram`: non-empty buckets only, shortest first.
+fn buckets_of(histogram: &Histogram<u64>) -> Vec<LatencyBucket> {
+    let mut counts = vec![0_u64; LATENCY_BUCKETS_NS.len() + 1];
+    for value in histogram.iter_recorded() {
+        // The highest value equivalent to the recorded one: within 1% of what was recorded.
+        let ns = histogram.median_equivalent(value.value_iterated_to());
+        counts[LATENCY_BUCKETS_NS.partition_point(|&le| le < ns)] += value.count_at_value();
+    }
+    counts
+        .into_iter()
+        .enumerate()
+        .filter(|(_, count)| *count > 0)
+        .map(|(index, count)| LatencyBucket {
+            le_ns: LATENCY_BUCKETS_NS.get(index).copied(),
+            count,
+            trace_id: None,
+            event_id: None,
+        })
+        .collect()
+}
+
+/// Fills each bucket's `trace_id` and `event_id` with the newest event of `traces` (newest trace
+/// first, as [`TraceRecorder::traces`](crate::TraceRecorder::traces) gives them) of that name
+/// and in that bucket. `stats` is sorted by name, as [`Stats::snapshot`] makes it. One pass over
+/// the events held, a binary search per event.
+pub(crate) fn link_recent_traces(stats: &mut [NameStats], traces: &[std::sync::Arc<Trace>]) {
+    debug_assert!(stats.windows(2).all(|w| w[0].name < w[1].name), "sorted by name");
+    let mut unlinked: usize = stats.iter().map(|s| s.buckets.len()).sum();
+    for trace in traces {
+        if unlinked == 0 {
+            return;
+        }
+        // Newest event first within a trace too.
+        for event in trace.events().iter().rev() {
+            let Ok(index) = stats.binary_search_by(|s| s.name.as_str().cmp(event.name())) else {
+                continue;
+            };
+            let name = &mut stats[index];
+            let ns = u64::try_from(event.duration().as_nanos()).unwrap_or(u64::MAX).max(1);
+            let le = bucket_of(ns);
+            if let Some(bucket) = name.buckets.iter_mut().find(|b| b.le_ns == le && b.trace_id.is_none()) {
+                bucket.trace_id = Some(trace.trace_id());
+                bucket.event_id = Some(event.id());
+                unlinked -= 1;
+            }
+        }
+    }
 }
 
 /// One slot of a [`NameStats::series`].
@@ -269,6 +405,7 @@ impl Stats {
                     p90_ns: q(&merged, 0.9),
                     p99_ns: q(&merged, 0.99),
                     max_ns: if merged.is_empty() { 0 } else { merged.max() },
+                    buckets: buckets_of(&merged),
                     series: live
                         .iter()
                         .map(|s| SlotPoint {

@@ -105,6 +105,7 @@ struct SummaryJson {
     event_count: u64,
     dropped_events: u64,
     complete: bool,
+    tracestate: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Deserialize)]
@@ -117,6 +118,7 @@ struct TraceJson {
     event_count: u64,
     dropped_events: u64,
     complete: bool,
+    tracestate: Option<String>,
     events: Vec<EventJson>,
 }
 
@@ -192,7 +194,9 @@ fn api_trace_has_each_key_once_and_exact_values() {
         Payload::new().with("path", "/orders"),
     )
     .with_ids(EventId::new(7), None, TransactionId::new(1))
-    .with_trace_id(trace_id);
+    .with_trace_id(trace_id)
+    // Issue 45: the trace's W3C tracestate (the root's) is in the trace's JSON.
+    .with_trace_state("congo=t61rcWkgMzE".parse().unwrap());
     recorder.record(&child);
     recorder.record(&root);
     let server = WebServer::start("127.0.0.1:0", recorder).unwrap();
@@ -214,6 +218,7 @@ fn api_trace_has_each_key_once_and_exact_values() {
             event_count: 2,
             dropped_events: 0,
             complete: true,
+            tracestate: Some("congo=t61rcWkgMzE".to_owned()),
             events: vec![
                 EventJson {
                     name: "request.app".to_owned(),
@@ -260,6 +265,7 @@ fn api_trace_has_each_key_once_and_exact_values() {
             event_count: 2,
             dropped_events: 0,
             complete: true,
+            tracestate: Some("congo=t61rcWkgMzE".to_owned()),
         }]
     );
 

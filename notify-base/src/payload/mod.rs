@@ -3,6 +3,7 @@
 mod convert;
 mod index;
 mod key;
+mod nested;
 mod rfc3339;
 mod text;
 mod value;

@@ -40,7 +40,10 @@ use super::{Payload, Text};
 /// `arbitrary_precision` feature it reads them as `F64`, losing digits), and JavaScript reads any
 /// JSON number above 2^53 approximately, so put such numbers in a payload as text when they must
 /// survive JSON exactly.
-#[derive(Clone, Debug, PartialEq)]
+/// `Clone`, `PartialEq`, `Debug` and `Drop` never recurse once per nesting level: a value built in
+/// the process may nest lists and maps to any depth and be copied, compared and freed on a thread
+/// with a small stack; `Debug`, like `Display`, writes [`Value::MAX_NESTING`] levels, deeper ones
+/// as `…`, and `Serialize` refuses a value nested deeper than that (as decoders do).
 #[non_exhaustive]
 pub enum Value {
     /// No value (`None`; JSON `null`).
@@ -88,10 +91,12 @@ impl Value {
     /// notify-nats' importer refuse a value nested deeper with the error
     /// `"payload value nested deeper than 32 lists and maps"` (plus the format's position, if it
     /// gives one), so a hostile message of a few kilobytes cannot overflow the reading thread's
-    /// stack (postcard, for one, has no depth limit of its own). The limit applies to decoding
-    /// and to the text of `Display` (deeper lists and maps are written `…`): a value built in the
-    /// process may nest deeper (and is then refused by a decoder on the other side). 32 leaves
-    /// serde_json's own limit (128 levels) to the envelope around a payload.
+    /// stack (postcard, for one, has no depth limit of its own). The limit applies to decoding,
+    /// to encoding (`Serialize` refuses a deeper value with the same error, rather than write
+    /// what the other side would refuse) and to the text of `Display` and `Debug` (deeper lists
+    /// and maps are written `…`): a value built in the process may nest deeper, and is copied,
+    /// compared and freed without recursion at any depth. 32 leaves serde_json's own limit (128
+    /// levels) to the envelope around a payload.
     ///
     /// ```
     /// assert_eq!(notify_core::Value::MAX_NESTING, 32);
@@ -346,7 +351,6 @@ impl Value {
 /// }
 /// let text = deep.to_string();
 /// assert!(text.starts_with(&"[".repeat(Value::MAX_NESTING)) && text.contains("[…]"));
-/// # std::mem::forget(deep); // dropping recurses once per level too
 /// ```
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -13,6 +13,7 @@
 //! | `trace_id` | 32 lowercase hex digits (W3C trace-context) |
 //! | `sampled` | bool: the trace's head-sampling decision ([`Event::is_sampled`]) |
 //! | `parent_is_remote` | bool: the parent lives in another process ([`Event::parent_is_remote`]) |
+//! | `tracestate` | string: the W3C `tracestate` of the event's trace ([`Event::trace_state`]); written only when not empty |
 //! | `outcome` | `"completed"`, `"panicked"` or `"cancelled"` |
 //! | `payload` | map (see [`Payload`](crate::Payload)) |
 //! | `cpu_time_ns`, `allocations` | number or `null` |
@@ -93,7 +94,7 @@ impl<'de> Deserialize<'de> for Time {
 
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Event", 15)?;
+        let mut st = s.serialize_struct("Event", 16)?;
         st.serialize_field("name", self.name())?;
         st.serialize_field("start", &Time(self.start_time()))?;
         st.serialize_field("end", &Time(self.end_time()))?;
@@ -104,6 +105,11 @@ impl Serialize for Event {
         st.serialize_field("trace_id", &self.trace_id())?;
         st.serialize_field("sampled", &self.is_sampled())?;
         st.serialize_field("parent_is_remote", &self.parent_is_remote())?;
+        if self.trace_state().is_empty() {
+            st.skip_field("tracestate")?;
+        } else {
+            st.serialize_field("tracestate", self.trace_state().as_str())?;
+        }
         st.serialize_field("outcome", &self.outcome())?;
         st.serialize_field("payload", self.payload())?;
         st.serialize_field("cpu_time_ns", &self.cpu_time().map(Nanos))?;
@@ -146,6 +152,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut outcome: Option<Outcome> = None;
         let mut sampled: Option<bool> = None;
         let mut parent_remote: Option<bool> = None;
+        let mut trace_state: Option<String> = None;
         let mut payload: Option<Payload> = None;
         let mut cpu_time: Option<Option<u128>> = None;
         let mut allocations: Option<Option<u64>> = None;
@@ -173,6 +180,7 @@ impl<'de> Visitor<'de> for EventVisitor {
                 "outcome" => set(&mut map, &mut outcome, "outcome")?,
                 "sampled" => set(&mut map, &mut sampled, "sampled")?,
                 "parent_is_remote" => set(&mut map, &mut parent_remote, "parent_is_remote")?,
+                "tracestate" => set(&mut map, &mut trace_state, "tracestate")?,
                 "payload" => set(&mut map, &mut payload, "payload")?,
                 "cpu_time_ns" => set(&mut map, &mut cpu_time, "cpu_time_ns")?,
                 "allocations" => set(&mut map, &mut allocations, "allocations")?,
@@ -204,6 +212,8 @@ impl<'de> Visitor<'de> for EventVisitor {
         event.outcome = outcome.unwrap_or_default();
         event.sampled = sampled.unwrap_or(true);
         event.parent_remote = parent_remote.unwrap_or(false);
+        // An invalid list is read as none, as an incoming header would be.
+        event.trace_state = trace_state.and_then(|s| s.parse().ok()).unwrap_or_default();
         event.cpu_time = cpu_time.flatten().map(nanos).transpose()?;
         event.allocations = allocations.flatten();
         Ok(event)

@@ -33,12 +33,17 @@ impl<'de> Deserialize<'de> for Key {
 
 impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
+        serialize_entries(self, 0, s)
     }
+}
+
+/// The entries of `payload`, whose values are at nesting `depth`.
+fn serialize_entries<S: Serializer>(payload: &Payload, depth: usize, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(payload.len()))?;
+    for (k, v) in payload.iter() {
+        map.serialize_entry(k, &ValueAt(v, depth))?;
+    }
+    map.end()
 }
 
 impl<'de> Deserialize<'de> for Payload {
@@ -53,9 +58,23 @@ const TOO_DEEP: &str = "payload value nested deeper than 32 lists and maps";
 
 const _: () = assert!(Value::MAX_NESTING == 32, "TOO_DEEP names the limit");
 
+/// Serializing refuses what decoding refuses: a list or a map nested deeper than
+/// [`Value::MAX_NESTING`] is the error [`TOO_DEEP`] (a value built in the process may nest
+/// deeper; its form would be refused on the other side, and writing it would recurse once per
+/// level on the serializing thread's stack).
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
+        ValueAt(self, 0).serialize(s)
+    }
+}
+
+/// A value at nesting `depth` (a payload's own values are at 0).
+struct ValueAt<'a>(&'a Value, usize);
+
+impl Serialize for ValueAt<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let depth = self.1;
+        match self.0 {
             Value::Null => s.serialize_unit(),
             Value::Bool(v) => s.serialize_bool(*v),
             Value::I64(v) => s.serialize_i64(*v),
@@ -69,14 +88,15 @@ impl Serialize for Value {
                 Err(_) => s.serialize_u128(v.as_nanos()),
             },
             Value::Time(v) => super::time::serialize(*v, s),
+            Value::List(_) | Value::Map(_) if depth >= Value::MAX_NESTING => Err(serde::ser::Error::custom(TOO_DEEP)),
             Value::List(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    seq.serialize_element(item)?;
+                    seq.serialize_element(&ValueAt(item, depth + 1))?;
                 }
                 seq.end()
             }
-            Value::Map(map) => map.serialize(s),
+            Value::Map(map) => serialize_entries(map, depth + 1, s),
             Value::Exception { type_name, message } => {
                 let mut map = s.serialize_map(Some(2))?;
                 map.serialize_entry("type_name", type_name)?;
@@ -219,13 +239,13 @@ impl<'de> Visitor<'de> for PayloadVisitor {
 
 /// `{"type_name": text, "message": text}` as a [`Value::Exception`]; anything else as it is.
 fn exception(value: Value) -> Value {
-    let Value::Map(map) = value else { return value };
+    let Value::Map(map) = &value else { return value };
     match (map.len(), map.get("type_name"), map.get("message")) {
         (2, Some(Value::Str(type_name)), Some(Value::Str(message))) => Value::Exception {
             type_name: Cow::Owned(type_name.to_string()),
             message: message.to_string(),
         },
-        _ => Value::Map(map),
+        _ => value,
     }
 }
 
@@ -360,5 +380,45 @@ mod tests {
             err.to_string(),
             "invalid type: sequence, expected a payload: a map of string keys to values at line 1 column 0"
         );
+    }
+
+    /// Issue 44 item 8: serializing refuses what decoding refuses, with the decoder's error,
+    /// without recursing per level (a million lists deep, on a 256 KiB stack).
+    #[test]
+    fn i44_8_a_value_nested_deeper_than_the_limit_is_refused_by_serialize_too() {
+        let nest = |depth: usize| {
+            let mut deep = Value::from(1_u64);
+            for level in 0..depth {
+                deep = if level % 2 == 0 {
+                    Value::List(vec![deep])
+                } else {
+                    Value::Map(Box::new(Payload::new().with("k", deep)))
+                };
+            }
+            deep
+        };
+        // 32 lists and maps: written, and read back the same.
+        let at_limit = Payload::new().with("v", nest(Value::MAX_NESTING));
+        let json = serde_json::to_string(&at_limit).unwrap();
+        assert_eq!(serde_json::from_str::<Payload>(&json).unwrap(), at_limit);
+        // 33: refused by both, with one error.
+        let over = Payload::new().with("v", nest(Value::MAX_NESTING + 1));
+        assert_eq!(serde_json::to_string(&over).unwrap_err().to_string(), TOO_DEEP);
+        assert_eq!(
+            serde_json::to_string(&nest(Value::MAX_NESTING + 1))
+                .unwrap_err()
+                .to_string(),
+            TOO_DEEP
+        );
+        let million = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let over = Payload::new().with("v", nest(1_000_000));
+                serde_json::to_vec(&over).unwrap_err().to_string()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(million, TOO_DEEP);
     }
 }

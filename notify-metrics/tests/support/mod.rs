@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

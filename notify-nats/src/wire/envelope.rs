@@ -22,7 +22,7 @@ pub(super) enum WireOutcome {
 ///
 /// [`decode`]: super::decode
 /// [`decode_into`]: super::decode_into
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct Envelope {
     pub(super) start_unix_ns: u64,
     pub(super) duration_ns: u64,
@@ -33,6 +33,8 @@ pub(super) struct Envelope {
     pub(super) outcome: WireOutcome,
     pub(super) cpu_time_ns: Option<u64>,
     pub(super) allocations: Option<u64>,
+    /// The W3C `tracestate` of the event's trace (version 3; empty otherwise).
+    pub(super) trace_state: notify_core::trace_context::TraceState,
 }
 
 impl Envelope {
@@ -54,6 +56,9 @@ impl Envelope {
         }
         if self.allocations.is_some() {
             event = event.with_allocations(self.allocations);
+        }
+        if !self.trace_state.is_empty() {
+            event = event.with_trace_state(self.trace_state);
         }
         match self.outcome {
             WireOutcome::Completed => event,

@@ -13,7 +13,7 @@
 //! batch  = "NB" version:varint(=3) source:varint count:varint event{count}    (nothing after)
 //! event  = name:strref flags:u8 start_delta:zigzag duration:varint id:fixed8
 //!          [parent:fixed8] transaction:varint [trace:fixed16] [cpu_time:varint]
-//!          [allocations:varint] payload
+//!          [allocations:varint] [tracestate:strref] payload
 //! payload = len:varint (key:strref value){len}
 //! value  = tag:varint fields (below)
 //! strref = varint r: 0 = a new string follows (string); r > 0 = the string table's entry r - 1
@@ -31,7 +31,11 @@
 //! * `flags`: bits 0-1 the outcome (0 completed, 1 panicked, 2 cancelled; 3 is an error);
 //!   bit 2 (`0x04`) a parent id follows; bit 3 (`0x08`) a trace id follows, else the event has
 //!   the previous event's trace id (an error on the first event of a batch); bit 4 (`0x10`) a
-//!   CPU time follows; bit 5 (`0x20`) an allocation count follows; bits 6-7 must be 0.
+//!   CPU time follows; bit 5 (`0x20`) an allocation count follows; bit 6 (`0x40`) the event's
+//!   W3C `tracestate` follows (a valid list, else the batch is malformed); bit 7 must be 0.
+//!   Readers before bit 6 refuse a batch with it as unknown flags: exporters write it only for
+//!   events that carry a `tracestate` (`Event::trace_state`), so batches without one stay
+//!   readable by them.
 //! * `start_delta`: the start (wall clock, ns since the Unix epoch, a `u64`) minus the previous
 //!   event's start (0 for the first event), modulo 2^64, as a zigzag `i64`. The end is the start
 //!   plus `duration` (ns); it is not written (version 2 wrote both, always consistent).

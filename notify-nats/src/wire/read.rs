@@ -14,8 +14,8 @@ use super::nesting::too_deep;
 use super::serde_form::{BatchIn, EventIn};
 use super::time::time_from_parts;
 use super::v3::{
-    HAS_ALLOCATIONS, HAS_CPU_TIME, HAS_PARENT, HAS_TRACE, MAX_TABLE_ENTRIES, MAX_TABLE_STRING, OUTCOME_MASK,
-    UNKNOWN_FLAGS,
+    HAS_ALLOCATIONS, HAS_CPU_TIME, HAS_PARENT, HAS_TRACE, HAS_TRACE_STATE, MAX_TABLE_ENTRIES, MAX_TABLE_STRING,
+    OUTCOME_MASK, UNKNOWN_FLAGS,
 };
 use super::variant::{self, VARIANTS};
 use super::{check_version, decode, strip_magic, DecodeError, Encoding};
@@ -439,6 +439,14 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
+        let trace_state = if flags & HAS_TRACE_STATE != 0 {
+            let text = self.text()?;
+            text.parse::<notify_core::trace_context::TraceState>().map_err(|e| {
+                ReadError::Other(format!("event {id}: tracestate {}: {e}", Escaped::truncated(text, 200)))
+            })?
+        } else {
+            Default::default()
+        };
         *previous = (start_unix_ns, Some(trace_id));
         let payload = out.put(
             name,
@@ -453,6 +461,7 @@ impl<'a> Reader<'a> {
                 outcome,
                 cpu_time_ns,
                 allocations,
+                trace_state,
             },
         );
         let mut refused = None;
@@ -696,6 +705,7 @@ impl<'a> Reader<'a> {
                 outcome,
                 cpu_time_ns,
                 allocations,
+                trace_state: Default::default(),
             }
             .into_event(name, payload),
         );

@@ -138,6 +138,8 @@ pub(crate) struct EventIn {
     pub(super) payload: Payload,
     cpu_time_ns: Option<u64>,
     allocations: Option<u64>,
+    /// Read from version 3 only (versions 1 and 2 and JSON do not carry it).
+    trace_state: notify_core::trace_context::TraceState,
 }
 
 impl RawEvent {
@@ -157,6 +159,7 @@ impl RawEvent {
             payload,
             cpu_time_ns: self.cpu_time_ns,
             allocations: self.allocations,
+            trace_state: Default::default(),
         })
     }
 }
@@ -178,6 +181,7 @@ impl EventIn {
             payload,
             cpu_time_ns: envelope.cpu_time_ns,
             allocations: envelope.allocations,
+            trace_state: envelope.trace_state,
         }
     }
 
@@ -194,6 +198,7 @@ impl EventIn {
             outcome: self.outcome,
             cpu_time_ns: self.cpu_time_ns,
             allocations: self.allocations,
+            trace_state: self.trace_state,
         }
         .into_event(self.name, self.payload)
     }

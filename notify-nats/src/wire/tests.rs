@@ -66,6 +66,7 @@ fn assert_same_envelope(a: &Event, b: &Event) {
     assert_eq!(a.outcome(), b.outcome());
     assert_eq!(a.trace_id(), b.trace_id());
     assert_eq!((a.cpu_time(), a.allocations()), (b.cpu_time(), b.allocations()));
+    assert_eq!(a.trace_state(), b.trace_state());
 }
 
 /// Version 1 batches (no null, 128-bit, time, list or map values; no CPU time or

@@ -25,8 +25,11 @@ pub(super) const HAS_TRACE: u8 = 1 << 3;
 pub(super) const HAS_CPU_TIME: u8 = 1 << 4;
 /// Flags byte: an allocation count follows.
 pub(super) const HAS_ALLOCATIONS: u8 = 1 << 5;
+/// Flags byte: a W3C `tracestate` follows (a string reference), after the allocation count.
+pub(super) const HAS_TRACE_STATE: u8 = 1 << 6;
 /// Flags byte: the bits that must be clear.
-pub(super) const UNKNOWN_FLAGS: u8 = !(OUTCOME_MASK | HAS_PARENT | HAS_TRACE | HAS_CPU_TIME | HAS_ALLOCATIONS);
+pub(super) const UNKNOWN_FLAGS: u8 =
+    !(OUTCOME_MASK | HAS_PARENT | HAS_TRACE | HAS_CPU_TIME | HAS_ALLOCATIONS | HAS_TRACE_STATE);
 
 /// Slots of [`StringTable`]'s index: twice the entries (a load of at most one half).
 const SLOTS: usize = 2 * MAX_TABLE_ENTRIES;
@@ -238,6 +241,10 @@ pub(super) fn put_event(
     if allocations.is_some() {
         flags |= HAS_ALLOCATIONS;
     }
+    let trace_state = event.trace_state();
+    if !trace_state.is_empty() {
+        flags |= HAS_TRACE_STATE;
+    }
     body.push(flags);
     let delta = start.wrapping_sub(previous.start_unix_ns) as i64;
     put_varint_u64(body, zigzag_64(delta));
@@ -255,6 +262,9 @@ pub(super) fn put_event(
     }
     if let Some(allocations) = allocations {
         put_varint_u64(body, allocations);
+    }
+    if !trace_state.is_empty() {
+        table.put(body, trace_state.as_str());
     }
     put_payload(body, table, event.payload(), 0)?;
     *previous = Previous {
@@ -497,6 +507,38 @@ mod tests {
         }
     }
 
+    /// Issue 45: an event's W3C tracestate crosses NATS in version 3 (flag 0x40, a string
+    /// reference, written once per batch through the string table); an invalid one makes the
+    /// batch malformed; versions 2 and JSON do not carry it.
+    #[test]
+    fn i45_2_the_tracestate_of_an_event_round_trips_in_version_3() {
+        let state: notify_core::trace_context::TraceState = "rojo=00f067aa0ba902b7,acme@fw=1".parse().unwrap();
+        let with = Arc::new(sample().with_trace_state(state.clone()));
+        let events = vec![with.clone(), Arc::new(sample()), with.clone()];
+        let v3 = encode_batch(Encoding::Binary, 0xfeed, &events);
+        round_trip(&events, &v3);
+        let (_, public) = decode_batch(Encoding::Binary, &v3).unwrap();
+        assert_eq!(public[0].trace_state(), &state);
+        assert!(public[1].trace_state().is_empty());
+        let once = v3
+            .windows(state.as_str().len())
+            .filter(|w| *w == state.as_str().as_bytes())
+            .count();
+        assert_eq!(once, 1, "the second use is a string reference");
+        let (_, v2) = decode_batch(Encoding::Binary, &encode_v2(Encoding::Binary, 0xfeed, &events)).unwrap();
+        assert!(v2[0].trace_state().is_empty(), "version 2 does not carry it");
+        // By hand: flag 0x40 then a string that is not a valid list.
+        let mut bad = hand_event(&[0, 1, b'a'], HAS_TRACE | HAS_TRACE_STATE);
+        let payload = bad.pop().unwrap();
+        bad.extend_from_slice(&[0, 5]);
+        bad.extend_from_slice(b"FOO=1");
+        bad.push(payload);
+        assert_eq!(
+            reason(&hand_batch(1, &bad)),
+            "event 7: tracestate FOO=1: tracestate member is not a valid key=value"
+        );
+    }
+
     #[test]
     fn hand_written_batches_decode_and_their_errors_say_what_is_wrong() {
         let first = hand_event(&[0, 3, b'a', b'.', b'b'], HAS_TRACE);
@@ -523,8 +565,8 @@ mod tests {
         let mut trailing = good.clone();
         trailing.extend_from_slice(&[0, 0]);
         assert_eq!(reason(&trailing), "2 bytes after the last event of the batch");
-        let unknown_flags = hand_batch(1, &hand_event(&[0, 1, b'a'], HAS_TRACE | 0x40));
-        assert_eq!(reason(&unknown_flags), "unknown event flags 0x40");
+        let unknown_flags = hand_batch(1, &hand_event(&[0, 1, b'a'], HAS_TRACE | 0x80));
+        assert_eq!(reason(&unknown_flags), "unknown event flags 0x80");
         let outcome = hand_batch(1, &hand_event(&[0, 1, b'a'], HAS_TRACE | 3));
         assert_eq!(reason(&outcome), "event outcome 3 does not exist (0 to 2 known)");
         let bad_utf8 = hand_batch(1, &hand_event(&[0, 1, 0xff], HAS_TRACE));

@@ -4,10 +4,13 @@ use std::fmt::Write;
 
 use super::{begin_page, chart, clock, end_page, human, human_ns, push_escaped};
 use crate::recorder::TraceRecorder;
+use crate::stats::LatencyBucket;
 
 /// The index page: recent finished traces (newest first, each linking to `/trace/<trace id>`),
-/// the per-name table (count, rate, p50/p90/p99/max over the window) and the latency-over-time
-/// chart (an inline SVG). Every name is HTML-escaped.
+/// the per-name table (count, rate, p50/p90/p99/max over the window, and the latency buckets
+/// that hold events, each linking to a recent trace with an event of that name in it, opened
+/// there: `/trace/<trace id>?open=<event id>`) and the latency-over-time chart (an inline SVG).
+/// Every name is HTML-escaped.
 ///
 /// ```
 /// use notify_web::{render_index, TraceRecorder, WebOptions};
@@ -16,7 +19,8 @@ use crate::recorder::TraceRecorder;
 /// ```
 pub fn render_index(recorder: &TraceRecorder) -> String {
     let traces = recorder.traces();
-    let stats = recorder.stats();
+    let mut stats = recorder.stats();
+    crate::stats::link_recent_traces(&mut stats, &traces);
     let counts = recorder.counts();
     let window = recorder.window();
     let mut out = String::with_capacity(16 * 1024);
@@ -41,7 +45,7 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
         out.push_str(
             "<table id=\"names\"><thead><tr><th>name</th><th class=\"num\">count</th><th class=\"num\">in window</th>\
              <th class=\"num\">rate /s</th><th class=\"num\">p50</th><th class=\"num\">p90</th><th class=\"num\">p99</th>\
-             <th class=\"num\">max</th></tr></thead><tbody>",
+             <th class=\"num\">max</th><th>latency buckets (count · a recent trace)</th></tr></thead><tbody>",
         );
         for s in &stats {
             out.push_str("<tr class=\"name\"><td>");
@@ -49,7 +53,7 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
             let _ = write!(
                 out,
                 "</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td>\
-                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+                 <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"buckets\">",
                 s.count,
                 s.window_count,
                 s.rate,
@@ -58,6 +62,8 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
                 human_ns(s.p99_ns.into()),
                 human_ns(s.max_ns.into())
             );
+            buckets(&mut out, &s.buckets);
+            out.push_str("</td></tr>");
         }
         out.push_str("</tbody></table>");
         out.push_str("<h2>p99 latency over time</h2>");
@@ -91,4 +97,31 @@ pub fn render_index(recorder: &TraceRecorder) -> String {
 
     end_page(&mut out);
     out
+}
+
+/// The latency buckets of one name: `≤ 2.50 ms · 12`, a link to the bucket's recent trace (the
+/// event open in the trace view) when one is held, plain text otherwise.
+fn buckets(out: &mut String, buckets: &[LatencyBucket]) {
+    for bucket in buckets {
+        let bound = match bucket.le_ns {
+            Some(le) => format!("≤ {}", human_ns(le.into())),
+            None => format!(
+                "> {}",
+                human_ns(crate::stats::LATENCY_BUCKETS_NS.last().copied().unwrap_or(0).into())
+            ),
+        };
+        // Only hex digits and fixed text in the link: nothing to escape.
+        match bucket.href() {
+            Some(href) => {
+                let _ = write!(
+                    out,
+                    "<a class=\"bucket\" href=\"{href}\" title=\"a recent trace in this bucket\">{bound} · {}</a> ",
+                    bucket.count
+                );
+            }
+            None => {
+                let _ = write!(out, "<span class=\"bucket muted\">{bound} · {}</span> ", bucket.count);
+            }
+        }
+    }
 }

@@ -30,6 +30,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .payload{margin:4px 6px 8px 30%;background:#fafbfc;font-family:ui-monospace,monospace;font-size:12px}
 .payload td{vertical-align:top;white-space:pre-wrap;word-break:break-all}
 .bad{color:#b3261e;font-weight:600}
+.buckets{font-size:12px;max-width:520px}.bucket{display:inline-block;white-space:nowrap;margin:1px 6px 1px 0;padding:0 4px;border-radius:3px;background:#eef2f7;font-variant-numeric:tabular-nums}
+a.bucket{color:#1a4f8b;text-decoration:none}a.bucket:hover{background:#dbe6f3}
 ";
 
 /// Appends `text` escaped for HTML text and double- or single-quoted attribute values.
