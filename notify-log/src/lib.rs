@@ -121,6 +121,7 @@ mod color;
 mod config;
 mod event;
 mod facts;
+mod format;
 mod json;
 mod keys;
 mod line;
@@ -128,6 +129,7 @@ mod line_keys;
 mod logfmt;
 mod method;
 mod rate_limit;
+mod record;
 pub mod structured;
 
 pub use log::Level;

@@ -88,7 +88,9 @@ use notify_core::{
     Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription,
 };
 
+pub use crate::format::Format;
 pub use crate::keys::{Keys, LineKey, Placement};
+pub use crate::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
 
 use crate::facts::Facts;
 use crate::json::{JsonLine, Summary};
@@ -96,15 +98,6 @@ use crate::keys::DEFAULT_TIME;
 use crate::line_keys::LineNames;
 use crate::logfmt::{write_logfmt, Logfmt};
 use crate::rate_limit::{Limiter, Pending, RateLimitStats, DEFAULT_MAX_NAMES, SHARED_NAME};
-
-/// The line format of a [`StructuredLog`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// One JSON object per line (written with `serde_json`).
-    Json,
-    /// `key=value` pairs separated by spaces (logfmt, as Heroku and Grafana Loki read it).
-    Logfmt,
-}
 
 /// Builds a [`StructuredLogger`]: format, levels, target, keys, rate limit.
 ///
@@ -447,16 +440,18 @@ impl StructuredLogger {
     fn emit(&self, level: Level, target: &str, location: Option<&'static Location>, line: &[u8]) {
         // Both writers write UTF-8 only (serde_json, and logfmt from `str`s).
         let line = std::str::from_utf8(line).unwrap_or("<line not UTF-8>");
-        log::logger().log(
-            &log::Record::builder()
-                .level(level)
-                .target(target)
-                .args(format_args!("{line}"))
-                .file_static(location.map(Location::file))
-                .line(location.map(Location::line))
-                .module_path_static(location.map(Location::module_path))
-                .build(),
-        );
+        crate::record::emitting(|| {
+            log::logger().log(
+                &log::Record::builder()
+                    .level(level)
+                    .target(target)
+                    .args(format_args!("{line}"))
+                    .file_static(location.map(Location::file))
+                    .line(location.map(Location::line))
+                    .module_path_static(location.map(Location::module_path))
+                    .build(),
+            )
+        });
         self.inner.written.fetch_add(1, Ordering::Relaxed);
     }
 
