@@ -26,6 +26,19 @@ mod key_cache;
 
 use key_cache::KeyCache;
 
+/// The prefixes of OpenTelemetry's HTTP header attributes (`http.request.header.<name>`, as
+/// notify-http records headers): a key with one of them is also matched by the header's name alone.
+pub const HEADER_KEY_PREFIXES: [&str; 2] = ["http.request.header.", "http.response.header."];
+
+/// The header name of an OpenTelemetry header attribute key (`"x-api-key"` for
+/// `"http.request.header.x-api-key"`).
+fn header_name(key: &str) -> Option<&str> {
+    HEADER_KEY_PREFIXES
+        .iter()
+        .find_map(|prefix| key.strip_prefix(prefix))
+        .filter(|name| !name.is_empty())
+}
+
 /// The marker a policy replaces matched values with unless told otherwise.
 pub const FILTERED: &str = "[FILTERED]";
 
@@ -151,6 +164,21 @@ impl fmt::Debug for RedactionBuilder {
 
 impl RedactionBuilder {
     /// Redacts the value of the key named exactly `name`.
+    ///
+    /// Header keys meet redaction keys: every key matcher ([`key`](Self::key),
+    /// [`key_glob`](Self::key_glob), [`key_regex`](Self::key_regex)) also matches an HTTP header
+    /// recorded under OpenTelemetry's attribute name ([`HEADER_KEY_PREFIXES`]) by the header's
+    /// name alone, so `key("x-api-key")` redacts `http.request.header.x-api-key` (as notify-http
+    /// records the header) as well as a key `x-api-key`.
+    ///
+    /// ```
+    /// use notify_core::{redaction::Redaction, Payload, Value};
+    /// let policy = Redaction::builder().key("x-api-key").build()?;
+    /// let mut payload = Payload::new().with("http.request.header.x-api-key", "k-123").with("http.request.header.accept", "*/*");
+    /// assert_eq!(policy.redact(&mut payload), 1);
+    /// assert_eq!(payload.get("http.request.header.x-api-key"), Some(&Value::from("[FILTERED]")));
+    /// # Ok::<(), notify_core::redaction::RedactionError>(())
+    /// ```
     #[must_use]
     pub fn key(mut self, name: impl Into<String>) -> Self {
         self.exact.push(name.into());
@@ -349,6 +377,10 @@ impl Redaction {
     }
 
     fn match_key_patterns(&self, key: &str) -> bool {
+        self.match_key_text(key) || header_name(key).is_some_and(|name| self.match_key_text(name))
+    }
+
+    fn match_key_text(&self, key: &str) -> bool {
         let exact = if self.case_insensitive {
             self.exact.iter().any(|e| e.eq_ignore_ascii_case(key))
         } else {

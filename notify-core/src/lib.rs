@@ -390,7 +390,7 @@ pub mod redaction {
     //! # Ok::<(), notify_core::redaction::RedactionError>(())
     //! ```
     #[doc(inline)]
-    pub use notify_base::{Redaction, RedactionBuilder, RedactionError, FILTERED};
+    pub use notify_base::{Redaction, RedactionBuilder, RedactionError, FILTERED, HEADER_KEY_PREFIXES};
 }
 
 // Under this crate's feature: code that uses it without the feature gets rustc's note "gated

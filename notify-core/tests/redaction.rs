@@ -583,3 +583,39 @@ fn nested_values_are_redacted_for_every_kind_and_hashed_once_per_event() {
         [("start", started), ("finish", finished.clone()), ("event", finished)]
     );
 }
+
+/// Issue 47 item 4: header keys and redaction keys meet. A header notify-http records as
+/// `http.request.header.<name>` (OpenTelemetry's attribute) is redacted by a key matcher for the
+/// header's name alone, exact, glob or regex, in requests and responses; other keys are not
+/// matched by their last segment (`user.x-api-key` is not a header attribute).
+#[test]
+fn i47_4_header_attributes_are_matched_by_the_header_name() {
+    use notify_core::redaction::FILTERED;
+    let policy = Redaction::builder()
+        .key("x-api-key")
+        .key_glob("x-*-token")
+        .key_regex("^x-secret-[0-9]+$")
+        .build()
+        .unwrap();
+    let mut payload = Payload::new()
+        .with("http.request.header.x-api-key", "k-1")
+        .with("http.response.header.x-api-key", "k-2")
+        .with("http.request.header.x-csrf-token", "t-1")
+        .with("http.request.header.x-secret-7", "s-7")
+        .with("http.request.header.accept", "*/*")
+        .with("user.x-api-key", "kept")
+        .with("http.request.header.", "kept too");
+    assert_eq!(policy.redact(&mut payload), 4);
+    for key in [
+        "http.request.header.x-api-key",
+        "http.response.header.x-api-key",
+        "http.request.header.x-csrf-token",
+        "http.request.header.x-secret-7",
+    ] {
+        assert_eq!(payload.get(key), Some(&Value::from(FILTERED)), "{key}");
+    }
+    assert_eq!(payload.get("http.request.header.accept"), Some(&Value::from("*/*")));
+    assert_eq!(payload.get("user.x-api-key"), Some(&Value::from("kept")));
+    assert!(policy.matches_key("http.request.header.x-api-key"));
+    assert!(!policy.matches_key("http.request.header.accept"));
+}

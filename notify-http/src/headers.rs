@@ -13,13 +13,30 @@ pub fn default_sensitive_headers() -> Vec<HeaderName> {
     vec![AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE, SET_COOKIE]
 }
 
-/// Which headers of a request or response go into the payload.
+/// Which headers of a request or response go into the payload: none (the default), an allow
+/// list ([`Headers::Only`]), a deny list ([`Headers::AllExcept`]) or all ([`Headers::All`]).
+/// Whatever is recorded, the sensitive headers' values are [`REDACTED`] and the notifier's
+/// redaction policy applies (a key matcher for a header's name matches its attribute key:
+/// `Redaction::builder().key("x-api-key")` redacts `http.request.header.x-api-key`).
+///
+/// ```
+/// use http::HeaderName;
+/// use notify_http::{Headers, ServerLayer};
+/// // Every request header but the two large ones.
+/// let layer = ServerLayer::new().request_headers(Headers::AllExcept(vec![
+///     HeaderName::from_static("cookie"),
+///     HeaderName::from_static("x-forwarded-for"),
+/// ]));
+/// # drop(layer);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Headers {
     /// Every header.
     All,
-    /// The headers named (compared case-insensitively, as header names are).
+    /// The headers named (an allow list; compared case-insensitively, as header names are).
     Only(Vec<HeaderName>),
+    /// Every header but those named (a deny list).
+    AllExcept(Vec<HeaderName>),
 }
 
 /// Headers to record and the sensitive ones among them.
@@ -63,6 +80,11 @@ impl HeaderRecording {
         match which {
             Headers::All => {
                 for name in headers.keys() {
+                    self.record_one(prefix, name, headers, payload);
+                }
+            }
+            Headers::AllExcept(excluded) => {
+                for name in headers.keys().filter(|name| !excluded.contains(name)) {
                     self.record_one(prefix, name, headers, payload);
                 }
             }
@@ -153,6 +175,32 @@ mod tests {
                 .get("http.response.header.authorization")
                 .and_then(Value::as_str),
             Some("Bearer secret")
+        );
+    }
+
+    #[test]
+    fn i47_4_deny_list_records_every_header_but_those_named() {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer secret"));
+        headers.append("x-tag", HeaderValue::from_static("a"));
+        headers.insert("x-raw", HeaderValue::from_static("r"));
+        headers.insert("x-skip", HeaderValue::from_static("no"));
+        let except = HeaderRecording {
+            request: Some(Headers::AllExcept(vec![
+                HeaderName::from_static("x-tag"),
+                AUTHORIZATION,
+            ])),
+            ..HeaderRecording::default()
+        };
+        let mut payload = Payload::new();
+        except.record_request(&headers, &mut payload);
+        let mut keys: Vec<&str> = payload.iter().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["http.request.header.x-raw", "http.request.header.x-skip"]);
+
+        assert_eq!(
+            payload.get("http.request.header.x-skip").and_then(Value::as_str),
+            Some("no")
         );
     }
 }

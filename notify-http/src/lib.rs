@@ -69,9 +69,14 @@
 //!   is the wrapping of its future and body (about 300 instructions per request in
 //!   `benches/http.rs` under callgrind, against about 1,200 for tower-http's `TraceLayer` with
 //!   tracing disabled). Another name or notifier adds a name lookup (about 10 ns).
-//! * **Not collected:** facts added with [`notify_core::record`] from the handler are not moved
-//!   into the request's event (the layer finishes it with a [`Handle`](notify_core::Handle),
-//!   which collects only the facts of the finishing thread).
+//! * **Facts from the handler.** What the handler adds with [`notify_core::record`] is in the
+//!   request's event: the event is current whenever the handler's future is polled, across awaits
+//!   and on whichever worker thread resumes it (`tests/handler_record.rs`: 200 of 200 requests on
+//!   a 4-thread runtime). A task the handler spawns with
+//!   [`in_current_context`](notify_core::Instrument::in_current_context) carries only the
+//!   request's context: its own events are children of the request, but a `record` there has no
+//!   current event and does nothing (as [`notify_core::record`] documents); record in the handler,
+//!   or give the task an event of its own.
 
 #![warn(missing_docs)]
 

@@ -128,6 +128,7 @@ mod line_keys;
 mod logfmt;
 mod method;
 mod rate_limit;
+mod record;
 pub mod structured;
 
 pub use log::Level;

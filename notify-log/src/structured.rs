@@ -89,6 +89,7 @@ use notify_core::{
 };
 
 pub use crate::keys::{Keys, LineKey, Placement};
+pub use crate::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
 
 use crate::facts::Facts;
 use crate::json::{JsonLine, Summary};
@@ -447,16 +448,18 @@ impl StructuredLogger {
     fn emit(&self, level: Level, target: &str, location: Option<&'static Location>, line: &[u8]) {
         // Both writers write UTF-8 only (serde_json, and logfmt from `str`s).
         let line = std::str::from_utf8(line).unwrap_or("<line not UTF-8>");
-        log::logger().log(
-            &log::Record::builder()
-                .level(level)
-                .target(target)
-                .args(format_args!("{line}"))
-                .file_static(location.map(Location::file))
-                .line(location.map(Location::line))
-                .module_path_static(location.map(Location::module_path))
-                .build(),
-        );
+        crate::record::emitting(|| {
+            log::logger().log(
+                &log::Record::builder()
+                    .level(level)
+                    .target(target)
+                    .args(format_args!("{line}"))
+                    .file_static(location.map(Location::file))
+                    .line(location.map(Location::line))
+                    .module_path_static(location.map(Location::module_path))
+                    .build(),
+            )
+        });
         self.inner.written.fetch_add(1, Ordering::Relaxed);
     }
 
