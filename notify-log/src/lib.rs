@@ -121,6 +121,7 @@ mod color;
 mod config;
 mod event;
 mod facts;
+mod format;
 mod json;
 mod keys;
 mod line;

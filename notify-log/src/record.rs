@@ -30,11 +30,11 @@ use notify_core::context::Tags;
 use notify_core::{Context, Payload};
 
 use crate::facts::SpanHex;
+use crate::format::Format;
 use crate::json::{JsonValue, Rfc3339};
 use crate::keys::{Keys, LineKey, DEFAULT_TIME};
 use crate::line_keys::LineNames;
 use crate::logfmt::Logfmt;
-use crate::structured::Format;
 
 /// Key of the current scope's tags (`tags`, a JSON object or `tags.<name>=` in logfmt).
 const TAGS_KEY: &str = "tags";

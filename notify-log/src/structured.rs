@@ -88,6 +88,7 @@ use notify_core::{
     Notifier, Pattern, Payload, SilenceableSubscriber, Subscriber, Subscription,
 };
 
+pub use crate::format::Format;
 pub use crate::keys::{Keys, LineKey, Placement};
 pub use crate::record::{is_event_line, write_record, RecordLine, FIELDS_KEY, MESSAGE_KEY, TARGET_KEY};
 
@@ -97,15 +98,6 @@ use crate::keys::DEFAULT_TIME;
 use crate::line_keys::LineNames;
 use crate::logfmt::{write_logfmt, Logfmt};
 use crate::rate_limit::{Limiter, Pending, RateLimitStats, DEFAULT_MAX_NAMES, SHARED_NAME};
-
-/// The line format of a [`StructuredLog`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// One JSON object per line (written with `serde_json`).
-    Json,
-    /// `key=value` pairs separated by spaces (logfmt, as Heroku and Grafana Loki read it).
-    Logfmt,
-}
 
 /// Builds a [`StructuredLogger`]: format, levels, target, keys, rate limit.
 ///
