@@ -63,11 +63,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // glue:end
     let (listener, address) = service_example::bind().await?;
     let consumed = Arc::new(AtomicU64::new(0));
-    // The consumer: another notifier (another process, in a real deployment) fed from NATS.
+    // The consumer: another notifier (another process, in a real deployment) fed from NATS, with
+    // the request events only (what it counts; the tracing twin's consumer takes request spans).
     let consumer = Notifier::new(); // glue
     let _importer = match service_example::nats_url() {
         // glue:begin
-        Some(url) => Some(notify_nats::Importer::builder(notify_nats::NatsOptions::new(url)).start(&consumer)?),
+        Some(url) => Some(
+            notify_nats::Importer::builder(notify_nats::NatsOptions::new(url))
+                .subject("request.http")
+                .start(&consumer)?,
+        ),
         // glue:end
         None => None,
     };
