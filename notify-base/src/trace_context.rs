@@ -8,9 +8,9 @@
 //!   first four fields).
 //! * [`TraceState`]: the `tracestate` header, carried opaque and bounded (32 members, 512
 //!   characters), Level 2's key grammar.
-//! * [`Baggage`](crate::baggage::Baggage) (W3C Baggage, the `baggage` header) and
+//! * [`Baggage`] (W3C Baggage, the `baggage` header) and
 //!   [`Propagated`], which carries the trace flags, `tracestate` and baggage of a request beside
-//!   its `Context`: [`extract_propagated`] and [`inject_propagated`] (feature `http`) read and
+//!   its `Context`: `extract_propagated` and `inject_propagated` (feature `http`) read and
 //!   write all three headers, as notify-http's layers do.
 //! * [`Context::from_traceparent`] makes the context of an incoming request: its parent is
 //!   *remote* ([`Event::parent_is_remote`](crate::Event::parent_is_remote)) and its sampled flag is
@@ -212,7 +212,7 @@ pub struct ExtractStats {
     /// removed to fit 512 characters ([`TraceState`]).
     pub tracestate_members_dropped: u64,
     /// `baggage` members dropped: invalid, or beyond 64 members or 8,192 bytes
-    /// ([`Baggage`](crate::baggage::Baggage)).
+    /// ([`Baggage`]).
     pub baggage_members_dropped: u64,
 }
 

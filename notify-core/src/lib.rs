@@ -43,7 +43,7 @@
 //! | make events | [`instrument`], [`macro@instrument_event`], [`Handle`], [`Instrument`] (futures), [`record`], [`publish`], [`instrumenter`] | [`event`]: callsites, instrumenters, event ids, outcomes, allocation counts |
 //! | build payloads | [`Payload`], [`Value`] | [`payload`]: keys, text, [`payload::ToValue`] |
 //! | subscribe | [`subscribe`], [`subscribed`], [`unsubscribe_name`], [`listening`], [`Subscriber`], [`Subscription`], the kind traits | [`subscriber`]: options, kinds, subscriber types with a method per event |
-//! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors, what is propagated; [`trace_context`]: W3C `traceparent`, `tracestate`; [`baggage`]: W3C Baggage |
+//! | follow a request | [`Context`], [`TraceId`] | [`context`]: guards, tags, transaction ids, future adaptors, what is propagated; [`trace_context`]: W3C `traceparent`, `tracestate`; [`baggage`](mod@baggage): W3C Baggage |
 //! | handle panicking subscribers | | [`failure`] |
 //! | hand events off (queues, exporters) | | [`export`]: overflow policy, head sampling, recycling (the collector: notify-export); [`suppression`]: telemetry suppression |
 //! | match errors | [`NotifyError`], [`PatternError`] | |

@@ -31,7 +31,7 @@ static CLIENT_SITE: Callsite = Callsite::new(CLIENT_EVENT);
 /// a fresh random parent id for this call (a non-recording span, as OpenTelemetry's SDK makes
 /// when its sampler drops a span) in the current trace, or in a new trace when there is none.
 /// The trace flags (sampled, Level 2's random), the `tracestate` of the current trace and the
-/// baggage of the current scope ([`notify_core::context::baggage`]) go along. Headers of these
+/// baggage of the current scope ([`notify_core::context::baggage()`]) go along. Headers of these
 /// names set by the caller are replaced.
 ///
 /// Payload: `otel.kind` = `"client"`, `http.request.method`, `server.address`, `server.port` (when

@@ -50,7 +50,7 @@
 //! * **Trace context in.** A request with a valid W3C `traceparent` continues that trace: its
 //!   event has the header's trace id, the sender's span as parent, and
 //!   [`parent_is_remote`](notify_core::Event::parent_is_remote); its `tracestate` and `baggage`
-//!   are current for the handler ([`notify_core::context::baggage`],
+//!   are current for the handler ([`notify_core::context::baggage()`],
 //!   [`notify_core::context::trace_state`]). An absent or malformed header starts a new random
 //!   trace, never an error the request sees, counted by
 //!   [`trace_context::stats`](notify_core::trace_context::stats). The headers are read whether

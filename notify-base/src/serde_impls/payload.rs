@@ -59,7 +59,7 @@ const TOO_DEEP: &str = "payload value nested deeper than 32 lists and maps";
 const _: () = assert!(Value::MAX_NESTING == 32, "TOO_DEEP names the limit");
 
 /// Serializing refuses what decoding refuses: a list or a map nested deeper than
-/// [`Value::MAX_NESTING`] is the error [`TOO_DEEP`] (a value built in the process may nest
+/// [`Value::MAX_NESTING`] is the error `TOO_DEEP` (a value built in the process may nest
 /// deeper; its form would be refused on the other side, and writing it would recurse once per
 /// level on the serializing thread's stack).
 impl Serialize for Value {
