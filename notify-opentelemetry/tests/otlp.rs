@@ -20,6 +20,9 @@ use receiver::{Protocol, Received, Receiver};
 /// opentelemetry-otlp's exporter to `receiver`, built inside `runtime`'s context (tonic's channel
 /// must be made inside a runtime; reqwest's client may be).
 fn otlp_exporter(receiver: &Receiver, protocol: Protocol, timeout: Duration) -> opentelemetry_otlp::SpanExporter {
+    // Features unify across the workspace: another package's dependency builds reqwest with
+    // `rustls-no-provider`, whose client builder panics without a process-wide provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match protocol {
         Protocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
