@@ -122,7 +122,7 @@ impl PrometheusExporter {
     }
 
     /// Also records the events `pattern` matches in `notify_event_duration_seconds`, labelled
-    /// `event` (the event name), with exemplars, bucket bounds [`DURATION_BUCKETS`] (100 µs to
+    /// `event` (the event name), with exemplars, bucket bounds [`DURATION_BUCKETS`] (a tenth of a millisecond to
     /// 10 s) unless [`event_buckets`](Self::event_buckets) says otherwise.
     pub fn events(mut self, pattern: impl Into<Pattern>) -> Self {
         self.events = Some(pattern.into());

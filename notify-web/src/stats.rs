@@ -16,7 +16,7 @@ use crate::record::Trace;
 /// Significant digits of the latency histograms (1% resolution).
 const SIGFIG: u8 = 2;
 
-/// The upper bounds of the latency buckets of [`NameStats::buckets`], in nanoseconds: 1 µs to
+/// The upper bounds of the latency buckets of [`NameStats::buckets`], in nanoseconds: one microsecond to
 /// 10 s, 1-2.5-5 apart (the last bucket, above 10 s, has no bound). The range of notify's events,
 /// from an in-memory lookup to a slow request.
 pub const LATENCY_BUCKETS_NS: &[u64] = &[
