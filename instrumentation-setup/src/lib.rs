@@ -38,7 +38,7 @@
 //! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | OTLP/HTTP destination; set to export | `opentelemetry` |
 //! | `OTEL_EXPORTER_OTLP_PROTOCOL` | `http/protobuf` (default) or `http/json`; `grpc` is an error for now | `opentelemetry` |
 //! | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | head sampling (parent-based ratio) | |
-//! | `RUST_LOG` | `target=level` directives for every line | |
+//! | `RUST_LOG` | `target=level` directives for every line; `off` subscribes no line writer at all, so with no sink either, every event takes the engine's unlistened path | |
 //! | `NO_COLOR` | no colour when set and not empty | |
 //! | `NOTIFY_LOG_FORMAT` | `dev`, `json` or `logfmt`, over the preset's | |
 //! | `NOTIFY_NATS_URL`, `NOTIFY_NATS_PREFIX` | export events to NATS (prefix default `notify`) | `nats` |
@@ -253,8 +253,12 @@ impl Setup {
             #[cfg(feature = "web")]
             web: None,
         };
-        // Lines first, so a sink that fails to start is reported on them.
+        // Lines first, so a sink that fails to start is reported on them. When `RUST_LOG` keeps
+        // no line at all, no line subscriber is subscribed: a silenced subscriber still makes
+        // every event it matches listened to, and so made, which nobody would read.
+        let lines_wanted = output.max_level() != log::LevelFilter::Off;
         match format {
+            _ if !lines_wanted => {}
             LogFormat::Dev => guard.lines = Some(dev::DevLog(output.clone()).subscribe(notifier)),
             LogFormat::Json | LogFormat::Logfmt => {
                 let builder = if format == LogFormat::Json {
