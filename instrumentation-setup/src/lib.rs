@@ -30,6 +30,12 @@
 //! async-nats) become notify events (notify-tracing's `NotifyLayer`) nested under the request's
 //! event, in its trace: they reach the exporters and the live page with the rest.
 //!
+//! Lines reach standard output (or error) in batches: a thread of the setup's (`notify-lines`)
+//! writes what waits every 50 ms, or sooner once 64 KiB wait, in one `write(2)`, as
+//! tracing-appender's non-blocking writer does; dropping the [`Guard`] or `log::logger().flush()`
+//! writes everything at once. Lines still waiting when the process aborts are lost; lines beyond
+//! 8 MiB waiting are dropped and counted ([`Guard::lines_dropped`]).
+//!
 //! # The environment
 //!
 //! | variable | what | feature |
@@ -64,6 +70,7 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+mod batched;
 mod config;
 mod dev;
 mod features;
@@ -341,6 +348,13 @@ impl Guard {
     pub fn log_format(&self) -> LogFormat {
         self.output.format
     }
+
+    /// Lines dropped because standard output (or error) did not keep up: lines are written in
+    /// batches by a thread of their own, at most 8 MiB wait, and a line beyond that is dropped,
+    /// counted here, and reported by a line in the stream once there is room again.
+    pub fn lines_dropped(&self) -> u64 {
+        self.output.lines_dropped()
+    }
 }
 
 impl Drop for Guard {
@@ -368,6 +382,6 @@ impl Drop for Guard {
         if let Some(lines) = self.lines.take() {
             let _ = lines.unsubscribe();
         }
-        self.output.flush();
+        self.output.close();
     }
 }

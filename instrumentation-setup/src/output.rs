@@ -8,6 +8,7 @@ use notify_core::Payload;
 use notify_log::structured::{self, Format, Keys, RecordLine};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 
+use crate::batched::{Batched, Stream};
 use crate::config::LogFormat;
 
 /// Where lines go: standard error (development) or standard output (production), or a buffer
@@ -24,16 +25,25 @@ pub(crate) struct Output {
     pub(crate) color: bool,
     pub(crate) filter: Targets,
     sink: Sink,
+    /// Standard output's or error's lines in batches; `None` for a buffer, or when the writer
+    /// thread could not start (lines are then written one by one).
+    batched: Option<Batched>,
     keys: Keys,
 }
 
 impl Output {
     pub(crate) fn new(format: LogFormat, color: bool, filter: Targets, sink: Sink) -> Output {
+        let batched = match sink {
+            Sink::Stdout => Batched::start(Stream::Stdout).ok(),
+            Sink::Stderr => Batched::start(Stream::Stderr).ok(),
+            Sink::Buffer(_) => None,
+        };
         Output {
             format,
             color,
             filter,
             sink,
+            batched,
             keys: Keys::default(),
         }
     }
@@ -44,8 +54,15 @@ impl Output {
         self.filter.would_enable(target, &tracing_level(level))
     }
 
-    /// Writes `line` and a newline in one write, so lines from several threads never mix.
+    /// Writes `line` and a newline: appended to the batch the writer thread writes next, or, once
+    /// the guard is dropped, in one write of its own. Either way lines from several threads never
+    /// mix.
     pub(crate) fn write_line(&self, line: &[u8]) {
+        if let Some(batched) = &self.batched {
+            if batched.push(line) {
+                return;
+            }
+        }
         let mut buffer = Vec::with_capacity(line.len() + 1);
         buffer.extend_from_slice(line);
         buffer.push(b'\n');
@@ -58,6 +75,19 @@ impl Output {
                 Ok(())
             }
         };
+    }
+
+    /// Lines dropped because standard output did not keep up.
+    pub(crate) fn lines_dropped(&self) -> u64 {
+        self.batched.as_ref().map_or(0, Batched::dropped)
+    }
+
+    /// Writes the buffered lines and stops the writer thread; later lines are written one by one.
+    pub(crate) fn close(&self) {
+        if let Some(batched) = &self.batched {
+            batched.close();
+        }
+        self.flush();
     }
 
     /// Writes a record that is not an event (a `log` record, a tracing event) in this output's
@@ -73,6 +103,9 @@ impl Output {
     }
 
     pub(crate) fn flush(&self) {
+        if let Some(batched) = &self.batched {
+            batched.flush();
+        }
         let _ = match &self.sink {
             Sink::Stdout => std::io::stdout().flush(),
             Sink::Stderr => std::io::stderr().flush(),
