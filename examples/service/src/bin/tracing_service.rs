@@ -7,6 +7,12 @@
 //!
 //! It has no live page: the tracing stack has no counterpart of notify-web.
 //!
+//! Like for like with `notify-service` at `RUST_LOG=info` (what scripts/service-bench compares):
+//! the request's headers are recorded (x-api-key redacted), the SQL statement's span is made and
+//! exported, and each server request writes a line. tracing's level gates a span's creation, so
+//! these spans and the response line are at INFO; at tower-http's default (DEBUG) they would not
+//! exist at all in production.
+//!
 //! ```sh
 //! NOTIFY_NATS_URL=nats://127.0.0.1:4222 OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 \
 //!   cargo run -p service-example --bin tracing-service
@@ -25,7 +31,8 @@ use axum::Router;
 use futures_util::StreamExt;
 use opentelemetry::trace::TraceContextExt; // glue
 use service_example::{App, HttpClient, BOOK_SQL};
-use tracing::Instrument; // glue
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse}; // glue
+use tracing::{Instrument, Level}; // glue
 use tracing_opentelemetry::OpenTelemetrySpanExt; // glue
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt}; // glue
 
@@ -33,7 +40,7 @@ async fn book(State(app): State<App<HttpClient>>, Path(id): Path<i64>) -> Result
     let (title, author): (String, String) = {
         let db = app.db.lock().unwrap();
         let query = || db.query_row(BOOK_SQL, [id], |row| Ok((row.get(0)?, row.get(1)?)));
-        let span = tracing::debug_span!("query.sql", db.query.text = BOOK_SQL, db.query.parameter = id); // glue
+        let span = tracing::info_span!("query.sql", db.query.text = BOOK_SQL, db.query.parameter = id); // glue
         span.in_scope(query).map_err(|_| StatusCode::NOT_FOUND)? // glue
     };
     tracing::info!("book {id} found: {title}"); // glue
@@ -122,7 +129,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // glue:begin
         .layer(
             tower_http::trace::TraceLayer::new_for_http()
-                .make_span_with(tower_http::trace::DefaultMakeSpan::new().include_headers(true)),
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO).include_headers(true))
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
         .layer(tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer::new([
             HeaderName::from_static("x-api-key"),
