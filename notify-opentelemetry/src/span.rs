@@ -20,14 +20,22 @@ pub fn span_id(event_id: EventId) -> SpanId {
     SpanId::from_bytes(event_id.get().to_be_bytes())
 }
 
-/// The OpenTelemetry `TraceState` of `event`'s W3C `tracestate` (empty when it has none or
-/// OpenTelemetry's parser refuses it).
+/// The OpenTelemetry `TraceState` of `event`'s W3C `tracestate`. OpenTelemetry's key rules are
+/// Level 1's and it refuses a whole list for one key it does not accept, so a list it refuses
+/// keeps, in order, each member it accepts alone: one Level 2 key costs that member, not the
+/// caller's whole trace state.
 fn trace_state(event: &Event) -> TraceState {
     let state = event.trace_state();
     if state.is_empty() {
         return TraceState::default();
     }
-    state.as_str().parse().unwrap_or_default()
+    if let Ok(whole) = state.as_str().parse() {
+        return whole;
+    }
+    let accepted = state
+        .members()
+        .filter(|&(key, value)| TraceState::from_key_value([(key, value)]).is_ok());
+    TraceState::from_key_value(accepted).unwrap_or_default()
 }
 
 /// The OpenTelemetry trace id of a notify trace id (the same 16 bytes: both are W3C trace ids).
@@ -46,7 +54,7 @@ pub fn trace_id(trace: notify_core::TraceId) -> TraceId {
 /// | span | from the event |
 /// |---|---|
 /// | trace id, span id | [`Event::trace_id`], [`Event::id`] ([`trace_id`], [`span_id`]); sampled |
-/// | trace state | [`Event::trace_state`] (the W3C `tracestate` of the incoming request), when OpenTelemetry's `TraceState` accepts it (its key rules are Level 1's: a list with a Level 2 key OpenTelemetry refuses becomes the empty state) |
+/// | trace state | [`Event::trace_state`] (the W3C `tracestate` of the incoming request), without the members OpenTelemetry's `TraceState` refuses (its key rules are Level 1's; the other members are kept, in order) |
 /// | parent span id | [`Event::parent_id`] (invalid for a root); `parent_span_is_remote` from [`Event::parent_is_remote`] (a parent read from a W3C `traceparent`) |
 /// | name | the event name |
 /// | kind | the payload's [`KIND_KEY`] (`"otel.kind"`): `"server"`, `"client"`, `"producer"`, `"consumer"` or `"internal"` (ASCII case ignored, as tracing-opentelemetry reads it); `Internal` when absent or anything else. The entry itself is not an attribute |
@@ -235,5 +243,22 @@ mod tests {
         assert_eq!(otel.get("congo"), Some("t61rcWkgMzE"));
         let none = super::span_data(&Event::new("a", now, now, Payload::new()), &scope);
         assert_eq!(none.span_context.trace_state().header(), "");
+    }
+
+    /// A Level 2 key OpenTelemetry's Level 1 parser refuses (a system id of 14 characters) costs
+    /// that member only.
+    #[test]
+    fn i45_2_a_member_opentelemetry_refuses_leaves_the_others() {
+        use notify_core::{trace_context::TraceState, Event, Payload};
+        let now = std::time::Instant::now();
+        let scope = opentelemetry::InstrumentationScope::builder("notify").build();
+        let state: TraceState = "rojo=1,t@abcdefghijklmn=2,congo=3".parse().unwrap();
+        assert_eq!(state.len(), 3, "a valid Level 2 list");
+        assert!("t@abcdefghijklmn=2"
+            .parse::<opentelemetry::trace::TraceState>()
+            .is_err());
+        let event = Event::new("request.http", now, now, Payload::new()).with_trace_state(state);
+        let span = super::span_data(&event, &scope);
+        assert_eq!(span.span_context.trace_state().header(), "rojo=1,congo=3");
     }
 }
