@@ -60,6 +60,8 @@ struct State {
     values_too_deep: u64,
     /// The collectors that tail-sample in front of the trace store ([`WebOptions::tail_sampling`],
     /// one per [`TraceSink`](crate::TraceSink)): their counters are the recorder's tail counts.
+    /// A handle here keeps such a collector from shutting down on its own (its sink holds this
+    /// state), so the `TraceSink` shuts it down, in its `shutdown` or its `drop`.
     tail: Vec<Collector>,
 }
 
@@ -142,8 +144,8 @@ impl TraceRecorder {
     }
 
     /// Records one event into the per-name statistics and the trace store, on the calling
-    /// thread: to feed events from elsewhere (an importer, a test). It skips neither unsampled
-    /// traces nor goes through tail sampling: that is what [`subscribe`](Self::subscribe) adds.
+    /// thread: to feed events from elsewhere (an importer, a test). It neither skips unsampled
+    /// traces nor goes through tail sampling: [`subscribe`](Self::subscribe) adds those.
     pub fn record(&self, event: &Event) {
         let now = Instant::now();
         let mut state = self.state.lock();
