@@ -1,21 +1,28 @@
 //! notify-web's costs: what the recorder costs the instrumenting thread (compared, in the same
-//! run, with a no-op async subscriber on the same pool) and what rendering costs.
+//! run, with a sink that does nothing behind a collector configured the same: the hand-off's
+//! floor) and what rendering costs.
 //!
 //! `cargo bench -p notify-web --bench web -- --warm-up-time 1 --measurement-time 2`
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
-use notify_core::{Event, Notifier, Pattern, Payload, Subscriber};
-use notify_pool::{AsyncOptions, WorkerPool};
+use notify_core::{Event, Notifier, OwnedEventSubscriber, Pattern, Payload, Subscriber};
+use notify_export::{ready, Collector, CollectorBuilder, ExportStats, Sink, SinkFuture};
 use notify_web::{render_index, render_trace, trace_json, TraceRecorder, WebOptions};
 
-/// Events published between two (untimed) flushes: below the mailbox capacity, so nothing is
-/// dropped and every measured event is a real enqueue.
+/// Events published between two (untimed) flushes: below the queue capacity, so nothing is
+/// dropped and every measured event is a real hand-off.
 const CHUNK: u64 = 1_000;
 
-fn publish_timed(notifier: &Notifier, pool: &WorkerPool, iters: u64) -> Duration {
+/// The collector settings both measurements share.
+fn configure<S: Sink>(builder: CollectorBuilder<S>) -> CollectorBuilder<S> {
+    builder.queue_capacity(2 * CHUNK as usize)
+}
+
+fn publish_timed(notifier: &Notifier, flush: &dyn Fn() -> ExportStats, iters: u64) -> Duration {
     let mut total = Duration::ZERO;
     let mut left = iters;
     while left > 0 {
@@ -29,33 +36,53 @@ fn publish_timed(notifier: &Notifier, pool: &WorkerPool, iters: u64) -> Duration
             );
         }
         total += start.elapsed();
-        pool.flush();
+        flush();
         left -= n;
     }
     total
 }
 
+/// A sink that takes every batch and does nothing with it.
+struct Noop;
+
+impl Sink for Noop {
+    fn export<'a>(&'a mut self, batch: &'a [Arc<Event>]) -> SinkFuture<'a> {
+        black_box(batch);
+        ready(Ok(()))
+    }
+}
+
+/// Hands sampled events to the collector: what the recorder's subscription does.
+struct Push(Collector);
+
+impl OwnedEventSubscriber for Push {
+    fn deliver(&self, event: &Arc<Event>) {
+        if event.is_sampled() {
+            self.0.push(event);
+        }
+    }
+}
+
 fn instrumenting_thread(c: &mut Criterion) {
-    let pool = WorkerPool::builder().threads(1).build();
-    let options = || AsyncOptions::new().capacity(2 * CHUNK as usize);
     let mut group = c.benchmark_group("instrumenting_thread");
 
     let notifier = Notifier::new();
-    let subscription = pool.subscribe(&notifier, Pattern::all(), options(), |e: &Event| {
-        black_box(e);
+    let collector = configure(Collector::builder("noop", Noop)).build();
+    let _subscription = notifier.subscribe(Pattern::all(), Subscriber::owned(Push(collector.clone())));
+    let flush = || collector.force_flush(Duration::from_secs(30)).unwrap();
+    group.bench_function("noop_sink", |b| {
+        b.iter_custom(|iters| publish_timed(&notifier, &flush, iters))
     });
-    group.bench_function("noop_async_subscriber", |b| {
-        b.iter_custom(|iters| publish_timed(&notifier, &pool, iters))
-    });
-    assert_eq!(subscription.dropped(), 0);
+    assert_eq!(collector.stats().dropped(), 0);
 
     let notifier = Notifier::new();
     let recorder = TraceRecorder::new(WebOptions::new());
-    let subscription = recorder.subscribe_with(&pool, &notifier, Pattern::all(), options());
+    let live = recorder.subscribe_with(&notifier, Pattern::all(), configure);
+    let flush = || live.force_flush(Duration::from_secs(30)).unwrap();
     group.bench_function("trace_recorder", |b| {
-        b.iter_custom(|iters| publish_timed(&notifier, &pool, iters))
+        b.iter_custom(|iters| publish_timed(&notifier, &flush, iters))
     });
-    assert_eq!(subscription.dropped(), 0);
+    assert_eq!(live.collector().stats().dropped(), 0);
     group.finish();
 }
 

@@ -7,6 +7,12 @@
 //! Event ids are 64 bits: strings of 16 lowercase hex digits, as W3C trace-context writes span
 //! ids. The other integers are numbers: durations and offsets in nanoseconds (exact in
 //! JavaScript up to 2^53 ns, 104 days) and counts.
+//!
+//! Payload values are written as the text the recorder kept when it stored the event (their
+//! `Display`, bounded by notify-core at [`Value::MAX_NESTING`] levels, deeper lists and maps as
+//! `…`; counted in [`RecorderCounts::values_too_deep`]), never through `Value`'s `Serialize`,
+//! which refuses a value nested deeper than that: such a value costs neither the page nor the
+//! trace.
 
 use notify_core::{event::EventId, Value};
 use std::time::SystemTime;
@@ -122,7 +128,7 @@ fn summary(trace: &Trace) -> TraceSummary<'_> {
 /// request carried it) or `null`.
 pub fn traces_json(recorder: &TraceRecorder) -> String {
     let traces = recorder.traces();
-    serde_json::to_string(&traces.iter().map(|t| summary(t)).collect::<Vec<_>>()).expect("serializable")
+    write(&traces.iter().map(|t| summary(t)).collect::<Vec<_>>())
 }
 
 /// One trace: the keys of [`traces_json`] (`event_count` included) and `"events"`, in display
@@ -133,7 +139,11 @@ pub fn traces_json(recorder: &TraceRecorder) -> String {
 /// lowercase hex digits (`"00f067aa0ba902b7"`; `parent_id` `null` for a root), so JavaScript reads
 /// all 64 bits exactly; `offset_ns` is the event's start after the trace's, `duration_ns` its duration,
 /// both in nanoseconds; `start` its wall-clock start as an RFC 3339 UTC string with nanoseconds;
-/// `outcome` `"completed"`, `"panicked"` or `"cancelled"`. Every key appears once in each object.
+/// `outcome` `"completed"`, `"panicked"` or `"cancelled"`; `payload` the value texts as stored
+/// (a value nested deeper than 32 lists and maps written down to that depth, deeper ones `…`;
+/// `payload_truncated` is then `true`, as when the payload was cut to
+/// [`WebOptions::payload_bytes`](crate::WebOptions::payload_bytes)). Every key appears once in
+/// each object.
 pub fn trace_json(trace: &Trace) -> String {
     let start = trace.start();
     let events = trace
@@ -152,11 +162,10 @@ pub fn trace_json(trace: &Trace) -> String {
             payload_truncated: e.is_truncated(),
         })
         .collect();
-    serde_json::to_string(&TraceJson {
+    write(&TraceJson {
         summary: summary(trace),
         events,
     })
-    .expect("serializable")
 }
 
 /// The per-name statistics and the recorder's counts: `{"window_ns", "counts": {...},
@@ -171,10 +180,17 @@ pub fn trace_json(trace: &Trace) -> String {
 pub fn stats_json(recorder: &TraceRecorder) -> String {
     let mut names = recorder.stats();
     crate::stats::link_recent_traces(&mut names, &recorder.traces());
-    serde_json::to_string(&StatsJson {
+    write(&StatsJson {
         window_ns: recorder.window().as_nanos(),
         counts: recorder.counts(),
         names,
     })
-    .expect("serializable")
+}
+
+/// `value` as JSON. The page's JSON is made of text, numbers, booleans, nulls, and lists and
+/// objects of them with text keys (payload values and wall-clock times are text already; see the
+/// module docs), where serde_json has no error: a failure here is a bug in this module, answered
+/// `500` by the server, which goes on.
+fn write(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("the page's JSON is text, numbers and lists of them")
 }

@@ -3,9 +3,13 @@
 //! coloured by namespace, the payload one click away), a per-name latency table and chart, and the
 //! same data as JSON.
 //!
-//! * [`TraceRecorder`] is an async subscriber: on the instrumenting thread an event costs one
-//!   enqueue into its [`notify_pool`] mailbox; a pool worker groups events into traces by trace
-//!   id and updates the per-name histograms. Memory is bounded by counts (see [`WebOptions`]).
+//! * [`TraceRecorder`] keeps the traces and the per-name statistics; [`TraceRecorder::subscribe`]
+//!   attaches it to a notifier through notify-export's collector ([`WebSubscription`]): on the
+//!   instrumenting thread an event costs one hand-off into the collector's queue; the collector's
+//!   thread hands batches to the recorder's [`TraceSink`], which groups events into traces by
+//!   trace id and updates the per-name histograms; tail sampling, when set
+//!   ([`WebOptions::tail_sampling`]), is a collector's too. Memory is bounded by counts (see
+//!   [`WebOptions`]).
 //! * [`WebServer`] serves it over HTTP/1 (hyper on a tokio runtime thread of its own, or on the
 //!   host's runtime), on `127.0.0.1` unless told otherwise, optionally behind a token, with
 //!   bounds on what one client can hold: request body, header and idle and response timeouts,
@@ -31,34 +35,35 @@
 //!
 //! ```no_run
 //! use notify_core::{Notifier, Pattern};
-//! use notify_pool::WorkerPool;
 //! use notify_web::{TraceRecorder, WebOptions, WebServer};
 //!
 //! let recorder = TraceRecorder::new(WebOptions::new());
-//! let _subscription = recorder.subscribe(WorkerPool::global(), Notifier::global(), Pattern::all());
+//! let _live = recorder.subscribe(Notifier::global(), Pattern::all());
 //! let server = WebServer::start("127.0.0.1:7878", recorder)?;
 //! println!("see http://{}/", server.local_addr());
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-mod collected;
 mod html;
 mod json;
 mod options;
 mod record;
 mod recorder;
 mod server;
+mod sink;
 mod stats;
+mod subscription;
 mod traces;
 
-pub use self::collected::Collected;
 pub use self::html::{render_index, render_trace};
 pub use self::json::{stats_json, trace_json, traces_json};
 pub use self::options::WebOptions;
 pub use self::record::{namespace, Trace, TraceEvent};
 pub use self::recorder::{RecorderCounts, TraceRecorder};
 pub use self::server::{ServerCounts, WebServer};
+pub use self::sink::TraceSink;
 pub use self::stats::{LatencyBucket, NameStats, SlotPoint, LATENCY_BUCKETS_NS};
+pub use self::subscription::WebSubscription;
 
 /// This crate's README.md: its code blocks are compiled and run as doctests.
 #[cfg(doctest)]

@@ -263,15 +263,20 @@ impl WebOptions {
         self
     }
 
-    /// Feeds the trace store through a tail-sampling stage ([`notify_export::TailSampler`],
-    /// on the pool worker that records): a trace is held until its local root arrives, then
-    /// stored whole when it has an error, a root slower than the threshold, or falls in the ratio,
-    /// and left out whole otherwise. The per-name statistics still see every event. What the
-    /// stage drops is counted by cause in [`TraceRecorder::tail_stats`](crate::TraceRecorder::tail_stats)
-    /// and in [`RecorderCounts::tail_dropped`](crate::RecorderCounts::tail_dropped); the events it
-    /// holds (at most `max_traces` × (`max_events_per_trace` + 1) shared events) are in
+    /// Tail-samples what the trace store keeps: [`TraceRecorder::subscribe`](crate::TraceRecorder::subscribe)
+    /// puts a second notify-export collector with this configuration
+    /// ([`CollectorBuilder::tail_sampling`](notify_export::CollectorBuilder::tail_sampling)) in
+    /// front of the store (see [`TraceSink`](crate::TraceSink)): a trace is held until its local
+    /// root arrives, then stored whole when it has an error, a root slower than the threshold, or
+    /// falls in the ratio, and left out whole otherwise. The per-name statistics still see every
+    /// event. What tail sampling drops is counted by cause in
+    /// [`TraceRecorder::tail_stats`](crate::TraceRecorder::tail_stats) and in
+    /// [`RecorderCounts::tail_dropped`](crate::RecorderCounts::tail_dropped); the events it holds
+    /// (at most `max_traces` × (`max_events_per_trace` + 1) shared events) are in
     /// [`RecorderCounts::tail_held`](crate::RecorderCounts::tail_held), not in
     /// [`memory_bytes`](crate::TraceRecorder::memory_bytes). Default: off, every event stored.
+    /// [`TraceRecorder::record`](crate::TraceRecorder::record), which feeds the recorder
+    /// directly, does not go through it.
     ///
     /// ```
     /// use std::time::Duration;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use notify_core::{
     event::{EventId, Outcome},
-    Event, TraceId,
+    Event, TraceId, Value,
 };
 
 /// Bytes counted per payload entry beyond its text (two boxed strings).
@@ -30,34 +30,43 @@ pub struct TraceEvent {
 
 impl TraceEvent {
     /// Copies what the page shows of `event`; `name` is the interned name; the payload is
-    /// rendered to text (values with their `Display`) and capped at `payload_bytes`.
-    pub(crate) fn new(event: &Event, name: Arc<str>, payload_bytes: usize) -> TraceEvent {
+    /// rendered to text (values with their `Display`) and capped at `payload_bytes`. Also returns
+    /// how many of the payload values kept were nested deeper than [`Value::MAX_NESTING`] lists
+    /// and maps: their text stops there (each deeper list or map written `…`), and the event is
+    /// marked truncated.
+    pub(crate) fn new(event: &Event, name: Arc<str>, payload_bytes: usize) -> (TraceEvent, u64) {
         let mut budget = payload_bytes;
         let mut payload = Vec::with_capacity(event.payload().len());
         let mut truncated = false;
+        let mut too_deep = 0;
         for (key, value) in event.payload().iter() {
             let key: &str = key;
-            let value = value.to_string();
             let need = ENTRY_OVERHEAD + key.len();
             if need >= budget {
                 truncated = true;
                 break;
             }
-            budget -= need;
-            let value = if value.len() <= budget {
-                value
-            } else {
+            if nested_deeper_than_limit(value) {
+                too_deep += 1;
                 truncated = true;
-                let cut = floor_char_boundary(&value, budget.saturating_sub('…'.len_utf8()));
-                format!("{}…", &value[..cut])
+            }
+            let value = value.to_string();
+            budget -= need;
+            let cut = value.len() > budget;
+            let value = if cut {
+                truncated = true;
+                let at = floor_char_boundary(&value, budget.saturating_sub('…'.len_utf8()));
+                format!("{}…", &value[..at])
+            } else {
+                value
             };
             budget -= value.len().min(budget);
             payload.push((Box::from(key), value.into_boxed_str()));
-            if truncated {
+            if cut {
                 break;
             }
         }
-        TraceEvent {
+        let stored = TraceEvent {
             name,
             id: event.id(),
             parent_id: event.parent_id(),
@@ -69,7 +78,8 @@ impl TraceEvent {
             payload: payload.into_boxed_slice(),
             truncated,
             trace_state: event.trace_state().clone(),
-        }
+        };
+        (stored, too_deep)
     }
 
     /// The W3C `tracestate` of the event's trace ([`Event::trace_state`]; empty when none).
@@ -129,7 +139,9 @@ impl TraceEvent {
         self.payload.iter().map(|(k, v)| (&**k, &**v))
     }
 
-    /// Whether the payload was cut to fit [`WebOptions::payload_bytes`](crate::WebOptions::payload_bytes).
+    /// Whether the payload was cut: to fit [`WebOptions::payload_bytes`](crate::WebOptions::payload_bytes),
+    /// or a value nested deeper than [`Value::MAX_NESTING`] lists and maps written down to that
+    /// depth only (counted in [`RecorderCounts::values_too_deep`](crate::RecorderCounts::values_too_deep)).
     pub fn is_truncated(&self) -> bool {
         self.truncated
     }
@@ -161,6 +173,21 @@ impl TraceEvent {
 /// ```
 pub fn namespace(name: &str) -> &str {
     name.split_once('.').map_or(name, |(_, ns)| ns)
+}
+
+/// Whether `value` nests lists and maps deeper than [`Value::MAX_NESTING`] (what its `Display`
+/// writes as `…`); a walk with a stack of its own, never recursion.
+fn nested_deeper_than_limit(value: &Value) -> bool {
+    let mut stack = vec![(value, 0_usize)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::List(_) | Value::Map(_) if depth >= Value::MAX_NESTING => return true,
+            Value::List(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Map(map) => stack.extend(map.iter().map(|(_, item)| (item, depth + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 fn floor_char_boundary(text: &str, mut at: usize) -> usize {

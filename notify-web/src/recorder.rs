@@ -1,13 +1,12 @@
-//! [`TraceRecorder`]: the async subscriber that keeps the last traces and the per-name statistics.
+//! [`TraceRecorder`]: the last traces and the per-name statistics, what the page shows.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use notify_core::{Event, Notifier, Pattern, TraceId};
-use notify_export::{TailSampler, TailStats};
-use notify_pool::{AsyncOptions, AsyncSubscriber, AsyncSubscription, WorkerPool};
+use notify_core::{Event, TraceId};
+use notify_export::{Collector, TailStats};
 
 use crate::options::WebOptions;
 use crate::record::{Trace, TraceEvent};
@@ -19,10 +18,11 @@ use crate::traces::TraceBuffer;
 pub struct RecorderCounts {
     /// Events received.
     pub events: u64,
-    /// Events the tail-sampling stage ([`WebOptions::tail_sampling`]) left out of the trace store,
-    /// whatever the cause (0 without it; the causes are in [`TraceRecorder::tail_stats`]).
+    /// Events tail sampling ([`WebOptions::tail_sampling`], the collector in front of the trace
+    /// store) left out of the trace store, whatever the cause (0 without it; the causes are in
+    /// [`TraceRecorder::tail_stats`]); as of that collector's last batch.
     pub tail_dropped: u64,
-    /// Events the tail-sampling stage holds now, waiting for their trace's local root.
+    /// Events tail sampling holds now, waiting for their trace's local root (as of its last batch).
     pub tail_held: u64,
     /// Events not kept in a trace: over [`WebOptions::events_per_trace`], or in an unfinished
     /// trace evicted by [`WebOptions::pending_traces`] (they still count in the statistics).
@@ -44,73 +44,77 @@ pub struct RecorderCounts {
     pub evicted_names: u64,
     /// Names dropped from the statistics because their newest event left the window.
     pub expired_names: u64,
+    /// Payload values of stored events nested deeper than
+    /// [`Value::MAX_NESTING`](notify_core::Value::MAX_NESTING) lists and maps: kept as text down
+    /// to that depth, each deeper list or map written `…` (notify-core's bounded `Display`), the
+    /// event marked [`TraceEvent::is_truncated`](crate::TraceEvent::is_truncated).
+    pub values_too_deep: u64,
 }
 
 struct State {
     traces: TraceBuffer,
     stats: Stats,
     events: u64,
-    /// The tail-sampling stage in front of `traces`, when configured.
-    tail: Option<TailSampler>,
-    /// What the stage keeps, on its way into `traces` (reused).
-    kept: Vec<Arc<Event>>,
+    /// Payload values nested deeper than [`Value::MAX_NESTING`](notify_core::Value::MAX_NESTING)
+    /// in stored events.
+    values_too_deep: u64,
+    /// The collectors that tail-sample in front of the trace store ([`WebOptions::tail_sampling`],
+    /// one per [`TraceSink`](crate::TraceSink)): their counters are the recorder's tail counts.
+    /// A handle here keeps such a collector from shutting down on its own (its sink holds this
+    /// state), so the `TraceSink` shuts it down, in its `shutdown` or its `drop`.
+    tail: Vec<Collector>,
 }
 
 impl State {
+    /// The per-name statistics take `event` (every event, whatever tail sampling decides).
+    fn record_stats(&mut self, event: &Event, now: Instant) {
+        self.events += 1;
+        let name = self.name(event.name());
+        self.stats.record(&name, event.end(), event.duration(), now);
+    }
+
     /// Stores `event` in its trace (its name shared with the statistics' copy while kept).
     fn store(&mut self, event: &Event, now: Instant, payload_bytes: usize) {
-        let name: Arc<str> = self
-            .stats
-            .interned(event.name())
-            .unwrap_or_else(|| Arc::from(event.name()));
-        let stored = TraceEvent::new(event, name, payload_bytes);
+        let name = self.name(event.name());
+        let (stored, too_deep) = TraceEvent::new(event, name, payload_bytes);
+        self.values_too_deep += too_deep;
         self.traces.push(event.trace_id(), stored, now);
     }
 
-    /// Decides the traces the tail-sampling stage held past its `max_wait`, storing those kept.
-    fn expire(&mut self, now: Instant, payload_bytes: usize) {
-        let Some(tail) = &mut self.tail else {
-            return;
-        };
-        if tail.next_expiry().is_none_or(|due| due > now) {
-            return;
-        }
-        let mut kept = std::mem::take(&mut self.kept);
-        tail.expire(now, &mut kept);
-        for event in kept.drain(..) {
-            self.store(&event, now, payload_bytes);
-        }
-        self.kept = kept;
+    /// The statistics' interned copy of `name`, or a new one.
+    fn name(&self, name: &str) -> Arc<str> {
+        self.stats.interned(name).unwrap_or_else(|| Arc::from(name))
     }
 }
 
-/// An async subscriber that groups events into traces by trace id (a trace is finished when its
-/// root, the event without a parent, finishes; or, when its local root has a parent in another
-/// process, once no event of it arrived for [`WebOptions::remote_root_wait`]), keeps the last [`WebOptions::traces`] finished
-/// ones, and per-name statistics (count, rate, p50/p90/p99/max from hdrhistogram) over a sliding
-/// window. Subscribe it through a [`WorkerPool`] so instrumented code only enqueues the event;
-/// serve it with [`WebServer`](crate::WebServer).
+/// Groups events into traces by trace id (a trace is finished when its root, the event without
+/// a parent, finishes; or, when its local root has a parent in another process, once no event of
+/// it arrived for [`WebOptions::remote_root_wait`]), keeps the last [`WebOptions::traces`]
+/// finished ones, and per-name statistics (count, rate, p50/p90/p99/max from hdrhistogram) over a
+/// sliding window. Attach it to a notifier with [`subscribe`](TraceRecorder::subscribe) (an
+/// export collector in between, so instrumented code only hands the event over); serve it with
+/// [`WebServer`](crate::WebServer).
 ///
 /// Cloning is cheap (the clones share the data).
 ///
 /// ```
+/// use std::time::Duration;
 /// use notify_core::{Notifier, Pattern, Payload};
-/// use notify_pool::WorkerPool;
 /// use notify_web::{TraceRecorder, WebOptions};
 ///
-/// let pool = WorkerPool::builder().threads(1).build();
 /// let notifier = Notifier::new();
 /// let recorder = TraceRecorder::new(WebOptions::new().traces(10));
-/// let _subscription = recorder.subscribe(&pool, &notifier, Pattern::all());
+/// let live = recorder.subscribe(&notifier, Pattern::all());
 /// notifier.instrument("request.app", Payload::new, |_| {
 ///     notifier.instrument("query.sql", || Payload::new().with("sql", "SELECT 1"), |_| ());
 /// });
-/// pool.flush();
+/// live.force_flush(Duration::from_secs(5))?;
 /// let traces = recorder.traces();
 /// assert_eq!(traces.len(), 1);
 /// assert_eq!(traces[0].root().unwrap().name(), "request.app");
 /// assert_eq!(traces[0].events().len(), 2);
 /// assert_eq!(recorder.stats().iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["query.sql", "request.app"]);
+/// # Ok::<(), notify_export::ExportError>(())
 /// ```
 #[derive(Clone)]
 pub struct TraceRecorder {
@@ -130,8 +134,8 @@ impl TraceRecorder {
             ),
             stats: Stats::new(options.slot_length(), options.slots, options.names),
             events: 0,
-            tail: options.tail.clone().map(TailSampler::new),
-            kept: Vec::new(),
+            values_too_deep: 0,
+            tail: Vec::new(),
         };
         TraceRecorder {
             options: Arc::new(options),
@@ -139,93 +143,73 @@ impl TraceRecorder {
         }
     }
 
-    /// Subscribes this recorder on `pool` to the events of `notifier` that `pattern` matches
-    /// ([`Pattern::all`]: every event), with the pool's default mailbox (newest dropped when full, counted
-    /// by [`AsyncSubscription::dropped`]).
-    pub fn subscribe(&self, pool: &WorkerPool, notifier: &Notifier, pattern: impl Into<Pattern>) -> AsyncSubscription {
-        self.subscribe_with(pool, notifier, pattern, AsyncOptions::new().named("notify-web"))
-    }
-
-    /// As [`TraceRecorder::subscribe`], with mailbox `options`.
-    pub fn subscribe_with(
-        &self,
-        pool: &WorkerPool,
-        notifier: &Notifier,
-        pattern: impl Into<Pattern>,
-        options: AsyncOptions,
-    ) -> AsyncSubscription {
-        pool.subscribe(notifier, pattern, options, self.clone())
-    }
-
-    /// Records one event (what the pool's worker calls; call it directly to feed events from
-    /// elsewhere, an importer say). With [`WebOptions::tail_sampling`], the event is copied into
-    /// an `Arc` for the stage; [`record_shared`](Self::record_shared) spares the copy.
+    /// Records one event into the per-name statistics and the trace store, on the calling
+    /// thread: to feed events from elsewhere (an importer, a test). It neither skips unsampled
+    /// traces nor goes through tail sampling: [`subscribe`](Self::subscribe) adds those.
     pub fn record(&self, event: &Event) {
-        if self.options.tail.is_some() {
-            self.record_shared(&Arc::new(event.clone()));
-        } else {
-            self.record_shared_or_not(event, None);
-        }
-    }
-
-    /// Records one shared event (as [`record`](Self::record)); the tail-sampling stage, when
-    /// configured, holds this `Arc` rather than a copy.
-    pub fn record_shared(&self, event: &Arc<Event>) {
-        self.record_shared_or_not(event, Some(event));
-    }
-
-    fn record_shared_or_not(&self, event: &Event, shared: Option<&Arc<Event>>) {
-        let mut state = self.state.lock();
-        let state = &mut *state;
-        state.events += 1;
         let now = Instant::now();
-        let payload_bytes = self.options.payload_bytes;
-        // The statistics see every event; the trace store what tail sampling keeps.
-        let name: Arc<str> = state
-            .stats
-            .interned(event.name())
-            .unwrap_or_else(|| Arc::from(event.name()));
-        state.stats.record(&name, event.end(), event.duration(), now);
-        match (&mut state.tail, shared) {
-            (Some(tail), Some(shared)) => {
-                let mut kept = std::mem::take(&mut state.kept);
-                tail.offer(shared.clone(), now, &mut kept);
-                for kept in kept.drain(..) {
-                    state.store(&kept, now, payload_bytes);
-                }
-                state.kept = kept;
-                state.expire(now, payload_bytes);
-            }
-            _ => {
-                let stored = TraceEvent::new(event, name, payload_bytes);
-                state.traces.push(event.trace_id(), stored, now);
+        let mut state = self.state.lock();
+        state.record_stats(event, now);
+        state.store(event, now, self.options.payload_bytes);
+    }
+
+    /// The statistics take each of `events`, and the store too unless a tail-sampling collector
+    /// decides what it keeps ([`TraceSink`](crate::TraceSink)).
+    pub(crate) fn record_batch(&self, events: &[Arc<Event>], store: bool) {
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        for event in events {
+            state.record_stats(event, now);
+            if store {
+                state.store(event, now, self.options.payload_bytes);
             }
         }
     }
 
-    /// The tail-sampling stage's counters (traces by decision, events by fate), when
-    /// [`WebOptions::tail_sampling`] is on. Traces held past their `max_wait` are decided first.
-    pub fn tail_stats(&self) -> Option<TailStats> {
+    /// The trace store takes each of `events` (what tail sampling kept; the statistics saw them).
+    pub(crate) fn store_batch(&self, events: &[Arc<Event>]) {
+        let now = Instant::now();
         let mut state = self.state.lock();
-        state.expire(Instant::now(), self.options.payload_bytes);
-        state.tail.as_ref().map(TailSampler::stats)
+        for event in events {
+            state.store(event, now, self.options.payload_bytes);
+        }
+    }
+
+    /// Counts `collector`'s tail sampling as this recorder's ([`RecorderCounts::tail_dropped`],
+    /// [`tail_stats`](Self::tail_stats)).
+    pub(crate) fn count_tail_of(&self, collector: &Collector) {
+        self.state.lock().tail.push(collector.clone());
+    }
+
+    /// The collectors counted by [`count_tail_of`](Self::count_tail_of).
+    pub(crate) fn tail_collectors(&self) -> Vec<Collector> {
+        self.state.lock().tail.clone()
+    }
+
+    /// The tail-sampling counters (traces by decision, events by fate) of the collectors that
+    /// decide what the trace store keeps ([`WebOptions::tail_sampling`]), summed, as of their
+    /// last batch; `None` without tail sampling.
+    pub fn tail_stats(&self) -> Option<TailStats> {
+        self.tail_collectors()
+            .iter()
+            .filter_map(Collector::tail_stats)
+            .reduce(|mut total, more| {
+                add_tail_stats(&mut total, &more);
+                total
+            })
     }
 
     /// The finished traces kept, newest first.
     pub fn traces(&self) -> Vec<Arc<Trace>> {
         let mut state = self.state.lock();
-        let now = Instant::now();
-        state.expire(now, self.options.payload_bytes);
-        state.traces.settle(now);
+        state.traces.settle(Instant::now());
         state.traces.finished()
     }
 
     /// A kept trace, finished or not.
     pub fn trace(&self, trace_id: TraceId) -> Option<Arc<Trace>> {
         let mut state = self.state.lock();
-        let now = Instant::now();
-        state.expire(now, self.options.payload_bytes);
-        state.traces.settle(now);
+        state.traces.settle(Instant::now());
         state.traces.get(trace_id)
     }
 
@@ -250,16 +234,21 @@ impl TraceRecorder {
 
     /// Counts of events seen, kept and left out.
     pub fn counts(&self) -> RecorderCounts {
+        let (tail_dropped, tail_held) = self
+            .tail_collectors()
+            .iter()
+            .map(Collector::stats)
+            .fold((0, 0), |(dropped, held), stats| {
+                (dropped + stats.dropped_tail_sampling, held + stats.held)
+            });
         let mut state = self.state.lock();
         let now = Instant::now();
         state.stats.expire(now);
-        state.expire(now, self.options.payload_bytes);
         state.traces.settle(now);
-        let tail = state.tail.as_ref().map(TailSampler::stats).unwrap_or_default();
         RecorderCounts {
             events: state.events,
-            tail_dropped: tail.dropped(),
-            tail_held: tail.held,
+            tail_dropped,
+            tail_held,
             dropped_events: state.traces.dropped_events,
             evicted_traces: state.traces.evicted_traces,
             events_held: state.traces.events_held(),
@@ -269,6 +258,7 @@ impl TraceRecorder {
             names: state.stats.len(),
             evicted_names: state.stats.evicted_names,
             expired_names: state.stats.expired_names,
+            values_too_deep: state.values_too_deep,
         }
     }
 
@@ -283,11 +273,20 @@ impl TraceRecorder {
     }
 }
 
-impl AsyncSubscriber for TraceRecorder {
-    fn call(&self, event: &Arc<Event>) {
-        // Head sampling: the page shows sampled traces only (notify_core::export::Sampler).
-        if event.is_sampled() {
-            self.record_shared(event);
-        }
-    }
+/// `total` plus `more`, field by field.
+fn add_tail_stats(total: &mut TailStats, more: &TailStats) {
+    total.traces_kept_error += more.traces_kept_error;
+    total.traces_kept_slow += more.traces_kept_slow;
+    total.traces_kept_ratio += more.traces_kept_ratio;
+    total.traces_dropped += more.traces_dropped;
+    total.traces_evicted += more.traces_evicted;
+    total.traces_expired += more.traces_expired;
+    total.kept += more.kept;
+    total.kept_late += more.kept_late;
+    total.dropped_not_sampled += more.dropped_not_sampled;
+    total.dropped_evicted += more.dropped_evicted;
+    total.dropped_over_limit += more.dropped_over_limit;
+    total.dropped_expired += more.dropped_expired;
+    total.dropped_late += more.dropped_late;
+    total.held += more.held;
 }

@@ -4,12 +4,12 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use notify_core::export::Sampler;
 use notify_core::{Event, Notifier, Pattern, Payload};
-use notify_export::TailSampling;
-use notify_pool::WorkerPool;
+use notify_export::{Collector, TailSampling};
 use notify_web::{render_index, render_trace, stats_json, TraceRecorder, WebOptions, WebServer, LATENCY_BUCKETS_NS};
 
 /// A root event of `name` that took `duration` and ended now (in the statistics' window).
@@ -110,10 +110,9 @@ fn i48_3_the_served_link_opens_the_trace_view() {
 /// Head sampling: unsampled traces are neither counted on the page nor linked.
 #[test]
 fn i48_3_buckets_link_only_sampled_traces() {
-    let pool = WorkerPool::builder().threads(1).build();
     let notifier = Notifier::new();
     let recorder = TraceRecorder::new(WebOptions::new());
-    let _s = recorder.subscribe(&pool, &notifier, Pattern::all());
+    let live = recorder.subscribe(&notifier, Pattern::all());
     notifier.set_sampler(Sampler::ratio(0.0));
     for _ in 0..10 {
         notifier.instrument("request.app", Payload::new, |_| ());
@@ -122,7 +121,7 @@ fn i48_3_buckets_link_only_sampled_traces() {
     let kept = notifier.instrument("request.app", Payload::new, |_| {
         notify_core::Context::current().trace_id().unwrap()
     });
-    pool.flush();
+    live.force_flush(Duration::from_secs(10)).unwrap();
     let json: serde_json::Value = serde_json::from_str(&stats_json(&recorder)).unwrap();
     let buckets = json["names"][0]["buckets"].as_array().unwrap();
     let counted: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
@@ -136,10 +135,13 @@ fn i48_3_buckets_link_only_sampled_traces() {
 fn i48_3_buckets_link_only_traces_tail_sampling_kept() {
     let options = WebOptions::new().tail_sampling(TailSampling::new().slower_than(Duration::from_millis(30)));
     let recorder = TraceRecorder::new(options);
+    // Through the recorder's sink on a collector: tail sampling is a collector's.
+    let collector = Collector::builder("buckets", recorder.sink()).build();
     let fast = root("request.app", Duration::from_micros(20));
     let slow = root("request.app", Duration::from_millis(40));
-    recorder.record(&fast);
-    recorder.record(&slow);
+    collector.push(&Arc::new(fast));
+    collector.push(&Arc::new(slow.clone()));
+    collector.force_flush(Duration::from_secs(10)).unwrap();
     let json: serde_json::Value = serde_json::from_str(&stats_json(&recorder)).unwrap();
     let buckets = json["names"][0]["buckets"].as_array().unwrap();
     assert_eq!(buckets.len(), 2);

@@ -350,3 +350,72 @@ fn event_ids_above_2_pow_53_are_exact_hex_strings() {
     );
     assert_eq!(u64::from_str_radix(ids[1].0, 16), Ok(child));
 }
+
+/// Issue 46, item 3: notify-core's `Serialize` refuses a payload value nested deeper than
+/// `Value::MAX_NESTING` (32) lists and maps. The page never serializes a payload value: it keeps
+/// each as text, written once when the event is stored by the value's bounded `Display` (32
+/// levels, each deeper list or map as `…`). So such a value costs neither a panic nor the trace:
+/// the event keeps its place with its value cut at the limit, marked `payload_truncated`, the
+/// later entries kept, and the cut counted in `/api/stats` (`values_too_deep`).
+#[test]
+fn i46_3_a_payload_value_nested_deeper_than_32_is_cut_marked_and_counted_and_its_trace_kept() {
+    let notifier = notify_core::Notifier::new();
+    let recorder = TraceRecorder::new(WebOptions::new());
+    let live = recorder.subscribe(&notifier, notify_core::Pattern::all());
+    let mut deep = Value::U64(1);
+    for _ in 0..40 {
+        deep = Value::List(vec![deep]);
+    }
+    assert!(
+        serde_json::to_string(&deep).is_err(),
+        "the premise: Serialize refuses it"
+    );
+    let trace_id = notifier.instrument("request.app", Payload::new, |_| {
+        notifier.instrument(
+            "query.sql",
+            || Payload::new().with("deep", deep.clone()).with("rows", 3_u64),
+            |_| (),
+        );
+        notify_core::Context::current().trace_id().unwrap()
+    });
+    live.force_flush(Duration::from_secs(10)).unwrap();
+    let server = WebServer::start("127.0.0.1:0", recorder.clone()).unwrap();
+    let addr = server.local_addr();
+
+    let body = get_json(addr, &format!("/api/trace/{trace_id}"));
+    let trace: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (trace["event_count"].as_u64(), trace["complete"].as_bool()),
+        (Some(2), Some(true))
+    );
+    let events = trace["events"].as_array().unwrap();
+    assert_eq!(events[0]["name"], "request.app");
+    assert_eq!(events[0]["payload_truncated"], false);
+    let query = &events[1];
+    assert_eq!(query["name"], "query.sql");
+    let cut = format!("{}…{}", "[".repeat(32), "]".repeat(32));
+    assert_eq!(query["payload"], serde_json::json!([["deep", cut], ["rows", "3"]]));
+    assert_eq!(query["payload_truncated"], true);
+
+    let stats: serde_json::Value = serde_json::from_str(&get_json(addr, "/api/stats")).unwrap();
+    assert_eq!(stats["counts"]["values_too_deep"], 1);
+    assert_eq!(stats["counts"]["events"], 2);
+    assert_eq!(recorder.counts().values_too_deep, 1);
+
+    // At the limit nothing is cut: 32 levels are written whole, nothing counted.
+    let mut at_limit = Value::U64(1);
+    for _ in 0..32 {
+        at_limit = Value::List(vec![at_limit]);
+    }
+    notifier.instrument("limit.app", || Payload::new().with("v", at_limit), |_| ());
+    live.shutdown(Duration::from_secs(10)).unwrap();
+    let limit = recorder.traces()[0].clone();
+    let event = &limit.events()[0];
+    let whole = format!("{}1{}", "[".repeat(32), "]".repeat(32));
+    assert_eq!(
+        (event.payload().next(), event.is_truncated()),
+        (Some(("v", whole.as_str())), false)
+    );
+    assert_eq!(recorder.counts().values_too_deep, 1);
+    server.stop();
+}

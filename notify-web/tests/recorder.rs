@@ -3,10 +3,9 @@
 use std::time::{Duration, Instant};
 
 use notify_core::{event::EventId, Context, Event, Notifier, Payload, Subscriber, Subscription, TraceId};
-use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 
-/// Feeds `recorder` synchronously (deterministic tests); the pool path has its own test.
+/// Feeds `recorder` synchronously (deterministic tests); the collector path has its own test.
 fn attach(notifier: &Notifier, recorder: &TraceRecorder) -> Subscription {
     let r = recorder.clone();
     notifier.subscribe(
@@ -247,22 +246,28 @@ fn memory_bytes_grows_with_names_and_stays_bounded() {
 }
 
 #[test]
-fn fed_through_the_worker_pool() {
-    let pool = WorkerPool::builder().threads(1).build();
+fn fed_through_the_export_collector() {
     let notifier = Notifier::new();
     let recorder = TraceRecorder::new(WebOptions::new());
-    let subscription = recorder.subscribe(&pool, &notifier, notify_core::Pattern::all());
+    let live = recorder.subscribe(&notifier, notify_core::Pattern::all());
     for n in 0..20 {
         request(&notifier, n, 3);
     }
-    pool.flush();
-    assert_eq!(subscription.dropped(), 0);
+    let stats = live.force_flush(Duration::from_secs(10)).unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (80, 0));
     assert_eq!(recorder.traces().len(), 20);
     assert_eq!(recorder.counts().events, 80);
     let by_name: Vec<(String, u64)> = recorder.stats().into_iter().map(|s| (s.name, s.count)).collect();
     assert_eq!(by_name, [("query.sql".to_owned(), 60), ("request.app".to_owned(), 20)]);
-    subscription.unsubscribe().unwrap();
-    pool.shutdown(Duration::from_secs(5));
+    let end = live.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!((end.exported, end.dropped()), (80, 0));
+    // Unsubscribed by the shutdown: later events reach neither the collector nor the recorder.
+    request(&notifier, 20, 3);
+    assert_eq!(
+        (live.collector().stats().received(), recorder.counts().events),
+        (80, 80)
+    );
+    assert_eq!(recorder.traces().len(), 20, "the page keeps what it recorded");
 }
 
 #[test]

@@ -1,18 +1,16 @@
-//! Head sampling: the recorder fed through the pool keeps sampled traces only.
+//! Head sampling: the recorder attached with `subscribe` keeps sampled traces only.
 
 use std::time::Duration;
 
 use notify_core::{export::Sampler, Context, Notifier, Payload};
-use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions};
 
 #[test]
 fn the_recorder_skips_unsampled_traces() {
-    let pool = WorkerPool::builder().threads(1).build();
     let notifier = Notifier::new();
     notifier.set_sampler(Sampler::ratio(0.5));
     let recorder = TraceRecorder::new(WebOptions::new());
-    let subscription = recorder.subscribe(&pool, &notifier, notify_core::Pattern::all());
+    let live = recorder.subscribe(&notifier, notify_core::Pattern::all());
     let mut sampled = Vec::new();
     for _ in 0..40 {
         let (trace, kept) = notifier.instrument("request.app", Payload::new, |_| {
@@ -24,13 +22,13 @@ fn the_recorder_skips_unsampled_traces() {
             sampled.push(trace);
         }
     }
-    pool.flush();
+    live.force_flush(Duration::from_secs(10)).unwrap();
     assert!(!sampled.is_empty() && sampled.len() < 40, "{}", sampled.len());
     let mut kept: Vec<_> = recorder.traces().iter().map(|t| t.trace_id()).collect();
     kept.sort_unstable();
     sampled.sort_unstable();
     assert_eq!(kept, sampled);
     assert_eq!(recorder.counts().events, 2 * sampled.len() as u64);
-    subscription.unsubscribe().unwrap();
-    pool.shutdown(Duration::from_secs(5));
+    let stats = live.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!((stats.exported, stats.dropped()), (2 * sampled.len() as u64, 0));
 }

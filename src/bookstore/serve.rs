@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use notify_core::{Notifier, Pattern};
-use notify_pool::WorkerPool;
 use notify_web::{TraceRecorder, WebOptions, WebServer};
 
 use super::{create_schema, import, load_books, run_requests, AppError, Db, Logs, Options};
@@ -17,6 +16,9 @@ pub const DEFAULT_SERVE_ADDR: &str = "127.0.0.1:7878";
 /// How often the serve loop runs the request mix (17 requests): a bounded rate of about 17
 /// requests per second.
 pub const SERVE_ROUND: Duration = Duration::from_secs(1);
+
+/// How long stopping waits for the page's collector to record what is queued.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// How often a sleeping serve loop looks at its stop flag.
 const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -39,8 +41,7 @@ pub fn serve(
 ) -> Result<(), AppError> {
     let books = load_books(&options.data)?;
     let recorder = TraceRecorder::new(WebOptions::new().traces(options.traces));
-    let pool = WorkerPool::global();
-    let subscription = recorder.subscribe(pool, notifier, Pattern::all());
+    let live = recorder.subscribe(notifier, Pattern::all());
     let server = WebServer::start(addr, recorder).map_err(AppError::Serve)?;
     let _ = writeln!(
         out,
@@ -70,7 +71,8 @@ pub fn serve(
         Ok::<_, AppError>(round)
     })();
     logs.detach();
-    let _ = subscription.unsubscribe();
+    // Records what is queued, then stops the collector's thread.
+    let _ = live.shutdown(SHUTDOWN_WAIT);
     drop(server);
     let rounds = result?;
     let _ = writeln!(out, "Stopped after {rounds} rounds of requests");
