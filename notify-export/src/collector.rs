@@ -165,6 +165,8 @@ impl<S: Sink> CollectorBuilder<S> {
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             drop_reporter: DropReporter::new(),
+            last_error: Mutex::new(None),
+            gave_up_signal: tokio::sync::Notify::new(),
         });
         let worker = Worker::new(
             shared.clone(),
@@ -336,7 +338,9 @@ impl Collector {
     /// # Errors
     /// [`ExportError::TimedOut`] when the thread did not finish in time: it takes nothing more
     /// from the queues (what they hold is counted `dropped_shutdown` in the attached counters)
-    /// and stops after its current export. [`ExportError::ShutDown`] when already shut down.
+    /// and stops after its current export; a pipelining sink learns of it through
+    /// [`Settle::given_up`](crate::Settle::given_up). [`ExportError::ShutDown`] when already shut
+    /// down.
     pub fn shutdown(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
         let shared = &self.inner.shared;
         if !shared.begin_shutdown() {
@@ -348,6 +352,8 @@ impl Collector {
         // The thread is stuck in (or slow at) an export: it takes nothing more from the queues,
         // so what is queued is dropped now and counted so in these stats.
         *lock(&shared.given_up) = true;
+        // A pipelining sink that retries stops (`Settle::given_up`).
+        shared.gave_up_signal.notify_waiters();
         Err(ExportError::TimedOut(shared.stats()))
     }
 }

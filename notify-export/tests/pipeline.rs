@@ -1,0 +1,225 @@
+//! Pipelining sinks (`Sink::pipeline`, `Settle`): several batches in flight at once, each event
+//! settled exactly once by the sink, what is left in flight at the end counted, and a timed-out
+//! shutdown that cancels the sink's hung future.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use notify_core::{Event, Payload};
+use notify_export::{ready, Collector, DropReport, ExportError, Settle, Sink, SinkError, SinkFuture};
+
+fn event(name: &'static str) -> Arc<Event> {
+    let now = Instant::now();
+    Arc::new(Event::new(name, now, now, Payload::new()))
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// What the test and its pipelining sink share.
+#[derive(Default)]
+struct Wire {
+    /// The sizes of the batches taken and not settled yet, oldest first.
+    unsettled: Mutex<VecDeque<u64>>,
+    settle: Mutex<Option<Settle>>,
+    /// `flush` settles only once this is open.
+    released: AtomicBool,
+    /// `flush` settles everything (else it returns at once, settling nothing).
+    flush_settles: bool,
+}
+
+/// A sink whose export returns as soon as it took the batch ("on the wire"); `flush` settles
+/// every batch once the test releases it.
+struct Pipelined(Arc<Wire>);
+
+impl Sink for Pipelined {
+    fn export<'a>(&'a mut self, batch: &'a [Arc<Event>]) -> SinkFuture<'a> {
+        self.0.unsettled.lock().unwrap().push_back(batch.len() as u64);
+        ready(Ok(()))
+    }
+
+    fn flush(&mut self) -> SinkFuture<'_> {
+        Box::pin(async move {
+            if !self.0.flush_settles {
+                return Ok(());
+            }
+            while !self.0.released.load(Ordering::SeqCst) {
+                tokio::task::yield_now().await;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let settle = self.0.settle.lock().unwrap().clone().expect("pipeline was called");
+            let mut unsettled = self.0.unsettled.lock().unwrap();
+            while let Some(n) = unsettled.pop_front() {
+                settle.exported(n);
+            }
+            Ok(())
+        })
+    }
+
+    fn pipeline(&mut self, settle: Settle) -> bool {
+        *self.0.settle.lock().unwrap() = Some(settle);
+        true
+    }
+}
+
+#[test]
+fn i46_pipelined_batches_stay_in_flight_until_settled_and_each_event_counts_once() {
+    let wire = Arc::new(Wire {
+        flush_settles: true,
+        ..Wire::default()
+    });
+    let reports = Arc::new(Mutex::new(Vec::<DropReport>::new()));
+    let collector = Collector::builder("pipelined", Pipelined(wire.clone()))
+        .max_batch_size(4)
+        .scheduled_delay(Duration::from_millis(1))
+        .on_drops({
+            let reports = reports.clone();
+            move |report| reports.lock().unwrap().push(report.clone())
+        })
+        .build();
+    for _ in 0..20 {
+        collector.push(&event("piped.event"));
+    }
+    // Five batches taken, none confirmed: all five in flight at once (the thread waits in the
+    // idle-time flush for the release).
+    wait_until("five batches in flight", || wire.unsettled.lock().unwrap().len() == 5);
+    let stats = collector.stats();
+    assert_eq!(
+        (stats.in_flight, stats.exported, stats.dropped()),
+        (20, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.received(), 20);
+
+    // The far end refuses the first batch: the sink settles it failed, from this thread.
+    let settle = wire.settle.lock().unwrap().clone().unwrap();
+    let first = wire.unsettled.lock().unwrap().pop_front().unwrap();
+    assert_eq!(settle.failed(first, &SinkError::new("refused by the far end")), 4);
+    assert_eq!(settle.in_flight(), 16);
+    wire.released.store(true, Ordering::SeqCst);
+    let stats = collector.force_flush(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (
+            stats.exported,
+            stats.dropped_exporter_error,
+            stats.in_flight,
+            stats.received()
+        ),
+        (16, 4, 0, 20),
+        "{stats:?}"
+    );
+    // Settling more than is in flight counts nothing.
+    assert_eq!(settle.exported(100), 0);
+    assert_eq!(collector.stats().exported, 16);
+    let reports = reports.lock().unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].burst.dropped_exporter_error, 4);
+    assert_eq!(reports[0].last_error.as_deref(), Some("refused by the far end"));
+}
+
+#[test]
+fn what_a_pipelining_sink_has_not_settled_when_it_shuts_down_is_dropped_at_shutdown() {
+    let wire = Arc::new(Wire::default());
+    let collector = Collector::builder("never-settles", Pipelined(wire.clone()))
+        .max_batch_size(2)
+        .build();
+    for _ in 0..5 {
+        collector.push(&event("unsettled.event"));
+    }
+    let stats = collector.shutdown(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (
+            stats.exported,
+            stats.dropped_shutdown,
+            stats.in_flight,
+            stats.received()
+        ),
+        (0, 5, 0, 5),
+        "{stats:?}"
+    );
+    // A confirmation after the end finds nothing in flight.
+    let settle = wire.settle.lock().unwrap().clone().unwrap();
+    assert_eq!(settle.exported(5), 0);
+    assert_eq!(collector.stats().exported, 0);
+}
+
+/// A pipelining sink whose far end never confirms: its flush "re-sends" until the collector's
+/// shutdown gives up.
+struct Retrying {
+    settle: Option<Settle>,
+    flushing: Arc<AtomicBool>,
+}
+
+impl Sink for Retrying {
+    fn export<'a>(&'a mut self, _batch: &'a [Arc<Event>]) -> SinkFuture<'a> {
+        ready(Ok(()))
+    }
+
+    fn flush(&mut self) -> SinkFuture<'_> {
+        self.flushing.store(true, Ordering::SeqCst);
+        let settle = self.settle.clone().expect("pipeline was called");
+        Box::pin(async move {
+            // Retries for ever; only the collector's give-up ends it.
+            settle.given_up().await;
+            Ok(())
+        })
+    }
+
+    fn shutdown(&mut self) -> SinkFuture<'_> {
+        self.flush()
+    }
+
+    fn pipeline(&mut self, settle: Settle) -> bool {
+        self.settle = Some(settle);
+        true
+    }
+}
+
+#[test]
+fn i46_a_timed_out_shutdown_stops_a_retrying_sink_and_counts_its_flight_at_shutdown() {
+    let flushing = Arc::new(AtomicBool::new(false));
+    let collector = Collector::builder(
+        "retrying",
+        Retrying {
+            settle: None,
+            flushing: flushing.clone(),
+        },
+    )
+    .max_batch_size(3)
+    .scheduled_delay(Duration::from_millis(1))
+    .build();
+    for _ in 0..3 {
+        collector.push(&event("unconfirmed.event"));
+    }
+    // Idle with 3 in flight: the thread is in the sink's flush, retrying.
+    wait_until("the idle-time flush", || flushing.load(Ordering::SeqCst));
+    collector.push(&event("queued.event"));
+    match collector.shutdown(Duration::from_millis(50)) {
+        Err(ExportError::TimedOut(stats)) => assert_eq!(stats.exported, 0),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    // The retries stop, the thread ends: the batch in flight and the event still queued are
+    // both counted.
+    wait_until(
+        "the thread's end",
+        || matches!(collector.force_flush(Duration::ZERO), Err(ExportError::ShutDown(s)) if s.dropped_shutdown == 4 && s.in_flight == 0),
+    );
+    let stats = collector.stats();
+    assert_eq!(
+        (
+            stats.exported,
+            stats.dropped_shutdown,
+            stats.received(),
+            stats.in_flight
+        ),
+        (0, 4, 4, 0),
+        "{stats:?}"
+    );
+}
