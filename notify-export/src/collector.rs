@@ -147,6 +147,13 @@ impl<S: Sink> CollectorBuilder<S> {
         } = self;
         let driver = Driver::new(runtime);
         let mut handoff = Handoff::new(capacity, overflow).wake_at(batch);
+        // A runtime of the collector's own is driven while the thread waits for work: the wakes
+        // that unpark the thread notify it there too.
+        let idle_wake = matches!(driver, Driver::Owned(_)).then(|| Arc::new(tokio::sync::Notify::new()));
+        if let Some(wake) = &idle_wake {
+            let wake = wake.clone();
+            handoff = handoff.wake_with(move || wake.notify_one());
+        }
         if let Some(limit) = block_limit {
             handoff = handoff.block_limit(limit);
         }
@@ -176,6 +183,7 @@ impl<S: Sink> CollectorBuilder<S> {
             delay,
             on_drops,
             report_interval,
+            idle_wake,
         );
         let ready = shared.clone();
         thread::Builder::new()

@@ -33,6 +33,9 @@ pub(crate) struct Worker<S> {
     last_report: Instant,
     /// The sink keeps batches in flight and settles them itself ([`Sink::pipeline`]).
     pipelined: bool,
+    /// With a runtime of the collector's own: what the hand-off's wakes notify (the thread then
+    /// waits inside the runtime, [`Driver::idle`]).
+    idle_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl<S: Sink> Worker<S> {
@@ -44,6 +47,7 @@ impl<S: Sink> Worker<S> {
         delay: Duration,
         on_drops: Option<DropHook>,
         report_interval: Duration,
+        idle_wake: Option<Arc<tokio::sync::Notify>>,
     ) -> Worker<S> {
         Worker {
             shared,
@@ -56,6 +60,7 @@ impl<S: Sink> Worker<S> {
             reported: ExportStats::default(),
             last_report: Instant::now(),
             pipelined: false,
+            idle_wake,
         }
     }
 
@@ -131,9 +136,21 @@ impl<S: Sink> Worker<S> {
             }
             // Woken by a producer whose queue holds a batch, by a request, or at the delay.
             let waited = last_export.elapsed();
-            self.shared
-                .handoff
-                .park(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
+            self.park(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
+        }
+    }
+
+    /// Waits for work (see [`Handoff::park`](crate::Handoff::park)); on a runtime of the
+    /// collector's own, inside it ([`Driver::idle`]).
+    fn park(&mut self, timeout: Duration) {
+        let handoff = &self.shared.handoff;
+        if let Some(wake) = &self.idle_wake {
+            if handoff.prepare_wait() && !self.driver.idle(wake, timeout) {
+                self.idle_wake = None;
+            }
+            handoff.end_wait();
+        } else {
+            handoff.park(timeout);
         }
     }
 

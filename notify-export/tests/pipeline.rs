@@ -1,6 +1,7 @@
 //! Pipelining sinks (`Sink::pipeline`, `Settle`): several batches in flight at once, each event
-//! settled exactly once by the sink, what is left in flight at the end counted, and a timed-out
-//! shutdown that cancels the sink's hung future.
+//! settled exactly once by the sink, what is left in flight at the end counted, a timed-out
+//! shutdown that stops a retrying sink; and a runtime of the collector's own driven while the
+//! collector waits for work (a client's connection task keeps running).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -222,4 +223,44 @@ fn i46_a_timed_out_shutdown_stops_a_retrying_sink_and_counts_its_flight_at_shutd
         (0, 4, 4, 0),
         "{stats:?}"
     );
+}
+
+/// A sink that starts a task of its own on its runtime (as a client's connection task), which
+/// ticks while nothing is exported.
+struct Ticking(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Sink for Ticking {
+    fn export<'a>(&'a mut self, _batch: &'a [Arc<Event>]) -> SinkFuture<'a> {
+        let ticks = self.0.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                ticks.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        ready(Ok(()))
+    }
+}
+
+#[test]
+fn i46_2_a_runtime_of_the_collectors_own_runs_its_tasks_while_the_collector_waits_for_work() {
+    let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Built on a plain thread: the collector's own current-thread runtime.
+    let collector = Collector::builder("ticking", Ticking(ticks.clone()))
+        .scheduled_delay(Duration::from_secs(3600))
+        .build();
+    collector.push(&event("start.ticking"));
+    collector.force_flush(Duration::from_secs(10)).unwrap();
+    // Nothing more to export: the collector waits, its runtime keeps running the task.
+    let before = ticks.load(Ordering::SeqCst);
+    wait_until("the task ticking while the collector is idle", || {
+        ticks.load(Ordering::SeqCst) >= before + 5
+    });
+    // And a push still wakes the collector at once (a batch of 1: the queue's wake).
+    let collector = Collector::builder("waking", Ticking(Arc::default()))
+        .max_batch_size(1)
+        .scheduled_delay(Duration::from_secs(3600))
+        .build();
+    collector.push(&event("wakes.collector"));
+    wait_until("the event exported without a flush", || collector.stats().exported == 1);
 }
