@@ -366,6 +366,26 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// Waits until the collector's thread ended, at most `timeout`, and returns the final
+    /// counters. The thread ends after a [`shutdown`](Self::shutdown) (or the last handle's
+    /// drop); after one that timed out, once the sink's current future returns (a pipelining
+    /// sink stops at [`Settle::given_up`](crate::Settle::given_up)), having counted what it
+    /// still held.
+    ///
+    /// # Errors
+    /// [`ExportError::TimedOut`] when the thread still runs (no shutdown began, or the sink's
+    /// future has not returned).
+    pub fn join(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
+        let shared = &self.inner.shared;
+        if shared.wait(timeout, |c| c.finished) {
+            Ok(shared.stats())
+        } else {
+            Err(ExportError::TimedOut(shared.stats()))
+        }
+    }
+}
+
 impl std::fmt::Debug for Collector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let shared = &self.inner.shared;
