@@ -174,6 +174,7 @@ impl<S: Sink> CollectorBuilder<S> {
             drop_reporter: DropReporter::new(),
             last_error: Mutex::new(None),
             gave_up_signal: tokio::sync::Notify::new(),
+            idle_wake,
         });
         let worker = Worker::new(
             shared.clone(),
@@ -183,7 +184,6 @@ impl<S: Sink> CollectorBuilder<S> {
             delay,
             on_drops,
             report_interval,
-            idle_wake,
         );
         let ready = shared.clone();
         thread::Builder::new()

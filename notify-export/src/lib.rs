@@ -71,6 +71,7 @@
 
 mod collector;
 mod drop_report;
+mod error;
 mod handoff;
 mod runtime;
 mod settle;
@@ -84,10 +85,11 @@ mod worker;
 
 pub use crate::collector::{Collector, CollectorBuilder};
 pub use crate::drop_report::DropReporter;
+pub use crate::error::SinkError;
 pub use crate::handoff::{Handoff, HandoffStats};
 pub use crate::runtime::ExportRuntime;
 pub use crate::settle::Settle;
-pub use crate::sink::{ready, Sink, SinkError, SinkFuture};
+pub use crate::sink::{ready, Sink, SinkFuture};
 pub use crate::stats::{DropReport, ExportError, ExportStats};
 pub use crate::tail::*;
 

@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::error::SinkError;
 use crate::shared::{lock, Shared};
-use crate::sink::SinkError;
 
 /// The counter handle a pipelining [`Sink`](crate::Sink) settles its events through: each event
 /// of a batch it accepted (its export future returned `Ok`) is *in flight*

@@ -61,6 +61,9 @@ pub(crate) struct Shared {
     /// Signalled (after `given_up` is set) when a shutdown's timeout ran out
     /// ([`Settle::given_up`](crate::Settle::given_up)).
     pub(crate) gave_up_signal: tokio::sync::Notify,
+    /// With a runtime of the collector's own: what the hand-off's wakes notify (its thread
+    /// waits inside the runtime).
+    pub(crate) idle_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// The collector thread's counters (the hand-off counts what the producers dropped).

@@ -47,8 +47,8 @@ impl<S: Sink> Worker<S> {
         delay: Duration,
         on_drops: Option<DropHook>,
         report_interval: Duration,
-        idle_wake: Option<Arc<tokio::sync::Notify>>,
     ) -> Worker<S> {
+        let idle_wake = shared.idle_wake.clone();
         Worker {
             shared,
             sink,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use notify_export::{Settle, SinkError};
 
 use crate::connect::RoundTrip;
-use crate::sink::SinkCounts;
+use crate::counts::SinkCounts;
 
 /// Rounds published and not yet confirmed, at most: the exporter publishes a new round while this
 /// many are unconfirmed only after the oldest's echo came back.

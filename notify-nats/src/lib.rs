@@ -22,6 +22,7 @@
 
 mod confirm;
 mod connect;
+mod counts;
 mod exporter;
 mod imported;
 mod importer;

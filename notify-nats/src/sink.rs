@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use notify_core::Event;
 use notify_export::{Settle, Sink, SinkError, SinkFuture};
 
 use crate::confirm::{Tally, Window};
+pub(crate) use crate::counts::SinkCounts;
 use crate::subject::subject_for;
 use crate::wire::{BatchEncoder, Encoding, PushError};
 
@@ -43,20 +44,6 @@ const MAX_UNACKED: usize = 256;
 /// How many characters of an event name a warning quotes (names come from the instrumented code,
 /// or from another process through an importer).
 const NAME_CHARS: usize = 200;
-
-/// What the sink counts beyond the collector's counters (read by
-/// [`Exporter::stats`](crate::Exporter::stats)).
-#[derive(Debug, Default)]
-pub(crate) struct SinkCounts {
-    /// Events dropped because they alone encode larger than the largest message.
-    pub(crate) too_large: AtomicU64,
-    /// Events that could not be encoded.
-    pub(crate) encode: AtomicU64,
-    /// Messages confirmed.
-    pub(crate) messages: AtomicU64,
-    /// [`ExporterStats::not_reexported`](crate::ExporterStats::not_reexported).
-    pub(crate) not_reexported: AtomicU64,
-}
 
 /// Whether the client is connected (its event callback sets it), and a signal when that changes.
 #[derive(Debug)]
