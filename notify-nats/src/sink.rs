@@ -219,7 +219,9 @@ impl NatsSink {
             }
             Mode::JetStream { .. } => {
                 for message in messages {
-                    self.publish_jetstream(message).await;
+                    if !self.publish_jetstream(&settle, message).await {
+                        return;
+                    }
                 }
                 self.settle_acks(&settle, false).await;
             }
@@ -243,22 +245,30 @@ impl NatsSink {
 
     /// JetStream: publishes `message`, its acknowledgement awaited later; a publish the client
     /// refuses is re-sent later.
-    async fn publish_jetstream(&mut self, message: Message) {
+    /// `false` when a timed-out shutdown gave up first (the client waits for room among the
+    /// acknowledgements it awaits: a server gone does not free any).
+    async fn publish_jetstream(&mut self, settle: &Settle, message: Message) -> bool {
         let Mode::JetStream {
             context, acks, retry, ..
         } = &mut self.mode
         else {
-            return;
+            return true;
         };
-        match context
-            .publish_with_headers(message.subject.clone(), message.headers.clone(), message.body.clone())
-            .await
-        {
-            Ok(ack) => acks.push_back(Acking {
-                message,
-                ack: std::future::IntoFuture::into_future(ack),
-            }),
-            Err(_) => retry.push(message),
+        let publish =
+            context.publish_with_headers(message.subject.clone(), message.headers.clone(), message.body.clone());
+        match until_given_up(settle, publish).await {
+            None => false,
+            Some(Ok(ack)) => {
+                acks.push_back(Acking {
+                    message,
+                    ack: std::future::IntoFuture::into_future(ack),
+                });
+                true
+            }
+            Some(Err(_)) => {
+                retry.push(message);
+                true
+            }
         }
     }
 
@@ -279,7 +289,9 @@ impl NatsSink {
                     return;
                 }
                 for message in again {
-                    self.publish_jetstream(message).await;
+                    if !self.publish_jetstream(settle, message).await {
+                        return;
+                    }
                 }
                 continue;
             }
