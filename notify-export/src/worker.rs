@@ -33,6 +33,8 @@ pub(crate) struct Worker<S> {
     last_report: Instant,
     /// The sink keeps batches in flight and settles them itself ([`Sink::pipeline`]).
     pipelined: bool,
+    /// The sink's `flush` ran since its last batch, because the queues ran empty.
+    idle_flushed: bool,
     /// With a runtime of the collector's own: what the hand-off's wakes notify (the thread then
     /// waits inside the runtime, [`Driver::idle`]).
     idle_wake: Option<Arc<tokio::sync::Notify>>,
@@ -60,6 +62,7 @@ impl<S: Sink> Worker<S> {
             reported: ExportStats::default(),
             last_report: Instant::now(),
             pipelined: false,
+            idle_flushed: false,
             idle_wake,
         }
     }
@@ -122,12 +125,15 @@ impl<S: Sink> Worker<S> {
                 continue;
             }
             if self.pipelined
+                && !self.idle_flushed
                 && self.shared.counters.in_flight.load(Ordering::Acquire) > 0
                 && self.shared.handoff.is_empty()
             {
                 // Going idle with batches in flight: the sink settles them (its `flush`), so that
                 // a quiet period leaves nothing unconfirmed; what queues meanwhile makes the next
-                // batch.
+                // batch. Once per idle period: a sink whose flush leaves some in flight is not
+                // asked again until it was given another batch.
+                self.idle_flushed = true;
                 if let Outcome::Failed(error) = call(&self.driver, "flush", || self.sink.flush()) {
                     *lock(&self.shared.last_error) = Some(error);
                 }
@@ -215,6 +221,7 @@ impl<S: Sink> Worker<S> {
             } else {
                 let chunk = &kept[start..end];
                 let counters = &self.shared.counters;
+                self.idle_flushed = false;
                 if self.pipelined {
                     // In flight from the call on: the sink may settle part of it at once.
                     counters.in_flight.fetch_add(n, Ordering::AcqRel);

@@ -34,6 +34,8 @@ struct Wire {
     released: AtomicBool,
     /// `flush` settles everything (else it returns at once, settling nothing).
     flush_settles: bool,
+    /// `flush` calls.
+    flushes: std::sync::atomic::AtomicUsize,
 }
 
 /// A sink whose export returns as soon as it took the batch ("on the wire"); `flush` settles
@@ -47,6 +49,7 @@ impl Sink for Pipelined {
     }
 
     fn flush(&mut self) -> SinkFuture<'_> {
+        self.0.flushes.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move {
             if !self.0.flush_settles {
                 return Ok(());
@@ -130,10 +133,25 @@ fn what_a_pipelining_sink_has_not_settled_when_it_shuts_down_is_dropped_at_shutd
     let wire = Arc::new(Wire::default());
     let collector = Collector::builder("never-settles", Pipelined(wire.clone()))
         .max_batch_size(2)
+        .scheduled_delay(Duration::from_millis(1))
         .build();
     for _ in 0..5 {
         collector.push(&event("unsettled.event"));
     }
+    // Idle with 5 in flight: one flush per idle period, not one per turn of the collector's loop
+    // (its flush leaves them in flight).
+    wait_until("all in flight, flushed", || {
+        collector.stats().in_flight == 5 && wire.flushes.load(Ordering::SeqCst) >= 1
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let flushes = wire.flushes.load(Ordering::SeqCst);
+    assert!(flushes <= 3, "at most one per batch taken: {flushes}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        wire.flushes.load(Ordering::SeqCst),
+        flushes,
+        "no flush while nothing changes"
+    );
     let stats = collector.shutdown(Duration::from_secs(10)).unwrap();
     assert_eq!(
         (
