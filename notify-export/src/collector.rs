@@ -147,6 +147,13 @@ impl<S: Sink> CollectorBuilder<S> {
         } = self;
         let driver = Driver::new(runtime);
         let mut handoff = Handoff::new(capacity, overflow).wake_at(batch);
+        // A runtime of the collector's own is driven while the thread waits for work: the wakes
+        // that unpark the thread notify it there too.
+        let idle_wake = matches!(driver, Driver::Owned(_)).then(|| Arc::new(tokio::sync::Notify::new()));
+        if let Some(wake) = &idle_wake {
+            let wake = wake.clone();
+            handoff = handoff.wake_with(move || wake.notify_one());
+        }
         if let Some(limit) = block_limit {
             handoff = handoff.block_limit(limit);
         }
@@ -165,6 +172,9 @@ impl<S: Sink> CollectorBuilder<S> {
             counters: Counters::default(),
             tail_stats: Mutex::new(None),
             drop_reporter: DropReporter::new(),
+            last_error: Mutex::new(None),
+            gave_up_signal: tokio::sync::Notify::new(),
+            idle_wake,
         });
         let worker = Worker::new(
             shared.clone(),
@@ -336,7 +346,9 @@ impl Collector {
     /// # Errors
     /// [`ExportError::TimedOut`] when the thread did not finish in time: it takes nothing more
     /// from the queues (what they hold is counted `dropped_shutdown` in the attached counters)
-    /// and stops after its current export. [`ExportError::ShutDown`] when already shut down.
+    /// and stops after its current export; a pipelining sink learns of it through
+    /// [`Settle::given_up`](crate::Settle::given_up). [`ExportError::ShutDown`] when already shut
+    /// down.
     pub fn shutdown(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
         let shared = &self.inner.shared;
         if !shared.begin_shutdown() {
@@ -348,7 +360,29 @@ impl Collector {
         // The thread is stuck in (or slow at) an export: it takes nothing more from the queues,
         // so what is queued is dropped now and counted so in these stats.
         *lock(&shared.given_up) = true;
+        // A pipelining sink that retries stops (`Settle::given_up`).
+        shared.gave_up_signal.notify_waiters();
         Err(ExportError::TimedOut(shared.stats()))
+    }
+}
+
+impl Collector {
+    /// Waits until the collector's thread ended, at most `timeout`, and returns the final
+    /// counters. The thread ends after a [`shutdown`](Self::shutdown) (or the last handle's
+    /// drop); after one that timed out, once the sink's current future returns (a pipelining
+    /// sink stops at [`Settle::given_up`](crate::Settle::given_up)), having counted what it
+    /// still held.
+    ///
+    /// # Errors
+    /// [`ExportError::TimedOut`] when the thread still runs (no shutdown began, or the sink's
+    /// future has not returned).
+    pub fn join(&self, timeout: Duration) -> Result<ExportStats, ExportError> {
+        let shared = &self.inner.shared;
+        if shared.wait(timeout, |c| c.finished) {
+            Ok(shared.stats())
+        } else {
+            Err(ExportError::TimedOut(shared.stats()))
+        }
     }
 }
 

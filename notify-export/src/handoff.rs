@@ -506,6 +506,12 @@ impl Handoff {
         !ready
     }
 
+    /// Ends a wait announced by [`prepare_wait`](Handoff::prepare_wait) (what [`park`](Handoff::park)
+    /// does after its wait).
+    pub(crate) fn end_wait(&self) {
+        self.shared.sleeping.store(false, Ordering::Relaxed);
+    }
+
     /// Wakes the consumer: unparks its thread (set by
     /// [`set_consumer_thread`](Handoff::set_consumer_thread)) and calls the hook of
     /// [`wake_with`](Handoff::wake_with), if set.

@@ -10,7 +10,9 @@
 //!   deadlines ([`ExportError`]), and the tokio runtime that drives asynchronous sinks
 //!   ([`ExportRuntime`]: the application's, or a current-thread one of the collector's own).
 //! * [`Sink`] — what an exporter implements: one method taking a batch and returning a future
-//!   ([`SinkFuture`]; [`ready`] for synchronous sinks), optional `flush` and `shutdown` hooks.
+//!   ([`SinkFuture`]; [`ready`] for synchronous sinks), optional `flush` and `shutdown` hooks,
+//!   and optional pipelining ([`Sink::pipeline`]: batches kept in flight after their future
+//!   completed, each event settled later through [`Settle`]).
 //! * [`Handoff`] — the bounded hand-off from the instrumenting threads to the collector's thread:
 //!   a wait-free queue per live publishing thread and one shared queue of what exited threads
 //!   left, the [`Overflow`](notify_core::export::Overflow) policy per full queue, every drop
@@ -69,8 +71,10 @@
 
 mod collector;
 mod drop_report;
+mod error;
 mod handoff;
 mod runtime;
+mod settle;
 mod shared;
 mod sink;
 mod stats;
@@ -81,9 +85,11 @@ mod worker;
 
 pub use crate::collector::{Collector, CollectorBuilder};
 pub use crate::drop_report::DropReporter;
+pub use crate::error::SinkError;
 pub use crate::handoff::{Handoff, HandoffStats};
 pub use crate::runtime::ExportRuntime;
-pub use crate::sink::{ready, Sink, SinkError, SinkFuture};
+pub use crate::settle::Settle;
+pub use crate::sink::{ready, Sink, SinkFuture};
 pub use crate::stats::{DropReport, ExportError, ExportStats};
 pub use crate::tail::*;
 

@@ -1,6 +1,7 @@
 //! [`ExportRuntime`]: the tokio runtime a collector drives its sink's futures on.
 
 use std::future::Future;
+use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime, RuntimeFlavor};
 
@@ -32,7 +33,9 @@ pub enum ExportRuntime {
     Auto,
     /// The application's runtime.
     Handle(Handle),
-    /// A runtime the collector owns (and drops when its thread ends).
+    /// A runtime the collector owns (and drops when its thread ends). Its thread drives it while
+    /// it waits for work too (when the runtime has its time driver), so that connections kept on
+    /// it answer keep-alive pings and reconnect while nothing is exported.
     Owned(Runtime),
 }
 
@@ -70,6 +73,9 @@ impl Driver {
                     tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .thread_name("notify-export")
+                        // Its blocking pool (name resolution) is the collector's too: what a
+                        // client logs there is not bridged back into notify either.
+                        .on_thread_start(notify_core::suppression::suppress_telemetry_on_this_thread)
                         .build()
                         .expect("notify-export: a current-thread tokio runtime for the collector"),
                 ),
@@ -83,6 +89,25 @@ impl Driver {
             Driver::Handle(handle) => handle.block_on(future),
             Driver::Owned(runtime) => runtime.block_on(future),
         }
+    }
+
+    /// Waits on the collector's thread until `wake` is notified or `timeout` passed. An owned
+    /// runtime is driven meanwhile, so that what the sink's clients keep on it (a connection's
+    /// keep-alive pings, a reconnection) goes on while the collector has nothing to export; the
+    /// application's runtime runs on its own threads, so the thread just parks. `false` when the
+    /// owned runtime has no time driver (the caller parks the thread instead from then on).
+    pub(crate) fn idle(&self, wake: &tokio::sync::Notify, timeout: Duration) -> bool {
+        let Driver::Owned(runtime) = self else {
+            return false;
+        };
+        // A runtime given without `enable_time` panics at the timer: caught, and not tried again.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(timeout, wake.notified()).await;
+            })
+        }))
+        .map_err(notify_core::failure::drop_panic_payload)
+        .is_ok()
     }
 
     /// Enters this runtime's context on the calling thread (the collector's): a sink may then

@@ -55,6 +55,15 @@ pub(crate) struct Shared {
     pub(crate) tail_stats: Mutex<Option<TailStats>>,
     /// Where the default drop report goes ([`Collector::report_through`](crate::Collector::report_through)).
     pub(crate) drop_reporter: DropReporter,
+    /// The sink's last error message (an export's, a flush's, or one a pipelining sink settled
+    /// with): the drop report shows it.
+    pub(crate) last_error: Mutex<Option<String>>,
+    /// Signalled (after `given_up` is set) when a shutdown's timeout ran out
+    /// ([`Settle::given_up`](crate::Settle::given_up)).
+    pub(crate) gave_up_signal: tokio::sync::Notify,
+    /// With a runtime of the collector's own: what the hand-off's wakes notify (its thread
+    /// waits inside the runtime).
+    pub(crate) idle_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// The collector thread's counters (the hand-off counts what the producers dropped).
@@ -64,8 +73,12 @@ pub(crate) struct Counters {
     pub(crate) exporter_error: AtomicU64,
     pub(crate) tail: AtomicU64,
     pub(crate) held: AtomicU64,
-    /// Events the thread had taken from the queues and did not export because a shutdown gave up.
+    /// Events the thread had taken from the queues and did not export because a shutdown gave up
+    /// (or that a pipelining sink still had in flight when the thread ended).
     pub(crate) shutdown: AtomicU64,
+    /// Events of batches a pipelining sink accepted and has not settled yet, plus the batch being
+    /// exported to it ([`Sink::pipeline`](crate::Sink::pipeline)).
+    pub(crate) in_flight: AtomicU64,
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -84,6 +97,9 @@ impl Shared {
         let dropped_exporter_error = c.exporter_error.load(Ordering::Acquire);
         let dropped_tail_sampling = c.tail.load(Ordering::Acquire);
         let held = c.held.load(Ordering::Acquire);
+        // Before the counters it moves into (read above): an event settled in between is then
+        // seen in neither, never in both.
+        let in_flight = c.in_flight.load(Ordering::Acquire);
         let given_up = c.shutdown.load(Ordering::Acquire);
         let handed = self.handoff.stats();
         let mut stats = ExportStats {
@@ -94,14 +110,31 @@ impl Shared {
             dropped_tail_sampling,
             held,
             dequeued: handed.drained,
+            in_flight,
+            queued: handed.queued,
             taken_at_shutdown: given_up,
         };
         if stopped {
             // Nothing leaves the queues any more: events that raced past the `closed` check after
             // the thread's last look, or that a timed-out shutdown left there.
             stats.dropped_shutdown += handed.queued;
+            stats.queued = 0;
         }
         stats
+    }
+
+    /// Takes up to `events` out of `in_flight` (what a pipelining sink settles): how many were
+    /// there to take. Each event leaves `in_flight` once, whoever takes it.
+    pub(crate) fn take_in_flight(&self, events: u64) -> u64 {
+        let mut taken = 0;
+        let _ = self
+            .counters
+            .in_flight
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                taken = events.min(now);
+                Some(now - taken)
+            });
+        taken
     }
 
     /// True once a shutdown's timeout ran out.

@@ -1,11 +1,13 @@
 //! [`Sink`]: what an exporter implements: "take this batch".
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use notify_core::Event;
+
+use crate::error::SinkError;
+use crate::settle::Settle;
 
 /// What [`Sink::export`], [`Sink::flush`] and [`Sink::shutdown`] return: a future the collector
 /// drives on its runtime ([`Collector`](crate::Collector): the application's tokio runtime, or
@@ -28,6 +30,11 @@ pub type SinkFuture<'a> = Pin<Box<dyn Future<Output = Result<(), SinkError>> + S
 /// * The future may await tokio I/O (tonic, reqwest, async-nats): it is polled on the collector's
 ///   thread inside its tokio runtime. It should not block that thread for long: the collector
 ///   takes nothing else from the queues meanwhile (the instrumenting threads only fill them).
+/// * One batch at a time does not mean one round trip per batch: a sink whose far end confirms
+///   later (publish acknowledgements, a confirmation round trip) opts into pipelining with
+///   [`pipeline`](Sink::pipeline), returns from `export` once the batch is on its way, and
+///   settles each event through [`Settle`] when its confirmation arrives, so that the next
+///   batches go out meanwhile.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -60,50 +67,37 @@ pub trait Sink: Send + 'static {
     fn shutdown(&mut self) -> SinkFuture<'_> {
         ready(Ok(()))
     }
+
+    /// Pipelining: called once, on the collector's thread, before the first batch. The default
+    /// returns `false`: each batch is settled by its export future (`Ok` exported, `Err`
+    /// dropped).
+    ///
+    /// A sink that keeps batches in flight after its export future completed keeps `settle` and
+    /// returns `true`. Then:
+    ///
+    /// * `Ok` from [`export`](Sink::export) means "taken, on its way": the batch's events count
+    ///   as `in_flight` ([`ExportStats::in_flight`](crate::ExportStats::in_flight)) until the
+    ///   sink settles each one with [`Settle::exported`] or [`Settle::failed`] (in any order,
+    ///   from any thread or task, during the export future already if it likes: the batch is in
+    ///   flight from the moment the collector calls `export`). `Err` means none of the batch was
+    ///   taken nor settled: the whole batch is counted `dropped_exporter_error`.
+    /// * The sink bounds what it keeps in flight itself: an export future that waits for the
+    ///   oldest confirmation once too many are out is how it applies back-pressure.
+    /// * [`flush`](Sink::flush) settles everything in flight before it completes. The collector
+    ///   calls it for each [`force_flush`](crate::Collector::force_flush), and also when its
+    ///   queues run empty while events are in flight, so that a quiet period leaves nothing
+    ///   unsettled.
+    /// * [`shutdown`](Sink::shutdown) settles what is in flight too, or gives up on it; what is
+    ///   still in flight when it returns is counted `dropped_shutdown`. A sink that retries until
+    ///   its far end confirms (JetStream re-sends) stops retrying when
+    ///   [`Settle::given_up`] completes: a [`shutdown`](crate::Collector::shutdown) timed out.
+    fn pipeline(&mut self, settle: Settle) -> bool {
+        let _ = settle;
+        false
+    }
 }
 
 /// A [`SinkFuture`] already complete with `result`: what a synchronous sink returns.
 pub fn ready<'a>(result: Result<(), SinkError>) -> SinkFuture<'a> {
     Box::pin(std::future::ready(result))
-}
-
-/// Why a [`Sink`] refused a batch (or failed to flush or shut down): its message, as the drop
-/// report shows it ([`DropReport::last_error`](crate::DropReport::last_error)).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SinkError {
-    message: String,
-}
-
-impl SinkError {
-    /// An error with `message` (foreign text is fine: reports escape it).
-    pub fn new(message: impl Into<String>) -> SinkError {
-        SinkError {
-            message: message.into(),
-        }
-    }
-
-    /// The message.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for SinkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for SinkError {}
-
-impl From<String> for SinkError {
-    fn from(message: String) -> SinkError {
-        SinkError::new(message)
-    }
-}
-
-impl From<&str> for SinkError {
-    fn from(message: &str) -> SinkError {
-        SinkError::new(message)
-    }
 }

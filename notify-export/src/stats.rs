@@ -6,8 +6,9 @@ use std::fmt;
 /// Counters of one collector (one exporter) since it was built, every one exact.
 ///
 /// Every event the subscription hands over ends in exactly one of: exported, a drop cause, held by
-/// tail sampling, or still queued / being exported. After a [`force_flush`] without tail sampling
-/// (or a [`shutdown`], which decides held traces), `received() == exported + dropped()`.
+/// tail sampling, in flight, or still queued / being exported. After a [`force_flush`] without
+/// tail sampling (or a [`shutdown`], which decides held traces), `received() == exported +
+/// dropped()`.
 ///
 /// [`force_flush`]: crate::Collector::force_flush
 /// [`shutdown`]: crate::Collector::shutdown
@@ -33,6 +34,13 @@ pub struct ExportStats {
     pub held: u64,
     /// Events the collector's thread took from the queues.
     pub dequeued: u64,
+    /// Events taken from the queues and handed to the sink, not yet settled: the batch being
+    /// exported to a pipelining sink and the batches it keeps in flight until their confirmation
+    /// ([`Sink::pipeline`](crate::Sink::pipeline); always 0 between batches otherwise).
+    pub in_flight: u64,
+    /// Events in the publishing threads' queues now, not yet taken by the collector's thread (0
+    /// once its thread ended: what is left then is `dropped_shutdown`).
+    pub queued: u64,
     /// Of `dropped_shutdown`, the events the thread had taken from the queue (so also in
     /// `dequeued`) and did not export because a shutdown's timeout ran out: `received` counts
     /// them once.
@@ -52,7 +60,8 @@ impl ExportStats {
         self.dequeued + self.dropped_queue_full + self.dropped_shutdown - self.taken_at_shutdown
     }
 
-    /// `self - earlier`, counter by counter (`held` is this one's): a burst's growth.
+    /// `self - earlier`, counter by counter (`held`, `in_flight` and `queued` are this one's): a
+    /// burst's growth.
     ///
     /// # Panics
     /// In debug builds, when a counter of `earlier` is above this one's (not an earlier snapshot).
@@ -65,6 +74,8 @@ impl ExportStats {
             dropped_tail_sampling: self.dropped_tail_sampling - earlier.dropped_tail_sampling,
             held: self.held,
             dequeued: self.dequeued - earlier.dequeued,
+            in_flight: self.in_flight,
+            queued: self.queued,
             taken_at_shutdown: self.taken_at_shutdown - earlier.taken_at_shutdown,
         }
     }
@@ -132,8 +143,8 @@ pub enum ExportError {
     /// The collector's thread did not answer within the timeout (a slow sink); the counters
     /// at the time are attached. For a shutdown, the thread still stops after its current export
     /// and what it leaves is `dropped_shutdown`, already in the attached counters; the batch in
-    /// that export (`dequeued` minus what is exported, dropped or held) is counted when the
-    /// export returns, if ever.
+    /// that export (`dequeued` minus what is exported, dropped or held), and what a pipelining
+    /// sink still has in flight, are counted when the export returns, if ever.
     TimedOut(ExportStats),
     /// The collector was already shut down (by an earlier `shutdown`, or its thread ended); the
     /// final counters are attached.

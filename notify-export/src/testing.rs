@@ -237,6 +237,10 @@ impl<S: Sink> Sink for Checked<S> {
         self.probe.shutdowns.fetch_add(1, Ordering::SeqCst);
         self.inner.shutdown()
     }
+
+    fn pipeline(&mut self, settle: crate::Settle) -> bool {
+        self.inner.pipeline(settle)
+    }
 }
 
 impl<S> Checked<S> {

@@ -10,6 +10,7 @@ use notify_core::failure::ExportDrops;
 use notify_core::Event;
 
 use crate::runtime::Driver;
+use crate::settle::Settle;
 use crate::shared::{lock, DropHook, Shared};
 use crate::sink::{Sink, SinkFuture};
 use crate::stats::{DropReport, ExportStats};
@@ -30,7 +31,13 @@ pub(crate) struct Worker<S> {
     report_interval: Duration,
     reported: ExportStats,
     last_report: Instant,
-    last_error: Option<String>,
+    /// The sink keeps batches in flight and settles them itself ([`Sink::pipeline`]).
+    pipelined: bool,
+    /// The sink's `flush` ran since its last batch, because the queues ran empty.
+    idle_flushed: bool,
+    /// With a runtime of the collector's own: what the hand-off's wakes notify (the thread then
+    /// waits inside the runtime, [`Driver::idle`]).
+    idle_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl<S: Sink> Worker<S> {
@@ -43,6 +50,7 @@ impl<S: Sink> Worker<S> {
         on_drops: Option<DropHook>,
         report_interval: Duration,
     ) -> Worker<S> {
+        let idle_wake = shared.idle_wake.clone();
         Worker {
             shared,
             sink,
@@ -53,7 +61,9 @@ impl<S: Sink> Worker<S> {
             report_interval,
             reported: ExportStats::default(),
             last_report: Instant::now(),
-            last_error: None,
+            pipelined: false,
+            idle_flushed: false,
+            idle_wake,
         }
     }
 
@@ -61,6 +71,11 @@ impl<S: Sink> Worker<S> {
         // What the sink logs or traces (an OTLP client's own tracing output) must not come back
         // through notify's bridges as events to export, forever.
         notify_core::suppression::suppress_telemetry_on_this_thread();
+        self.pipelined = {
+            // In the runtime's context: the sink may spawn the tasks that await confirmations.
+            let _context = self.driver.enter();
+            self.sink.pipeline(Settle::new(self.shared.clone()))
+        };
         let mut events = Vec::with_capacity(self.shared.batch.min(MAX_RESERVED));
         let mut last_export = Instant::now();
         loop {
@@ -79,10 +94,10 @@ impl<S: Sink> Worker<S> {
                 // Everything queued before the requests were made is in the queues now.
                 self.drain(&mut events);
                 let flushed = call(&self.driver, "flush", || self.sink.flush());
-                if let Err(error) = flushed {
-                    self.last_error = Some(error);
+                if let Outcome::Failed(error) = flushed {
+                    *lock(&self.shared.last_error) = Some(error);
                 }
-                self.report_drops(true);
+                self.report_drops(true, false);
                 lock(&self.shared.control).flushed = ticket;
                 self.shared.changed.notify_all();
                 last_export = Instant::now();
@@ -94,7 +109,7 @@ impl<S: Sink> Worker<S> {
                 self.take_batch(&mut events);
                 self.process(&mut events);
                 last_export = Instant::now();
-                self.report_drops(self.shared.handoff.is_empty());
+                self.report_drops(self.shared.handoff.is_empty(), false);
                 if full {
                     continue;
                 }
@@ -109,11 +124,39 @@ impl<S: Sink> Worker<S> {
             if self.has_requests() {
                 continue;
             }
+            if self.pipelined
+                && !self.idle_flushed
+                && self.shared.counters.in_flight.load(Ordering::Acquire) > 0
+                && self.shared.handoff.is_empty()
+            {
+                // Going idle with batches in flight: the sink settles them (its `flush`), so that
+                // a quiet period leaves nothing unconfirmed; what queues meanwhile makes the next
+                // batch. Once per idle period: a sink whose flush leaves some in flight is not
+                // asked again until it was given another batch.
+                self.idle_flushed = true;
+                if let Outcome::Failed(error) = call(&self.driver, "flush", || self.sink.flush()) {
+                    *lock(&self.shared.last_error) = Some(error);
+                }
+                self.report_drops(self.shared.handoff.is_empty(), false);
+                continue;
+            }
             // Woken by a producer whose queue holds a batch, by a request, or at the delay.
             let waited = last_export.elapsed();
-            self.shared
-                .handoff
-                .park(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
+            self.park(self.delay.saturating_sub(waited).max(Duration::from_millis(1)));
+        }
+    }
+
+    /// Waits for work (see [`Handoff::park`](crate::Handoff::park)); on a runtime of the
+    /// collector's own, inside it ([`Driver::idle`]).
+    fn park(&mut self, timeout: Duration) {
+        let handoff = &self.shared.handoff;
+        if let Some(wake) = &self.idle_wake {
+            if handoff.prepare_wait() && !self.driver.idle(wake, timeout) {
+                self.idle_wake = None;
+            }
+            handoff.end_wait();
+        } else {
+            handoff.park(timeout);
         }
     }
 
@@ -177,15 +220,23 @@ impl<S: Sink> Worker<S> {
                 self.shared.counters.shutdown.fetch_add(n, Ordering::AcqRel);
             } else {
                 let chunk = &kept[start..end];
-                let result = call(&self.driver, "export", || self.sink.export(chunk));
                 let counters = &self.shared.counters;
-                match result {
-                    Ok(()) => {
+                self.idle_flushed = false;
+                if self.pipelined {
+                    // In flight from the call on: the sink may settle part of it at once.
+                    counters.in_flight.fetch_add(n, Ordering::AcqRel);
+                }
+                let result = call(&self.driver, "export", || self.sink.export(chunk));
+                match (result, self.pipelined) {
+                    // Settled by the sink, now or later.
+                    (Outcome::Done, true) => {}
+                    (Outcome::Done, false) => {
                         counters.exported.fetch_add(n, Ordering::AcqRel);
                     }
-                    Err(error) => {
-                        counters.exporter_error.fetch_add(n, Ordering::AcqRel);
-                        self.last_error = Some(error);
+                    (Outcome::Failed(error), pipelined) => {
+                        let refused = if pipelined { self.shared.take_in_flight(n) } else { n };
+                        counters.exporter_error.fetch_add(refused, Ordering::AcqRel);
+                        *lock(&self.shared.last_error) = Some(error);
                     }
                 }
             }
@@ -203,8 +254,12 @@ impl<S: Sink> Worker<S> {
     }
 
     /// Reports the drops since the last report, once the burst is over (`quiet`) or the report
-    /// interval passed.
-    fn report_drops(&mut self, quiet: bool) {
+    /// interval passed. Once a shutdown began, only its `last` report (one for the end of the
+    /// burst the shutdown is part of).
+    fn report_drops(&mut self, quiet: bool, last: bool) {
+        if !last && self.shared.closed.load(Ordering::Acquire) {
+            return;
+        }
         let now = self.shared.stats();
         if now.dropped() == self.reported.dropped() {
             return;
@@ -218,7 +273,7 @@ impl<S: Sink> Worker<S> {
             burst,
             total: now,
             last_error: if burst.dropped_exporter_error > 0 {
-                self.last_error.clone()
+                lock(&self.shared.last_error).clone()
             } else {
                 None
             },
@@ -263,12 +318,16 @@ impl<S: Sink> Worker<S> {
             tail.finish(&mut kept);
             self.export_kept(kept);
         }
-        if let Err(error) = call(&self.driver, "shutdown", || self.sink.shutdown()) {
+        if let Outcome::Failed(error) = call(&self.driver, "shutdown", || self.sink.shutdown()) {
             log::warn!(target: "notify::export", "exporter `{}`: shutdown: {}", self.shared.name, crate::escape(&error));
         }
+        // What a pipelining sink did not settle is lost with the thread; a later settle finds
+        // nothing to take.
+        let left = self.shared.take_in_flight(u64::MAX);
+        self.shared.counters.shutdown.fetch_add(left, Ordering::AcqRel);
         // Later events are counted by the producers (closed) or by `stats` (left in the queues).
         self.shared.finished.store(true, Ordering::SeqCst);
-        self.report_drops(true);
+        self.report_drops(true, true);
         {
             let mut control = lock(&self.shared.control);
             // Flushes that raced the shutdown: everything queued before them was exported above
@@ -282,8 +341,15 @@ impl<S: Sink> Worker<S> {
     }
 }
 
-/// Makes one of the sink's futures and runs it on the runtime, a panic caught: the error's text.
-fn call<'a>(driver: &Driver, what: &str, make: impl FnOnce() -> SinkFuture<'a>) -> Result<(), String> {
+/// How one of the sink's futures ended.
+enum Outcome {
+    Done,
+    /// `Err` or a panic: the text.
+    Failed(String),
+}
+
+/// Makes one of the sink's futures and runs it on the runtime, a panic caught.
+fn call<'a>(driver: &Driver, what: &str, make: impl FnOnce() -> SinkFuture<'a>) -> Outcome {
     match catch_unwind(AssertUnwindSafe(|| {
         let future = {
             let _context = driver.enter();
@@ -291,15 +357,15 @@ fn call<'a>(driver: &Driver, what: &str, make: impl FnOnce() -> SinkFuture<'a>) 
         };
         driver.block_on(future)
     })) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(error.to_string()),
+        Ok(Ok(())) => Outcome::Done,
+        Ok(Err(error)) => Outcome::Failed(error.to_string()),
         Err(panic) => {
             let message = match what {
                 "export" => format!("panicked: {}", notify_core::failure::panic_message(&*panic)),
                 _ => format!("{what} panicked: {}", notify_core::failure::panic_message(&*panic)),
             };
             notify_core::failure::drop_panic_payload(panic);
-            Err(message)
+            Outcome::Failed(message)
         }
     }
 }

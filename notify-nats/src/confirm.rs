@@ -1,4 +1,4 @@
-//! Core mode's confirmation of published rounds, pipelined.
+//! Core mode's confirmation of published rounds (a round: one batch of the collector), pipelined.
 //!
 //! After a round's messages the exporter publishes one echo to its own inbox ([`RoundTrip`]); the
 //! server handles a connection's messages in order, so when the echo comes back the round before
@@ -9,16 +9,20 @@
 //! back, as a TCP window or JetStream's asynchronous publish acknowledgements do. A nearby server
 //! echoes sooner: the exporter then waits, and what queues meanwhile makes the next, larger batch.
 //!
-//! Counting stays exact: every round leaves the window exactly once, counted where it leaves
+//! Counting stays exact: every round leaves the window exactly once, settled where it leaves
 //! (exported, or lost: a failed echo, an echo not back in time, a reconnection after the round was
-//! published), so a caller may cancel [`Window::settle`] at any await (shutdown giving up) and
-//! count what is left with [`Window::abandon`].
+//! published; [`Settle`]), so a caller may cancel [`Window::settle`] at any await (shutdown giving
+//! up) and forget what is left with [`Window::abandon`] (the collector counts what is still in
+//! flight at its end).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use notify_export::{Settle, SinkError};
+
 use crate::connect::RoundTrip;
+use crate::counts::SinkCounts;
 
 /// Rounds published and not yet confirmed, at most: the exporter publishes a new round while this
 /// many are unconfirmed only after the oldest's echo came back.
@@ -50,14 +54,24 @@ struct InFlight {
     connection: u64,
 }
 
-/// Where a window counts the rounds that leave it (the exporter's counters).
+/// Where a window settles the rounds that leave it: the collector's counters, and the messages
+/// confirmed.
 pub(crate) struct Tally<'a> {
-    /// Events of confirmed rounds.
-    pub(crate) exported: &'a AtomicU64,
-    /// Messages of confirmed rounds.
-    pub(crate) messages: &'a AtomicU64,
-    /// Events of rounds lost: echo not sent, not back in time, or a reconnection.
-    pub(crate) lost: &'a AtomicU64,
+    pub(crate) settle: &'a Settle,
+    pub(crate) counts: &'a SinkCounts,
+}
+
+impl Tally<'_> {
+    /// A round of `events` in `messages` messages confirmed.
+    fn exported(&self, events: u64, messages: u64) {
+        self.settle.exported(events);
+        self.counts.messages.fetch_add(messages, Ordering::Relaxed);
+    }
+
+    /// `events` lost, `why`.
+    pub(crate) fn lost(&self, events: u64, why: &str) {
+        self.settle.failed(events, &SinkError::new(why));
+    }
 }
 
 impl Window {
@@ -87,9 +101,7 @@ impl Window {
                 messages,
                 connection,
             }),
-            None => {
-                tally.lost.fetch_add(events, Ordering::AcqRel);
-            }
+            None => tally.lost(events, "the confirmation echo could not be published"),
         }
     }
 
@@ -119,15 +131,16 @@ impl Window {
                 Ok(Some(echo)) => self.confirm_up_to(echo, connects(), tally),
                 Ok(None) | Err(_) => {
                     let lost: u64 = self.in_flight.drain(..).map(|round| round.events).sum();
-                    tally.lost.fetch_add(lost, Ordering::AcqRel);
+                    tally.lost(lost, "not confirmed by the server within flush_timeout");
                 }
             }
         }
     }
 
-    /// Forgets the rounds in flight (shutdown gave up waiting for them); their events.
-    pub(crate) fn abandon(&mut self) -> u64 {
-        self.in_flight.drain(..).map(|round| round.events).sum()
+    /// Forgets the rounds in flight (shutdown gave up waiting for them: the collector counts
+    /// them `dropped_shutdown`).
+    pub(crate) fn abandon(&mut self) {
+        self.in_flight.clear();
     }
 
     /// The rounds up to echo number `echo` are confirmed: exported, unless the connection they
@@ -136,10 +149,12 @@ impl Window {
         while self.in_flight.front().is_some_and(|round| round.echo <= echo) {
             let round = self.in_flight.pop_front().expect("looked at above");
             if round.connection == connection {
-                tally.exported.fetch_add(round.events, Ordering::AcqRel);
-                tally.messages.fetch_add(round.messages, Ordering::Relaxed);
+                tally.exported(round.events, round.messages);
             } else {
-                tally.lost.fetch_add(round.events, Ordering::AcqRel);
+                tally.lost(
+                    round.events,
+                    "the connection was replaced before the round was confirmed",
+                );
             }
         }
     }

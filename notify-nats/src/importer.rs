@@ -16,8 +16,8 @@ use notify_core::Notifier;
 use parking_lot::{Condvar, Mutex};
 
 use crate::connect::{self, spawn_connected, ConnectError, ConnectErrorKind, NatsOptions, RoundTrip};
-use crate::exporter::ENCODING_HEADER;
 use crate::jetstream::JetStream;
+use crate::sink::ENCODING_HEADER;
 use crate::subject::{check_filter, check_queue_group};
 use crate::wire::{self, DecodeError, Encoding};
 

@@ -12,28 +12,31 @@
 //! * **JetStream** ([`JetStream`], `nats-server -js`): at least once, made exactly once by message
 //!   ids and the importer's duplicate check; a server killed and restarted loses nothing.
 //!
-//! The exporter runs its own thread with a single-threaded tokio runtime: instrumented code stays
-//! synchronous and only enqueues. See the README's "Across processes: NATS" section.
+//! The exporter sits on the export collector ([`notify_export::Collector`]: the hand-off,
+//! batching, tail sampling, drop accounting and reports, flush, shutdown) with a [`NatsSink`],
+//! whose client runs on a current-thread tokio runtime the collector's thread drives (or on the
+//! application's runtime): instrumented code stays synchronous and only enqueues. See the
+//! README's "Across processes: NATS" section.
 
 #![warn(missing_docs)]
 
 mod confirm;
 mod connect;
+mod counts;
 mod exporter;
 mod imported;
 mod importer;
 mod intern;
 mod jetstream;
+mod sink;
 mod subject;
 mod wire;
 
 pub use crate::connect::{ConnectError, ConnectErrorKind, NatsOptions};
-pub use crate::exporter::{
-    Dropped, Exporter, ExporterBuilder, ExporterStats, FlushTimeout, ShutdownReport, ENCODING_HEADER,
-    TRACEPARENT_HEADER, VERSION_HEADER,
-};
+pub use crate::exporter::{Dropped, Exporter, ExporterBuilder, ExporterStats, FlushTimeout, ShutdownReport};
 pub use crate::importer::{ImportError, Importer, ImporterBuilder, ImporterStats};
 pub use crate::jetstream::JetStream;
+pub use crate::sink::{NatsSink, ENCODING_HEADER, TRACEPARENT_HEADER, VERSION_HEADER};
 pub use crate::subject::subject_for;
 pub use crate::wire::{decode_batch, encode_batch, DecodeError, Encoding, WIRE_VERSION};
 pub use notify_core::export::Overflow;

@@ -670,6 +670,13 @@ fn a_round_the_server_does_not_confirm_is_counted_as_disconnected_never_as_expor
         took < Duration::from_secs(1),
         "instrumenting waited {took:?} for a frozen server"
     );
+    // The collector takes the batch within its scheduled delay; the sink publishes it at once.
+    let deadline = std::time::Instant::now() + WAIT;
+    while exporter.export_stats().dequeued < 400 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", exporter.export_stats());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
     server.kill();
     std::thread::sleep(confirmation * 2);
     let killed = exporter.stats();

@@ -146,3 +146,32 @@ fn importers_sharing_a_durable_consumer_split_the_stream_once() {
     assert_eq!(count.lock().unwrap().len(), 2_000);
     assert!(counts.iter().all(|&n| n > 0), "both importers take a share: {counts:?}");
 }
+
+/// JetStream re-sends until acknowledged; with the server gone for good, a shutdown gives up at
+/// its deadline (the sink stops re-sending: `Settle::given_up`) and every event is counted.
+#[test]
+fn i46_a_jetstream_shutdown_with_the_server_gone_gives_up_at_its_deadline_and_counts_every_event() {
+    let mut server = NatsServer::start_jetstream();
+    let exporter = Exporter::builder(NatsOptions::new(server.url()))
+        .jetstream(JetStream::new("NOTIFY_GONE").ack_timeout(Duration::from_millis(200)))
+        .start()
+        .unwrap();
+    let local = Notifier::new();
+    let _ = local.subscribe(Pattern::all(), exporter.subscriber());
+    server.kill();
+    for seq in 0..50_u64 {
+        local.instrument("order.gone", || Payload::new().with("seq", seq), |_| ());
+    }
+    let started = Instant::now();
+    let report = exporter.shutdown(Duration::from_millis(500));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+    assert!(!report.drained, "{report:?}");
+    let s = report.stats;
+    assert_eq!((s.published, s.exported, s.pending, s.held), (50, 0, 0, 0), "{s:?}");
+    assert_eq!(s.dropped.total(), 50, "{s:?}");
+    assert_eq!(s.dropped.shutdown + s.dropped.disconnected, 50, "{s:?}");
+}
