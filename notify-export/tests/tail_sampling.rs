@@ -1,9 +1,8 @@
 //! The tail-sampling stage ([`notify_export::TailSampler`]) on its own: a synthetic mix keeps
 //! exactly the error and slow traces, whole, and counts the rest; the bounds (traces in flight,
 //! events per trace, wait) each drop and count by cause; a remote-parented root decides its trace.
-//! `on_the_collector` below runs the stage in a collector (what notify-opentelemetry exports
-//! through); notify-nats and notify-web still test the same mix through loops of their own (they
-//! are not on the collector yet).
+//! `on_the_collector` below runs the stage in a collector, as every exporter (notify-opentelemetry,
+//! notify-nats, notify-web) uses it: the mix is tested here once, not per exporter.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
