@@ -34,6 +34,11 @@ pub(crate) fn level_of(name: &str) -> log::Level {
     }
 }
 
+/// The level of event `name`'s line: a bridged tracing span's own level, else [`level_of`].
+fn line_level(output: &Output, name: &str) -> log::Level {
+    output.span_levels.get(name).unwrap_or_else(|| level_of(name))
+}
+
 /// The target a line of `name` is filtered by: its namespace (`RUST_LOG=sql=debug`).
 pub(crate) fn namespace(name: &str) -> Option<&str> {
     name.split_once('.').map(|(_, ns)| ns)
@@ -52,7 +57,7 @@ impl DevLog {
     }
 
     fn line(&self, name: &str, trace_id: TraceId, nested: bool, duration: Option<Duration>, payload: &Payload) {
-        let level = level_of(name);
+        let level = line_level(&self.0, name);
         if !self.0.enabled(namespace(name).unwrap_or(name), level) {
             return;
         }
@@ -143,6 +148,8 @@ impl EventedSubscriber for DevLog {
 
 impl SilenceableSubscriber for DevLog {
     fn silenced(&self, name: &str) -> bool {
-        !self.0.enabled(namespace(name).unwrap_or(name), level_of(name))
+        !self
+            .0
+            .enabled(namespace(name).unwrap_or(name), line_level(&self.0, name))
     }
 }

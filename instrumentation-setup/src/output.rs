@@ -9,6 +9,7 @@ use notify_log::structured::{self, Format, Keys, RecordLine};
 use tracing_subscriber::filter::{LevelFilter, Targets};
 
 use crate::config::LogFormat;
+use crate::levels::SpanLevels;
 
 /// Where lines go: standard error (development) or standard output (production), or a buffer
 /// (tests).
@@ -23,6 +24,8 @@ pub(crate) struct Output {
     pub(crate) format: LogFormat,
     pub(crate) color: bool,
     pub(crate) filter: Targets,
+    /// The levels of the tracing bridge's spans, by event name.
+    pub(crate) span_levels: SpanLevels,
     sink: Sink,
     keys: Keys,
 }
@@ -33,6 +36,7 @@ impl Output {
             format,
             color,
             filter,
+            span_levels: SpanLevels::default(),
             sink,
             keys: Keys::default(),
         }
@@ -106,6 +110,18 @@ fn log_level_filter(level: LevelFilter) -> log::LevelFilter {
         log::LevelFilter::Debug
     } else {
         log::LevelFilter::Trace
+    }
+}
+
+/// A tracing level as `log`'s.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn log_level(level: tracing_core::Level) -> log::Level {
+    match level {
+        tracing_core::Level::ERROR => log::Level::Error,
+        tracing_core::Level::WARN => log::Level::Warn,
+        tracing_core::Level::INFO => log::Level::Info,
+        tracing_core::Level::DEBUG => log::Level::Debug,
+        _ => log::Level::Trace,
     }
 }
 
