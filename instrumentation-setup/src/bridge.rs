@@ -17,11 +17,20 @@ use crate::output::Output;
 use crate::SetupError;
 
 /// Installs the global tracing subscriber: a registry with notify-tracing's layer (spans only;
-/// events are lines) and the line writer, both filtered by `RUST_LOG`.
+/// events are lines) and the line writer, both filtered by `RUST_LOG`. Each span's event name is
+/// recorded with the span's tracing level, so its line is written at that level
+/// ([`SpanLevels`](crate::levels::SpanLevels)).
 pub(crate) fn install(output: &Arc<Output>) -> Result<(), SetupError> {
-    let spans = NotifyLayer::new()
-        .names(EventNames::default().events(|_| None))
-        .with_filter(output.filter.clone());
+    let defaults = EventNames::default();
+    let levels = output.span_levels.clone();
+    let names = EventNames::default()
+        .spans(move |meta| {
+            let name = defaults.name(meta)?;
+            levels.record(&name, crate::output::log_level(*meta.level()));
+            Some(name)
+        })
+        .events(|_| None);
+    let spans = NotifyLayer::new().names(names).with_filter(output.filter.clone());
     let lines = EventLines(output.clone()).with_filter(output.filter.clone());
     let subscriber = tracing_subscriber::registry().with(spans).with(lines);
     tracing::subscriber::set_global_default(subscriber).map_err(|_| SetupError::AlreadySet("tracing subscriber"))
@@ -35,15 +44,8 @@ impl<S: Subscriber> Layer<S> for EventLines {
         let meta = event.metadata();
         let mut fields = FieldsVisitor::default();
         event.record(&mut fields);
-        let level = match *meta.level() {
-            tracing::Level::ERROR => log::Level::Error,
-            tracing::Level::WARN => log::Level::Warn,
-            tracing::Level::INFO => log::Level::Info,
-            tracing::Level::DEBUG => log::Level::Debug,
-            _ => log::Level::Trace,
-        };
         self.0.write_record(&RecordLine {
-            level,
+            level: crate::output::log_level(*meta.level()),
             target: meta.target(),
             message: &fields.message,
             fields: &fields.payload,

@@ -7,15 +7,17 @@ use std::str::FromStr;
 
 use tracing_subscriber::filter::Targets;
 
+mod otlp;
+
+pub use self::otlp::{
+    Otlp, OtlpProtocol, DEFAULT_TIMEOUT, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
+    OTEL_TRACES_EXPORTER,
+};
+
 /// `OTEL_SERVICE_NAME`: the `service.name` of exported spans (OpenTelemetry's variable).
 pub const OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
-/// `OTEL_EXPORTER_OTLP_ENDPOINT`: the OTLP base URL (`http://collector:4318`); spans go to
-/// `<endpoint>/v1/traces`. Setting it (or the traces endpoint) turns OTLP export on.
-pub const OTEL_EXPORTER_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
-/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the full URL spans are posted to; wins over the base.
-pub const OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
-/// `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the default) or `http/json`.
-pub const OTEL_EXPORTER_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 /// `OTEL_TRACES_SAMPLER`: `always_on`, `always_off`, `traceidratio`, `parentbased_always_on` (the
 /// default), `parentbased_always_off`, `parentbased_traceidratio`.
 pub const OTEL_TRACES_SAMPLER: &str = "OTEL_TRACES_SAMPLER";
@@ -42,11 +44,17 @@ pub const NOTIFY_WEB_ADDRESS: &str = "NOTIFY_WEB_ADDRESS";
 pub const NOTIFY_WEB_TOKEN: &str = "NOTIFY_WEB_TOKEN";
 
 /// Every variable the setup reads, in the order it reads them.
-pub const VARIABLES: [&str; 14] = [
+pub const VARIABLES: [&str; 20] = [
     OTEL_SERVICE_NAME,
-    OTEL_EXPORTER_OTLP_ENDPOINT,
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    OTEL_EXPORTER_OTLP_PROTOCOL,
+    otlp::OTLP_VARIABLES[0],
+    otlp::OTLP_VARIABLES[1],
+    otlp::OTLP_VARIABLES[2],
+    otlp::OTLP_VARIABLES[3],
+    otlp::OTLP_VARIABLES[4],
+    otlp::OTLP_VARIABLES[5],
+    otlp::OTLP_VARIABLES[6],
+    otlp::OTLP_VARIABLES[7],
+    otlp::OTLP_VARIABLES[8],
     OTEL_TRACES_SAMPLER,
     OTEL_TRACES_SAMPLER_ARG,
     RUST_LOG,
@@ -60,7 +68,12 @@ pub const VARIABLES: [&str; 14] = [
 ];
 
 /// Variables whose values are never repeated in an error (they can hold credentials).
-const SECRET: [&str; 2] = [NOTIFY_NATS_URL, NOTIFY_WEB_TOKEN];
+const SECRET: [&str; 4] = [
+    NOTIFY_NATS_URL,
+    NOTIFY_WEB_TOKEN,
+    OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+];
 
 /// An environment variable with a value the setup cannot use: which variable, its value (unless
 /// it can hold a secret) and what was expected.
@@ -118,15 +131,6 @@ pub enum LogFormat {
     Logfmt,
 }
 
-/// The OTLP destination.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Otlp {
-    /// The URL spans are posted to (`http://host:4318/v1/traces`).
-    pub traces_endpoint: String,
-    /// `http/protobuf` (false) or `http/json` (true).
-    pub json: bool,
-}
-
 /// Head sampling from `OTEL_TRACES_SAMPLER` and `_ARG`: the ratio of traces kept. notify's
 /// sampler is always parent-based: a caller's `traceparent` decision wins over the ratio, so
 /// `traceidratio` behaves as `parentbased_traceidratio` for a request that arrives sampled or not.
@@ -149,7 +153,8 @@ pub struct Config {
     pub no_color: bool,
     /// `NOTIFY_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
-    /// OTLP export, when an endpoint is set.
+    /// OTLP export, when `OTEL_TRACES_EXPORTER=otlp` or an `OTEL_EXPORTER_OTLP_*` variable is set
+    /// (and `OTEL_TRACES_EXPORTER` is not `none`).
     pub otlp: Option<Otlp>,
     /// `OTEL_TRACES_SAMPLER` (and `_ARG`), when set.
     pub sampler: Option<SamplerConfig>,
@@ -217,42 +222,7 @@ impl Config {
             }
             other => other,
         };
-        let base = var(OTEL_EXPORTER_OTLP_ENDPOINT)?
-            .map(|url| check_url(OTEL_EXPORTER_OTLP_ENDPOINT, url))
-            .transpose()?;
-        let traces = var(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)?
-            .map(|url| check_url(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, url))
-            .transpose()?;
-        let json = match var(OTEL_EXPORTER_OTLP_PROTOCOL)?.as_deref() {
-            None | Some("http/protobuf") => false,
-            Some("http/json") => true,
-            Some(grpc @ "grpc") => {
-                return Err(ConfigError::new(
-                    OTEL_EXPORTER_OTLP_PROTOCOL,
-                    grpc,
-                    "grpc is not supported yet (it needs a tokio runtime to drive the export); use http/protobuf \
-                     (the collector's port 4318)",
-                ))
-            }
-            Some(other) => {
-                return Err(ConfigError::new(
-                    OTEL_EXPORTER_OTLP_PROTOCOL,
-                    other,
-                    "expected http/protobuf or http/json",
-                ))
-            }
-        };
-        let otlp = match (traces, base) {
-            (Some(url), _) => Some(Otlp {
-                traces_endpoint: url,
-                json,
-            }),
-            (None, Some(base)) => Some(Otlp {
-                traces_endpoint: format!("{}/v1/traces", base.trim_end_matches('/')),
-                json,
-            }),
-            (None, None) => None,
-        };
+        let otlp = otlp::from_vars(&var)?;
         let sampler = sampler(var(OTEL_TRACES_SAMPLER)?, var(OTEL_TRACES_SAMPLER_ARG)?)?;
         let filter = match var(RUST_LOG)? {
             Some(directives) if !directives.trim().is_empty() => Some(parse_filter(&directives)?),
@@ -315,29 +285,6 @@ pub(crate) fn parse_filter(directives: &str) -> Result<Targets, ConfigError> {
             format!("{e}; expected `level` or `target=level` directives separated by commas (`info,sql=debug`)"),
         )
     })
-}
-
-fn check_url(variable: &'static str, url: String) -> Result<String, ConfigError> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| ConfigError::new(variable, &url, "expected an http:// or https:// URL"))?;
-    let authority = rest.split('/').next().unwrap_or("");
-    if authority.is_empty() || authority.contains(char::is_whitespace) {
-        return Err(ConfigError::new(
-            variable,
-            &url,
-            "expected a host after the scheme (http://collector:4318)",
-        ));
-    }
-    if url.starts_with("https://") {
-        return Err(ConfigError::new(
-            variable,
-            &url,
-            "https is not supported by this build (no TLS in its OTLP client); use http:// to a local collector",
-        ));
-    }
-    Ok(url)
 }
 
 fn check_nats_url(url: String) -> Result<String, ConfigError> {

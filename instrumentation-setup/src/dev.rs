@@ -34,6 +34,11 @@ pub(crate) fn level_of(name: &str) -> log::Level {
     }
 }
 
+/// The level of event `name`'s line: a bridged tracing span's own level, else [`level_of`].
+fn line_level(output: &Output, name: &str) -> log::Level {
+    output.span_levels.get(name).unwrap_or_else(|| level_of(name))
+}
+
 /// The target a line of `name` is filtered by: its namespace (`RUST_LOG=sql=debug`).
 pub(crate) fn namespace(name: &str) -> Option<&str> {
     name.split_once('.').map(|(_, ns)| ns)
@@ -52,7 +57,7 @@ impl DevLog {
     }
 
     fn line(&self, name: &str, trace_id: TraceId, nested: bool, duration: Option<Duration>, payload: &Payload) {
-        let level = level_of(name);
+        let level = line_level(&self.0, name);
         if !self.0.enabled(namespace(name).unwrap_or(name), level) {
             return;
         }
@@ -143,6 +148,45 @@ impl EventedSubscriber for DevLog {
 
 impl SilenceableSubscriber for DevLog {
     fn silenced(&self, name: &str) -> bool {
-        !self.0.enabled(namespace(name).unwrap_or(name), level_of(name))
+        !self
+            .0
+            .enabled(namespace(name).unwrap_or(name), line_level(&self.0, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+    use std::sync::{Arc, Mutex};
+
+    use notify_core::SilenceableSubscriber;
+    use tracing_subscriber::filter::Targets;
+
+    use super::DevLog;
+    use crate::config::LogFormat;
+    use crate::output::{Output, Sink};
+
+    /// The development lines filter a bridged span at its own level: under `warn`, a
+    /// `warn_span!`'s line is written and an `info_span!`'s is not; other events stay `INFO`
+    /// (`sql` events `DEBUG`).
+    #[test]
+    fn i47_3_development_lines_filter_bridged_spans_at_their_level() {
+        let filter = Targets::from_str("warn,sqlx=debug").unwrap();
+        let output = Arc::new(Output::new(
+            LogFormat::Dev,
+            false,
+            filter,
+            Sink::Buffer(Arc::new(Mutex::new(Vec::new()))),
+        ));
+        output.span_levels.record("w.lib", log::Level::Warn);
+        output.span_levels.record("i.lib", log::Level::Info);
+        output.span_levels.record("t.sqlx", log::Level::Trace);
+        output.span_levels.record("d.sqlx", log::Level::Debug);
+        let dev = DevLog(output);
+        assert!(!dev.silenced("w.lib"));
+        assert!(dev.silenced("i.lib"));
+        assert!(dev.silenced("t.sqlx"));
+        assert!(!dev.silenced("d.sqlx"));
+        assert!(dev.silenced("request.http"), "an event of notify's own is INFO");
     }
 }

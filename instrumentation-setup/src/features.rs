@@ -1,12 +1,11 @@
 //! Which sinks this build has: a sink's variable without its cargo feature is an error.
 
-use crate::config::{
-    Config, ConfigError, NOTIFY_NATS_URL, NOTIFY_PROMETHEUS_ADDRESS, NOTIFY_WEB_ADDRESS, OTEL_EXPORTER_OTLP_ENDPOINT,
-};
+use crate::config::{Config, ConfigError, NOTIFY_NATS_URL, NOTIFY_PROMETHEUS_ADDRESS, NOTIFY_WEB_ADDRESS};
 
 /// The sinks' cargo features, as this build has them.
 pub(crate) const BUILT: Features = Features {
     opentelemetry: cfg!(feature = "opentelemetry"),
+    otlp_grpc: cfg!(feature = "otlp-grpc"),
     nats: cfg!(feature = "nats"),
     prometheus: cfg!(feature = "prometheus"),
     web: cfg!(feature = "web"),
@@ -15,6 +14,7 @@ pub(crate) const BUILT: Features = Features {
 #[derive(Clone, Copy)]
 pub(crate) struct Features {
     opentelemetry: bool,
+    otlp_grpc: bool,
     nats: bool,
     prometheus: bool,
     web: bool,
@@ -30,12 +30,20 @@ pub(crate) fn check(config: &Config, enabled: Features) -> Result<(), ConfigErro
         )),
         _ => Ok(()),
     };
-    missing(
-        OTEL_EXPORTER_OTLP_ENDPOINT,
-        config.otlp.as_ref().map(|o| o.traces_endpoint.clone()),
-        enabled.opentelemetry,
-        "opentelemetry",
-    )?;
+    if let Some(otlp) = &config.otlp {
+        let (variable, value) = otlp.enabled_by();
+        missing(variable, Some(value.to_owned()), enabled.opentelemetry, "opentelemetry")?;
+        if let Some(variable) = otlp.grpc_from() {
+            if !enabled.otlp_grpc {
+                return Err(ConfigError::new(
+                    variable,
+                    "grpc",
+                    "grpc needs instrumentation-setup's `otlp-grpc` feature (tonic); without it use http/protobuf \
+                     (the collector's port 4318)",
+                ));
+            }
+        }
+    }
     missing(NOTIFY_NATS_URL, config.nats_url.clone(), enabled.nats, "nats")?;
     missing(
         NOTIFY_PROMETHEUS_ADDRESS,
@@ -68,6 +76,7 @@ mod tests {
         .unwrap();
         let all = Features {
             opentelemetry: true,
+            otlp_grpc: true,
             nats: true,
             prometheus: true,
             web: true,
@@ -102,5 +111,52 @@ mod tests {
             );
             assert!(!error.to_string().contains("secret"), "{error}");
         }
+    }
+
+    /// `grpc` in a build without `otlp-grpc`: an error naming the variable that asked for it; the
+    /// headers that turned export on are named without their value.
+    #[test]
+    fn i47_1_grpc_without_its_feature_is_an_error_naming_the_variable() {
+        let all = Features {
+            opentelemetry: true,
+            otlp_grpc: true,
+            nats: true,
+            prometheus: true,
+            web: true,
+        };
+        let no_grpc = Features {
+            otlp_grpc: false,
+            ..all
+        };
+        for variable in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] {
+            let config = Config::from_vars([(variable, "grpc")]).unwrap();
+            assert!(check(&config, all).is_ok());
+            let error = check(&config, no_grpc).unwrap_err();
+            assert_eq!(error.variable(), variable);
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "environment variable {variable}=\"grpc\": grpc needs instrumentation-setup's `otlp-grpc` \
+                     feature (tonic); without it use http/protobuf (the collector's port 4318)"
+                )
+            );
+        }
+        let config = Config::from_vars([("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]).unwrap();
+        assert!(check(&config, no_grpc).is_ok());
+        let config = Config::from_vars([("OTEL_EXPORTER_OTLP_HEADERS", "api-key=secret")]).unwrap();
+        let error = check(
+            &config,
+            Features {
+                opentelemetry: false,
+                ..no_grpc
+            },
+        )
+        .unwrap_err();
+        assert_eq!(error.variable(), "OTEL_EXPORTER_OTLP_HEADERS");
+        assert_eq!(
+            error.to_string(),
+            "environment variable OTEL_EXPORTER_OTLP_HEADERS (value not shown): set, but instrumentation-setup was \
+             built without its `opentelemetry` feature"
+        );
     }
 }

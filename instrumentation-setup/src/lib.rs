@@ -41,8 +41,11 @@
 //! | variable | what | feature |
 //! |---|---|---|
 //! | `OTEL_SERVICE_NAME` | `service.name` of exported spans (default: [`Setup::service_name`], else the executable's name) | |
-//! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | OTLP/HTTP destination; set to export | `opentelemetry` |
-//! | `OTEL_EXPORTER_OTLP_PROTOCOL` | `http/protobuf` (default) or `http/json`; `grpc` is an error for now | `opentelemetry` |
+//! | `OTEL_TRACES_EXPORTER` | `otlp` exports (to the protocol's default endpoint unless one is set), `none` does not, whatever else is set | `opentelemetry` |
+//! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | the collector: base URL (`/v1/traces` appended over HTTP) or the traces URL as given; defaults `http://localhost:4318/v1/traces` (HTTP), `http://localhost:4317` (gRPC) | `opentelemetry` |
+//! | `OTEL_EXPORTER_OTLP_PROTOCOL`, `_TRACES_PROTOCOL` | `http/protobuf` (default), `http/json`, or `grpc` | `opentelemetry`; `otlp-grpc` for `grpc` |
+//! | `OTEL_EXPORTER_OTLP_TIMEOUT`, `_TRACES_TIMEOUT` | one export request's limit in milliseconds (default 10000) | `opentelemetry` |
+//! | `OTEL_EXPORTER_OTLP_HEADERS`, `_TRACES_HEADERS` | `key=value,...` (values percent-encoded) sent with every export (gRPC metadata over gRPC) | `opentelemetry` |
 //! | `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG` | head sampling (parent-based ratio) | |
 //! | `RUST_LOG` | `target=level` directives for every line; `off` subscribes no line writer at all, so with no sink either, every event takes the engine's unlistened path | |
 //! | `NO_COLOR` | no colour when set and not empty | |
@@ -51,9 +54,16 @@
 //! | `NOTIFY_PROMETHEUS_ADDRESS` | serve `/metrics` on `ip:port`: RED metrics (`http.server.request.duration`, `http.client.request.duration`) and every event's duration, with trace exemplars (notify-metrics' `PrometheusExporter`) | `prometheus` |
 //! | `NOTIFY_WEB_ADDRESS`, `NOTIFY_WEB_TOKEN` | serve the live page on `ip:port` | `web` |
 //!
+//! Setting any `OTEL_EXPORTER_OTLP_*` variable above turns OTLP export on, as does
+//! `OTEL_TRACES_EXPORTER=otlp`; with none set nothing is exported (the specification's SDKs
+//! export to `localhost` by default: a service without a collector would report a failed export
+//! every few seconds). The `_TRACES_` forms win over the general ones.
+//!
 //! A value the setup cannot use is a [`SetupError::Config`] naming the variable
 //! ([`ConfigError`]), never a panic; so is a variable set for a sink whose feature this build
-//! left out (the sink would otherwise be silently missing).
+//! left out (the sink would otherwise be silently missing), and `grpc` without `otlp-grpc`.
+//! Values that can hold credentials (`NOTIFY_NATS_URL`, `NOTIFY_WEB_TOKEN`, the OTLP headers)
+//! are never repeated in an error.
 //!
 //! # The guard
 //!
@@ -74,6 +84,7 @@ mod batched;
 mod config;
 mod dev;
 mod features;
+mod levels;
 mod output;
 mod rails;
 mod sinks;
@@ -90,11 +101,13 @@ use notify_core::export::Sampler;
 use notify_core::{Notifier, Pattern, Subscription};
 use notify_log::{Level, StructuredLog, StructuredLogger};
 
-pub use crate::config::{Config, ConfigError, LogFormat, Otlp, SamplerConfig, VARIABLES};
+pub use crate::config::{Config, ConfigError, LogFormat, Otlp, OtlpProtocol, SamplerConfig, VARIABLES};
 pub use crate::config::{
-    NOTIFY_LOG_FORMAT, NOTIFY_NATS_PREFIX, NOTIFY_NATS_URL, NOTIFY_PROMETHEUS_ADDRESS, NOTIFY_WEB_ADDRESS,
-    NOTIFY_WEB_TOKEN, NO_COLOR, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, RUST_LOG,
+    DEFAULT_TIMEOUT, NOTIFY_LOG_FORMAT, NOTIFY_NATS_PREFIX, NOTIFY_NATS_URL, NOTIFY_PROMETHEUS_ADDRESS,
+    NOTIFY_WEB_ADDRESS, NOTIFY_WEB_TOKEN, NO_COLOR, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
+    OTEL_SERVICE_NAME, OTEL_TRACES_EXPORTER, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, RUST_LOG,
 };
 use crate::output::{Lines, Output, Sink};
 
@@ -273,7 +286,11 @@ impl Setup {
                 } else {
                     StructuredLog::logfmt()
                 };
-                let logger = builder.namespace_level("sql", Level::Debug).build();
+                let levels = output.span_levels.clone();
+                let logger = builder
+                    .namespace_level("sql", Level::Debug)
+                    .levels(move |name| levels.get(name))
+                    .build();
                 guard.lines = Some(logger.subscribe(notifier, Pattern::all()));
                 guard.structured = Some(logger);
             }

@@ -10,6 +10,7 @@ use tracing_subscriber::filter::{LevelFilter, Targets};
 
 use crate::batched::{Batched, Stream};
 use crate::config::LogFormat;
+use crate::levels::SpanLevels;
 
 /// Where lines go: standard error (development) or standard output (production), or a buffer
 /// (tests).
@@ -24,6 +25,8 @@ pub(crate) struct Output {
     pub(crate) format: LogFormat,
     pub(crate) color: bool,
     pub(crate) filter: Targets,
+    /// The levels of the tracing bridge's spans, by event name.
+    pub(crate) span_levels: SpanLevels,
     sink: Sink,
     /// Standard output's or error's lines in batches; `None` for a buffer, or when the writer
     /// thread could not start (lines are then written one by one).
@@ -42,6 +45,7 @@ impl Output {
             format,
             color,
             filter,
+            span_levels: SpanLevels::default(),
             sink,
             batched,
             keys: Keys::default(),
@@ -139,6 +143,18 @@ fn log_level_filter(level: LevelFilter) -> log::LevelFilter {
         log::LevelFilter::Debug
     } else {
         log::LevelFilter::Trace
+    }
+}
+
+/// A tracing level as `log`'s.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn log_level(level: tracing_core::Level) -> log::Level {
+    match level {
+        tracing_core::Level::ERROR => log::Level::Error,
+        tracing_core::Level::WARN => log::Level::Warn,
+        tracing_core::Level::INFO => log::Level::Info,
+        tracing_core::Level::DEBUG => log::Level::Debug,
+        _ => log::Level::Trace,
     }
 }
 

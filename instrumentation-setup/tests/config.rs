@@ -1,6 +1,8 @@
 //! Issue 47 item 1: every variable's invalid value is an error naming it, never a panic.
 
-use instrumentation_setup::{Config, ConfigError, LogFormat};
+use std::time::Duration;
+
+use instrumentation_setup::{Config, ConfigError, LogFormat, OtlpProtocol};
 
 fn error(vars: &[(&str, &str)]) -> ConfigError {
     Config::from_vars(vars.iter().copied()).expect_err("an invalid value is an error")
@@ -40,7 +42,9 @@ fn i47_1_otlp_endpoint_gives_the_traces_path() {
     let config = Config::from_vars([("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318/")]).unwrap();
     let otlp = config.otlp.unwrap();
     assert_eq!(otlp.traces_endpoint, "http://127.0.0.1:4318/v1/traces");
-    assert!(!otlp.json);
+    assert_eq!(otlp.protocol, OtlpProtocol::HttpProtobuf);
+    assert_eq!(otlp.timeout, Duration::from_secs(10));
+    assert!(otlp.headers.is_empty());
     let config = Config::from_vars([
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"),
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://b:4318/spans"),
@@ -49,16 +53,182 @@ fn i47_1_otlp_endpoint_gives_the_traces_path() {
     .unwrap();
     let otlp = config.otlp.unwrap();
     assert_eq!(otlp.traces_endpoint, "http://b:4318/spans");
-    assert!(otlp.json);
+    assert_eq!(otlp.protocol, OtlpProtocol::HttpJson);
+    // A base with a path keeps it (the specification's rule for OTLP/HTTP).
+    let otlp = Config::from_vars([("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318/collector")])
+        .unwrap()
+        .otlp
+        .unwrap();
+    assert_eq!(otlp.traces_endpoint, "http://a:4318/collector/v1/traces");
+}
+
+/// Over gRPC the base endpoint is used as given (no `/v1/traces`); the `_TRACES_` protocol wins.
+#[test]
+fn i47_1_otlp_grpc_endpoint_is_used_as_given() {
+    let otlp = Config::from_vars([
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(
+        (otlp.protocol, otlp.traces_endpoint.as_str()),
+        (OtlpProtocol::Grpc, "http://collector:4317")
+    );
+    let otlp = Config::from_vars([
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf"),
+    ])
+    .unwrap()
+    .otlp
+    .unwrap();
+    assert_eq!(
+        (otlp.protocol, otlp.traces_endpoint.as_str()),
+        (OtlpProtocol::HttpProtobuf, "http://collector:4318/v1/traces")
+    );
+}
+
+/// Any OTLP variable, or `OTEL_TRACES_EXPORTER=otlp`, turns export on, to the protocol's default
+/// endpoint when none is set; `OTEL_TRACES_EXPORTER=none` turns it off.
+#[test]
+fn i47_1_otlp_defaults_and_traces_exporter() {
+    let endpoint = |vars: &[(&str, &str)]| {
+        Config::from_vars(vars.iter().copied())
+            .unwrap()
+            .otlp
+            .map(|o| (o.protocol, o.traces_endpoint))
+    };
+    assert_eq!(
+        endpoint(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]),
+        Some((OtlpProtocol::Grpc, "http://localhost:4317".to_owned()))
+    );
+    assert_eq!(
+        endpoint(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]),
+        Some((OtlpProtocol::HttpProtobuf, "http://localhost:4318/v1/traces".to_owned()))
+    );
+    assert_eq!(
+        endpoint(&[("OTEL_TRACES_EXPORTER", "otlp")]),
+        Some((OtlpProtocol::HttpProtobuf, "http://localhost:4318/v1/traces".to_owned()))
+    );
+    assert_eq!(
+        endpoint(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "500")]),
+        Some((OtlpProtocol::HttpProtobuf, "http://localhost:4318/v1/traces".to_owned()))
+    );
+    assert_eq!(
+        endpoint(&[
+            ("OTEL_TRACES_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")
+        ]),
+        None
+    );
+    assert_eq!(endpoint(&[]), None);
+    let e = error(&[("OTEL_TRACES_EXPORTER", "zipkin")]);
+    assert_eq!(
+        e.to_string(),
+        r#"environment variable OTEL_TRACES_EXPORTER="zipkin": expected otlp or none (the only exporters this setup has)"#
+    );
 }
 
 #[test]
 fn i47_1_otlp_protocol() {
     let e = error(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift")]);
     assert_eq!(e.variable(), "OTEL_EXPORTER_OTLP_PROTOCOL");
-    assert_eq!(e.reason(), "expected http/protobuf or http/json");
-    let e = error(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
-    assert!(e.reason().starts_with("grpc is not supported yet"), "{e}");
+    assert_eq!(e.reason(), "expected grpc, http/protobuf or http/json");
+    // The general variable is checked even when the specific one overrides it.
+    let e = error(&[
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http"),
+        ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+    ]);
+    assert_eq!(e.variable(), "OTEL_EXPORTER_OTLP_PROTOCOL");
+    let e = error(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "GRPC ")]);
+    assert_eq!(
+        e.to_string(),
+        r#"environment variable OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="GRPC ": expected grpc, http/protobuf or http/json"#
+    );
+}
+
+#[test]
+fn i47_1_otlp_timeout() {
+    let timeout = |vars: &[(&str, &str)]| Config::from_vars(vars.iter().copied()).unwrap().otlp.unwrap().timeout;
+    assert_eq!(
+        timeout(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500")]),
+        Duration::from_millis(2500)
+    );
+    assert_eq!(
+        timeout(&[
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700")
+        ]),
+        Duration::from_millis(700)
+    );
+    for (variable, value) in [
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "10s"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "0"),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "-5"),
+        ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1.5"),
+    ] {
+        let e = error(&[(variable, value)]);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "environment variable {variable}={value:?}: expected a timeout in milliseconds, a whole number \
+                 above 0 (10000)"
+            )
+        );
+    }
+}
+
+/// Headers: percent-decoded values, names in lower case, blank entries skipped; the specific
+/// variable replaces the general one; a bad value is an error that never repeats the value.
+#[test]
+fn i47_1_otlp_headers() {
+    let headers = |vars: &[(&str, &str)]| Config::from_vars(vars.iter().copied()).unwrap().otlp.unwrap().headers;
+    assert_eq!(
+        headers(&[("OTEL_EXPORTER_OTLP_HEADERS", "Api-Key=s3cr%3Dt, x-tenant = acme%20co ,")]),
+        [
+            ("api-key".to_owned(), "s3cr=t".to_owned()),
+            ("x-tenant".to_owned(), "acme co".to_owned())
+        ]
+    );
+    assert_eq!(
+        headers(&[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "b=2"),
+        ]),
+        [("b".to_owned(), "2".to_owned())]
+    );
+    let config = Config::from_vars([("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20secret")]).unwrap();
+    let debug = format!("{:?}", config.otlp.unwrap());
+    assert!(debug.contains("authorization") && !debug.contains("secret"), "{debug}");
+    for (value, reason) in [
+        (
+            "api-key",
+            "entry 1 has no `=`; expected key=value pairs separated by commas",
+        ),
+        (
+            "a=1,=secret",
+            "entry 2: expected a header name (letters, digits, `-`, `_`, ...) before `=`",
+        ),
+        (
+            "bad key=secret",
+            "entry 1: expected a header name (letters, digits, `-`, `_`, ...) before `=`",
+        ),
+        (
+            "k=line%0Abreak-secret",
+            "entry 1 (k): the decoded value must be printable ASCII",
+        ),
+        ("k=%FFsecret", "entry 1 (k): the decoded value must be printable ASCII"),
+    ] {
+        for variable in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+            let e = error(&[(variable, value)]);
+            assert_eq!(
+                e.to_string(),
+                format!("environment variable {variable} (value not shown): {reason}")
+            );
+        }
+    }
 }
 
 #[test]

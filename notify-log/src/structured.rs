@@ -116,10 +116,23 @@ pub struct StructuredLog {
     level: Level,
     names: HashMap<String, Level>,
     namespaces: HashMap<String, Level>,
+    levels: Option<Levels>,
     target: Option<String>,
     keys: Keys,
     rate_limit: Option<(u64, Duration)>,
     rate_limit_names: usize,
+}
+
+/// Levels known only at run time, by event name ([`StructuredLog::levels`]).
+#[derive(Clone)]
+struct Levels(Arc<LevelFn>);
+
+type LevelFn = dyn Fn(&str) -> Option<Level> + Send + Sync;
+
+impl std::fmt::Debug for Levels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Levels(..)")
+    }
 }
 
 impl StructuredLog {
@@ -130,6 +143,7 @@ impl StructuredLog {
             level: Level::Info,
             names: HashMap::new(),
             namespaces: HashMap::new(),
+            levels: None,
             target: None,
             keys: Keys::default(),
             rate_limit: None,
@@ -166,6 +180,26 @@ impl StructuredLog {
     #[must_use]
     pub fn name_level(mut self, name: impl Into<String>, level: Level) -> StructuredLog {
         self.names.insert(name.into(), level);
+        self
+    }
+
+    /// Levels decided at run time: `levels(name)` is asked for each event name without a
+    /// [`name_level`](Self::name_level) of its own, before its namespace's level; `None` falls
+    /// through. For names only known once seen: the tracing bridge's spans keep their tracing
+    /// level this way (instrumentation-setup). The function runs for each line written and
+    /// whenever a subscriber's silence is re-evaluated: keep it a lookup.
+    ///
+    /// ```
+    /// use notify_log::{Level, StructuredLog};
+    /// let logger = StructuredLog::json()
+    ///     .levels(|name| (name == "connect.hyper::client").then_some(Level::Trace))
+    ///     .build();
+    /// assert_eq!(logger.level_of("connect.hyper::client"), Level::Trace);
+    /// assert_eq!(logger.level_of("request.http"), Level::Info);
+    /// ```
+    #[must_use]
+    pub fn levels(mut self, levels: impl Fn(&str) -> Option<Level> + Send + Sync + 'static) -> StructuredLog {
+        self.levels = Some(Levels(Arc::new(levels)));
         self
     }
 
@@ -214,11 +248,16 @@ impl StructuredLog {
             inner: Arc::new(Inner {
                 format: self.format,
                 level: self.level,
-                least_verbose: self
-                    .names
-                    .values()
-                    .chain(self.namespaces.values())
-                    .fold(self.level, |a, b| a.min(*b)),
+                // Run-time levels can be anything, down to `ERROR`.
+                least_verbose: if self.levels.is_some() {
+                    Level::Error
+                } else {
+                    self.names
+                        .values()
+                        .chain(self.namespaces.values())
+                        .fold(self.level, |a, b| a.min(*b))
+                },
+                levels: self.levels,
                 names: self.names.into_iter().collect(),
                 namespaces: self.namespaces.into_iter().collect(),
                 target: self.target,
@@ -259,6 +298,7 @@ struct Inner {
     level: Level,
     names: Vec<(String, Level)>,
     namespaces: Vec<(String, Level)>,
+    levels: Option<Levels>,
     /// The least verbose (most severe) of `level` and the overrides.
     least_verbose: Level,
     target: Option<String>,
@@ -277,6 +317,11 @@ impl Inner {
         if !self.names.is_empty() {
             if let Some((_, level)) = self.names.iter().find(|(n, _)| n == name) {
                 return *level;
+            }
+        }
+        if let Some(Levels(levels)) = &self.levels {
+            if let Some(level) = levels(name) {
+                return level;
             }
         }
         match namespace {
@@ -320,7 +365,8 @@ impl StructuredLogger {
         self.inner.format
     }
 
-    /// The level of event `name`: its own, else its namespace's, else the default.
+    /// The level of event `name`: its own, else the run-time one ([`StructuredLog::levels`]), else its
+    /// namespace's, else the default.
     pub fn level_of(&self, name: &str) -> Level {
         self.inner.level_in(name, namespace(name))
     }

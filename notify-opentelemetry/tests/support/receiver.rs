@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use notify_export::testing::Seen;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
@@ -60,11 +60,14 @@ struct State {
     /// How long each request is held before its answer.
     delay: Mutex<Duration>,
     requests: Mutex<u64>,
+    /// The headers (gRPC metadata) of the latest request.
+    headers: Mutex<HeaderMap>,
 }
 
 impl State {
-    async fn take(&self, request: ExportTraceServiceRequest) {
+    async fn take(&self, headers: HeaderMap, request: ExportTraceServiceRequest) {
         *self.requests.lock().unwrap() += 1;
+        *self.headers.lock().unwrap() = headers;
         let delay = *self.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -99,17 +102,22 @@ impl TraceService for Grpc {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        self.0.take(request.into_inner()).await;
+        let headers = request.metadata().clone().into_headers();
+        self.0.take(headers, request.into_inner()).await;
         Ok(tonic::Response::new(ExportTraceServiceResponse {
             partial_success: None,
         }))
     }
 }
 
-async fn http_export(state: axum::extract::State<Arc<State>>, body: Bytes) -> axum::response::Response {
+async fn http_export(
+    state: axum::extract::State<Arc<State>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
     match ExportTraceServiceRequest::decode(body) {
         Ok(request) => {
-            state.take(request).await;
+            state.take(headers, request).await;
             let answer = ExportTraceServiceResponse { partial_success: None }.encode_to_vec();
             ([(header::CONTENT_TYPE, "application/x-protobuf")], answer).into_response()
         }
@@ -236,6 +244,12 @@ impl Receiver {
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Received> {
         self.state.spans.lock().unwrap().clone()
+    }
+
+    /// The value of header (gRPC metadata) `name` in the latest request.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let headers = self.state.headers.lock().unwrap();
+        headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     }
 
     /// Export requests received so far (also those still being answered).
