@@ -127,12 +127,41 @@ impl TraceParent {
     pub const fn flags(&self) -> TraceFlags {
         self.flags
     }
+
+    /// The header value's 55 bytes, `00-{trace id: 32 hex}-{parent id: 16 hex}-{flags: 2 hex}`,
+    /// lowercase, as [`Display`](fmt::Display) writes them: formatted in place, without an
+    /// allocation or `fmt`'s machinery (what `inject` puts in each outgoing request).
+    ///
+    /// ```
+    /// use notify_core::trace_context::TraceParent;
+    /// let header: TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03".parse()?;
+    /// assert_eq!(&header.to_bytes()[..], b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03");
+    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+    /// ```
+    pub fn to_bytes(&self) -> [u8; 55] {
+        let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        put_hex(&mut out[3..35], self.trace_id.get());
+        put_hex(&mut out[36..52], u128::from(self.parent_id.get()));
+        put_hex(&mut out[53..55], u128::from(self.flags.bits()));
+        out
+    }
+}
+
+/// Writes the low `out.len()` hex digits of `value` into `out`, lowercase, most significant first.
+fn put_hex(out: &mut [u8], mut value: u128) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for digit in out.iter_mut().rev() {
+        *digit = DIGITS[(value & 0xf) as usize];
+        value >>= 4;
+    }
 }
 
 impl fmt::Display for TraceParent {
     /// `00-{trace id: 32 hex}-{parent id: 16 hex}-{flags: 2 hex}`, lowercase.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "00-{}-{:016x}-{}", self.trace_id, self.parent_id.get(), self.flags)
+        let bytes = self.to_bytes();
+        // Hex digits and dashes: ASCII, so always UTF-8.
+        f.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -412,11 +441,11 @@ pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
         return (Context::none(), Propagated::new());
     }
     let (traceparent, state) = extract_http(headers);
-    let baggage = match headers.get(BAGGAGE) {
+    let baggage = match headers.get(header_name::BAGGAGE) {
         None => Baggage::new(),
         Some(_) => {
             let values: Vec<&str> = headers
-                .get_all(BAGGAGE)
+                .get_all(header_name::BAGGAGE)
                 .iter()
                 .map(|v| v.to_str().unwrap_or("not text"))
                 .collect();
@@ -444,18 +473,36 @@ pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
 #[cfg(feature = "http")]
 pub fn inject_propagated(context: &Context, propagated: &Propagated, headers: &mut http::HeaderMap) {
     let traceparent = context.traceparent_with(propagated);
-    set_header(headers, TRACEPARENT, traceparent.map(|t| t.to_string()));
+    let value = traceparent.map(|t| http::HeaderValue::from_bytes(&t.to_bytes()));
+    set_header(headers, header_name::TRACEPARENT, value);
     let state = traceparent.and_then(|t| propagated.state_for(t.trace_id()));
-    set_header(headers, TRACESTATE, state.map(|s| s.as_str().to_owned()));
+    let value = state.map(|s| http::HeaderValue::from_str(s.as_str()));
+    set_header(headers, header_name::TRACESTATE, value);
     let baggage = propagated.baggage();
-    set_header(headers, BAGGAGE, (!baggage.is_empty()).then(|| baggage.to_string()));
+    let value = (!baggage.is_empty()).then(|| http::HeaderValue::try_from(baggage.to_string()));
+    set_header(headers, header_name::BAGGAGE, value);
+}
+
+/// The three headers' names, built without parsing (a `&str` name is parsed at every use).
+#[cfg(feature = "http")]
+mod header_name {
+    use http::HeaderName;
+
+    pub(super) const TRACEPARENT: HeaderName = HeaderName::from_static(super::TRACEPARENT);
+    pub(super) const TRACESTATE: HeaderName = HeaderName::from_static(super::TRACESTATE);
+    pub(super) const BAGGAGE: HeaderName = HeaderName::from_static(super::BAGGAGE);
 }
 
 /// Sets header `name` to `value`, or removes it for `None`. Values made here are visible ASCII
-/// (formatted ids, validated tracestate, percent-encoded baggage), so the conversion succeeds.
+/// (formatted ids, validated tracestate, percent-encoded baggage), so the conversion succeeds;
+/// were it to fail, the header is removed rather than sent wrong.
 #[cfg(feature = "http")]
-fn set_header(headers: &mut http::HeaderMap, name: &'static str, value: Option<String>) {
-    match value.and_then(|v| http::HeaderValue::try_from(v).ok()) {
+fn set_header(
+    headers: &mut http::HeaderMap,
+    name: http::HeaderName,
+    value: Option<Result<http::HeaderValue, http::header::InvalidHeaderValue>>,
+) {
+    match value.and_then(Result::ok) {
         Some(value) => {
             headers.insert(name, value);
         }
@@ -468,7 +515,7 @@ fn set_header(headers: &mut http::HeaderMap, name: &'static str, value: Option<S
 /// The `traceparent` and `tracestate` of HTTP headers, counted.
 #[cfg(feature = "http")]
 fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) {
-    let mut values = headers.get_all(TRACEPARENT).iter();
+    let mut values = headers.get_all(header_name::TRACEPARENT).iter();
     let parsed = match (values.next(), values.next()) {
         (None, _) => None,
         (Some(one), None) => Some(
@@ -478,14 +525,14 @@ fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) 
         ),
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
     };
-    if parsed.is_none() && !headers.contains_key(TRACESTATE) {
+    if parsed.is_none() && !headers.contains_key(header_name::TRACESTATE) {
         ABSENT.fetch_add(1, Ordering::Relaxed);
         return (None, TraceState::new());
     }
     // A tracestate value that is not text cannot be a valid list: one invalid member is what
     // discards the whole list, so it stands in for it.
     let states: Vec<&str> = headers
-        .get_all(TRACESTATE)
+        .get_all(header_name::TRACESTATE)
         .iter()
         .map(|v| v.to_str().unwrap_or("not text"))
         .collect();
