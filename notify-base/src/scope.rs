@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use crate::context::Context;
 use crate::ids;
-use crate::propagated::{Propagated, PropagatedEntered};
+use crate::propagated::Propagated;
 
 /// A context to attach and a [`Propagated`] record to make current, entered around each poll of
 /// a future or body that runs in a request's scope (notify-http's server layer keeps one per
@@ -89,9 +89,9 @@ impl Scope {
         if self.key != 0 {
             ids::attach_keyed(self.frame(), self.key);
         }
+        self.propagated.swap_with_current();
         ScopeEntered {
-            key: self.key,
-            _propagated: self.propagated.enter(),
+            scope: self,
             _not_send: PhantomData,
         }
     }
@@ -101,17 +101,18 @@ impl Scope {
 #[must_use = "the scope is current only while the guard lives"]
 #[derive(Debug)]
 pub struct ScopeEntered<'a> {
-    key: u64,
-    // Dropped after `drop` below removed the frame: independent slots, any order is right.
-    _propagated: PropagatedEntered<'a>,
+    scope: &'a mut Scope,
     _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for ScopeEntered<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.key != 0 {
-            ids::leave(self.key);
+        // The record goes back where it came from, the frame leaves: one guard for both, its
+        // drop inlined where the scope is entered.
+        self.scope.propagated.swap_with_current();
+        if self.scope.key != 0 {
+            ids::leave(self.scope.key);
         }
     }
 }

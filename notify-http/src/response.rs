@@ -233,7 +233,10 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if this.guard.0.is_none() && !this.scope.active {
+        if this.guard.0.is_none() && this.scope.active {
+            return poll_response_unrecorded(this.inner, this.scope, this.traceresponse, cx);
+        }
+        if this.guard.0.is_none() {
             return match this.inner.poll(cx) {
                 Poll::Ready(Ok(response)) => Poll::Ready(Ok(response.map(|body| ResponseBody {
                     inner: body,
@@ -248,7 +251,39 @@ where
     }
 }
 
-/// [`ResponseFuture::poll`] for a listened request or a served one (its scope active).
+/// [`ResponseFuture::poll`] for a served request nobody records: polled in its scope, which
+/// then moves into the body.
+#[inline]
+fn poll_response_unrecorded<F, B, E, C>(
+    inner: Pin<&mut F>,
+    scope: &mut Scope,
+    traceresponse: &mut Option<Box<HeaderValue>>,
+    cx: &mut TaskContext<'_>,
+) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    C: Classify,
+{
+    match scope.run(|| inner.poll(cx)) {
+        Poll::Ready(Ok(mut response)) => {
+            if let Some(value) = traceresponse.take() {
+                response
+                    .headers_mut()
+                    .insert(notify_core::trace_context::TRACERESPONSE, *value);
+            }
+            let scope = std::mem::take(scope);
+            Poll::Ready(Ok(response.map(|inner| ResponseBody {
+                inner,
+                guard: Guard(None),
+                scope,
+            })))
+        }
+        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// [`ResponseFuture::poll`] for a listened request.
 #[inline(never)]
 fn poll_response_scoped<F, B, E, C>(
     inner: Pin<&mut F>,
@@ -344,12 +379,16 @@ where
     #[inline]
     fn poll_frame(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         let this = self.project();
+        if this.guard.0.is_some() {
+            return poll_frame_scoped(this.inner, this.guard, this.scope, cx);
+        }
         // Unlistened, a body that said it has ended does no more work when polled (its
         // `poll_frame` returns `None`): nothing to make current for it.
-        if this.guard.0.is_none() && (!this.scope.active || this.inner.is_end_stream()) {
+        if !this.scope.active || this.inner.is_end_stream() {
             return this.inner.poll_frame(cx);
         }
-        poll_frame_scoped(this.inner, this.guard, this.scope, cx)
+        let inner = this.inner;
+        this.scope.run(|| inner.poll_frame(cx))
     }
 
     #[inline]
@@ -366,7 +405,7 @@ where
 /// What polling a body for a frame gives.
 type FramePoll<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
 
-/// [`ResponseBody::poll_frame`] for a listened request or a served one (its scope active).
+/// [`ResponseBody::poll_frame`] for a listened request.
 #[inline(never)]
 fn poll_frame_scoped<B, C>(
     mut inner: Pin<&mut B>,
