@@ -61,7 +61,11 @@ impl Context {
     /// assert_eq!(notify_core::Context::current(), notify_core::Context::none());
     /// ```
     pub fn current() -> Context {
-        let frame = ids::current();
+        Context::of_frame(ids::current())
+    }
+
+    /// The context a frame makes current.
+    pub(crate) fn of_frame(frame: ids::Frame) -> Context {
         Context {
             trace_id: TraceId::new(frame.trace),
             event_id: (frame.event != 0).then_some(EventId(frame.event)),

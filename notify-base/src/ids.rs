@@ -454,6 +454,14 @@ pub(crate) fn attach(frame: Frame) -> u64 {
     key
 }
 
+/// Makes `frame`'s event and trace current until [`leave`] with `key`, a key drawn once
+/// ([`next_event_id`]) by a scope that attaches the same frame around each poll; the caller
+/// makes sure one key is on the stack at most once at a time.
+#[inline]
+pub(crate) fn attach_keyed(frame: Frame, key: u64) {
+    this_thread().push(Frame { key, ..frame });
+}
+
 /// Events entered on one thread and finished on another, not yet dropped from their stack.
 static ORPHANS: StaticMutex<Vec<u64>> = StaticMutex::new(Vec::new());
 /// Bumped on every orphan: a thread looks at the list only when this moved since its last look,

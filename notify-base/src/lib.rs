@@ -57,6 +57,7 @@ mod propagated;
 mod redaction;
 mod remote;
 mod sampling;
+mod scope;
 #[cfg(feature = "serde")]
 mod serde_impls;
 mod subscriber;
@@ -119,6 +120,7 @@ pub use crate::recycle::*;
 pub use crate::redaction::*;
 pub use crate::remote::*;
 pub use crate::sampling::Sampler;
+pub use crate::scope::{Scope, ScopeEntered};
 pub use crate::subscriber::*;
 pub use crate::subscription::*;
 pub use crate::suppress::*;

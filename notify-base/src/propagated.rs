@@ -194,7 +194,7 @@ impl Propagated {
     /// and back (no clone): what a future or body wrapper does around each poll.
     #[inline]
     pub fn enter(&mut self) -> PropagatedEntered<'_> {
-        swap_with_current(&mut self.fields);
+        self.swap_with_current();
         PropagatedEntered {
             slot: self,
             _not_send: PhantomData,
@@ -239,6 +239,15 @@ impl Drop for PropagatedEntered<'_> {
     #[inline]
     fn drop(&mut self) {
         swap_with_current(&mut self.slot.fields);
+    }
+}
+
+impl Propagated {
+    /// Swaps this record with the thread's current one: what [`Propagated::enter`] and its
+    /// guard do, for a guard of another module that holds the record itself.
+    #[inline(always)]
+    pub(crate) fn swap_with_current(&mut self) {
+        swap_with_current(&mut self.fields);
     }
 }
 

@@ -127,41 +127,112 @@ impl TraceParent {
     pub const fn flags(&self) -> TraceFlags {
         self.flags
     }
+
+    /// The header value's 55 bytes, `00-{trace id: 32 hex}-{parent id: 16 hex}-{flags: 2 hex}`,
+    /// lowercase, as [`Display`](fmt::Display) writes them: formatted in place, without an
+    /// allocation or `fmt`'s machinery (what `inject` puts in each outgoing request).
+    ///
+    /// ```
+    /// use notify_core::trace_context::TraceParent;
+    /// let header: TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03".parse()?;
+    /// assert_eq!(&header.to_bytes()[..], b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-03");
+    /// # Ok::<(), notify_core::trace_context::TraceContextError>(())
+    /// ```
+    pub fn to_bytes(&self) -> [u8; 55] {
+        let mut out = *b"00-00000000000000000000000000000000-0000000000000000-00";
+        let trace = self.trace_id.get();
+        put_hex(&mut out[3..19], (trace >> 64) as u64);
+        put_hex(&mut out[19..35], trace as u64);
+        put_hex(&mut out[36..52], self.parent_id.get());
+        put_hex(&mut out[53..55], u64::from(self.flags.bits()));
+        out
+    }
+}
+
+/// Writes the low `out.len()` (even, at most 16) hex digits of `value` into `out`, lowercase,
+/// most significant first, two digits per table look-up.
+fn put_hex(out: &mut [u8], value: u64) {
+    for (byte, pair) in out.chunks_exact_mut(2).rev().enumerate() {
+        pair.copy_from_slice(&HEX_PAIR[((value >> (8 * byte)) & 0xff) as usize]);
+    }
 }
 
 impl fmt::Display for TraceParent {
     /// `00-{trace id: 32 hex}-{parent id: 16 hex}-{flags: 2 hex}`, lowercase.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "00-{}-{:016x}-{}", self.trace_id, self.parent_id.get(), self.flags)
+        let bytes = self.to_bytes();
+        // Hex digits and dashes: ASCII, so always UTF-8.
+        f.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?)
     }
 }
 
 /// Spaces and tabs (HTTP's optional whitespace) around `text` removed.
-fn trim_ows(text: &str) -> &str {
-    text.trim_matches(|c| c == ' ' || c == '\t')
+fn trim_ows(text: &[u8]) -> &[u8] {
+    let ows = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = text.iter().position(|c| !ows(c)).unwrap_or(text.len());
+    let end = text.iter().rposition(|c| !ows(c)).map_or(start, |last| last + 1);
+    &text[start..end]
 }
+
+/// Each byte's value as a lowercase hex digit, `0xff` for bytes that are not one.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Each byte's two lowercase hex digits.
+const HEX_PAIR: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut table = [[0; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
+        i += 1;
+    }
+    table
+};
 
 /// The value of lowercase hex `digits`, `None` when one is not `0-9a-f` (or there are more than
-/// 32).
+/// 32). Up to 16 digits at a time in a `u64` (128-bit shifts cost several instructions each),
+/// each digit a table look-up.
 fn lower_hex(digits: &[u8]) -> Option<u128> {
-    if digits.len() > 32 {
-        return None;
+    match digits.len() {
+        0..=16 => lower_hex_u64(digits).map(u128::from),
+        17..=32 => {
+            let (high, low) = digits.split_at(digits.len() - 16);
+            Some((u128::from(lower_hex_u64(high)?) << 64) | u128::from(lower_hex_u64(low)?))
+        }
+        _ => None,
     }
-    digits.iter().try_fold(0_u128, |value, &d| {
-        let digit = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            _ => return None,
-        };
-        Some((value << 4) | u128::from(digit))
-    })
 }
 
-impl FromStr for TraceParent {
-    type Err = TraceContextError;
+/// [`lower_hex`] of at most 16 digits.
+fn lower_hex_u64(digits: &[u8]) -> Option<u64> {
+    let mut value = 0_u64;
+    // A digit's value fits in the low four bits; a non-digit's `0xff` sets the high four.
+    let mut not_digits = 0_u8;
+    for &d in digits {
+        let digit = HEX_VALUE[usize::from(d)];
+        not_digits |= digit;
+        value = (value << 4) | u64::from(digit & 0xf);
+    }
+    (not_digits & 0xf0 == 0).then_some(value)
+}
 
-    fn from_str(text: &str) -> Result<TraceParent, TraceContextError> {
-        let b = trim_ows(text).as_bytes();
+impl TraceParent {
+    /// [`FromStr`] of the header value's bytes.
+    fn parse(text: &[u8]) -> Result<TraceParent, TraceContextError> {
+        let b = trim_ows(text);
         if b.len() < 2 {
             return Err(TraceContextError::TooShort);
         }
@@ -192,6 +263,14 @@ impl FromStr for TraceParent {
         }
         let trace_id = TraceId::new(trace).ok_or(TraceContextError::ZeroTraceId)?;
         TraceParent::new(trace_id, EventId(parent), TraceFlags::new(flags)).ok_or(TraceContextError::ZeroParentId)
+    }
+}
+
+impl FromStr for TraceParent {
+    type Err = TraceContextError;
+
+    fn from_str(text: &str) -> Result<TraceParent, TraceContextError> {
+        TraceParent::parse(text.as_bytes())
     }
 }
 
@@ -412,11 +491,11 @@ pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
         return (Context::none(), Propagated::new());
     }
     let (traceparent, state) = extract_http(headers);
-    let baggage = match headers.get(BAGGAGE) {
+    let baggage = match headers.get(header_name::BAGGAGE) {
         None => Baggage::new(),
         Some(_) => {
             let values: Vec<&str> = headers
-                .get_all(BAGGAGE)
+                .get_all(header_name::BAGGAGE)
                 .iter()
                 .map(|v| v.to_str().unwrap_or("not text"))
                 .collect();
@@ -444,18 +523,36 @@ pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
 #[cfg(feature = "http")]
 pub fn inject_propagated(context: &Context, propagated: &Propagated, headers: &mut http::HeaderMap) {
     let traceparent = context.traceparent_with(propagated);
-    set_header(headers, TRACEPARENT, traceparent.map(|t| t.to_string()));
+    let value = traceparent.map(|t| http::HeaderValue::from_bytes(&t.to_bytes()));
+    set_header(headers, header_name::TRACEPARENT, value);
     let state = traceparent.and_then(|t| propagated.state_for(t.trace_id()));
-    set_header(headers, TRACESTATE, state.map(|s| s.as_str().to_owned()));
+    let value = state.map(|s| http::HeaderValue::from_str(s.as_str()));
+    set_header(headers, header_name::TRACESTATE, value);
     let baggage = propagated.baggage();
-    set_header(headers, BAGGAGE, (!baggage.is_empty()).then(|| baggage.to_string()));
+    let value = (!baggage.is_empty()).then(|| http::HeaderValue::try_from(baggage.to_string()));
+    set_header(headers, header_name::BAGGAGE, value);
+}
+
+/// The three headers' names, built without parsing (a `&str` name is parsed at every use).
+#[cfg(feature = "http")]
+mod header_name {
+    use http::HeaderName;
+
+    pub(super) const TRACEPARENT: HeaderName = HeaderName::from_static(super::TRACEPARENT);
+    pub(super) const TRACESTATE: HeaderName = HeaderName::from_static(super::TRACESTATE);
+    pub(super) const BAGGAGE: HeaderName = HeaderName::from_static(super::BAGGAGE);
 }
 
 /// Sets header `name` to `value`, or removes it for `None`. Values made here are visible ASCII
-/// (formatted ids, validated tracestate, percent-encoded baggage), so the conversion succeeds.
+/// (formatted ids, validated tracestate, percent-encoded baggage), so the conversion succeeds;
+/// were it to fail, the header is removed rather than sent wrong.
 #[cfg(feature = "http")]
-fn set_header(headers: &mut http::HeaderMap, name: &'static str, value: Option<String>) {
-    match value.and_then(|v| http::HeaderValue::try_from(v).ok()) {
+fn set_header(
+    headers: &mut http::HeaderMap,
+    name: http::HeaderName,
+    value: Option<Result<http::HeaderValue, http::header::InvalidHeaderValue>>,
+) {
+    match value.and_then(Result::ok) {
         Some(value) => {
             headers.insert(name, value);
         }
@@ -468,24 +565,23 @@ fn set_header(headers: &mut http::HeaderMap, name: &'static str, value: Option<S
 /// The `traceparent` and `tracestate` of HTTP headers, counted.
 #[cfg(feature = "http")]
 fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) {
-    let mut values = headers.get_all(TRACEPARENT).iter();
+    let mut values = headers.get_all(header_name::TRACEPARENT).iter();
     let parsed = match (values.next(), values.next()) {
         (None, _) => None,
-        (Some(one), None) => Some(
-            one.to_str()
-                .map_err(|_| TraceContextError::NotText)
-                .and_then(str::parse::<TraceParent>),
-        ),
+        // The four fields accept only hex digits and dashes (with spaces or tabs around): only
+        // a longer value (a future version's data after them) needs the text check.
+        (Some(one), None) if one.len() > 55 && one.to_str().is_err() => Some(Err(TraceContextError::NotText)),
+        (Some(one), None) => Some(TraceParent::parse(one.as_bytes())),
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
     };
-    if parsed.is_none() && !headers.contains_key(TRACESTATE) {
+    if parsed.is_none() && !headers.contains_key(header_name::TRACESTATE) {
         ABSENT.fetch_add(1, Ordering::Relaxed);
         return (None, TraceState::new());
     }
     // A tracestate value that is not text cannot be a valid list: one invalid member is what
     // discards the whole list, so it stands in for it.
     let states: Vec<&str> = headers
-        .get_all(TRACESTATE)
+        .get_all(header_name::TRACESTATE)
         .iter()
         .map(|v| v.to_str().unwrap_or("not text"))
         .collect();
@@ -794,6 +890,29 @@ mod tests {
         assert_eq!(parse(&max.to_string()), Ok(max));
     }
 
+    #[test]
+    fn i45_1_hex_by_table_formats_and_parses_as_fmt_does() {
+        for (trace, parent, flags) in [
+            (1_u128, 1_u64, 0_u8),
+            (u128::MAX, u64::MAX, 0xff),
+            (0x0123_4567_89ab_cdef_fedc_ba98_7654_3210, 0x0f1e_2d3c_4b5a_6978, 0x03),
+        ] {
+            let t = TraceParent::new(TraceId::new(trace).unwrap(), EventId(parent), TraceFlags::new(flags)).unwrap();
+            let expected = format!("00-{trace:032x}-{parent:016x}-{flags:02x}");
+            assert_eq!(&t.to_bytes()[..], expected.as_bytes());
+            assert_eq!(t.to_string(), expected);
+            assert_eq!(parse(&expected), Ok(t));
+        }
+        // The bytes next to the digit ranges, and outside ASCII, are not digits, in every field.
+        for bad in [b'/', b':', b'`', b'g', b'A', b'F', 0x80, 0xff] {
+            for at in [0, 1, 3, 34, 36, 51, 53, 54] {
+                let mut value = VALID.as_bytes().to_vec();
+                value[at] = bad;
+                assert!(TraceParent::parse(&value).is_err(), "{bad:#x} at {at}");
+            }
+        }
+    }
+
     /// Every outcome of `extract_values`, with the counters' exact moves. The counters are
     /// process-wide, so this is the one test of this crate that extracts.
     #[test]
@@ -922,6 +1041,26 @@ mod tests {
         let mut bad = HeaderMap::new();
         bad.insert(TRACEPARENT, HeaderValue::from_bytes(b"00-\xff").unwrap());
         assert!(extract(&bad).is_none());
+        // A future version's data after the four fields must be text; the fields themselves take
+        // only hex digits and dashes, with spaces or tabs around.
+        let future = b"cc-12345678901234567890123456789012-1234567890123456-01-";
+        let mut tail = HeaderMap::new();
+        tail.insert(
+            TRACEPARENT,
+            HeaderValue::from_bytes(&[&future[..], b"\xff"].concat()).unwrap(),
+        );
+        assert!(extract(&tail).is_none(), "not text after the fields");
+        tail.insert(
+            TRACEPARENT,
+            HeaderValue::from_bytes(&[&future[..], b"x"].concat()).unwrap(),
+        );
+        assert!(extract(&tail).is_remote());
+        tail.insert(TRACEPARENT, HeaderValue::from_str(&format!(" \t{VALID}\t ")).unwrap());
+        assert!(extract(&tail).is_remote(), "spaces and tabs around");
+        let mut in_a_field = VALID.as_bytes().to_vec();
+        in_a_field[10] = 0xe9;
+        tail.insert(TRACEPARENT, HeaderValue::from_bytes(&in_a_field).unwrap());
+        assert!(extract(&tail).is_none(), "not text in a field");
         let mut two = HeaderMap::new();
         two.append(TRACEPARENT, HeaderValue::from_static(VALID));
         two.append(TRACEPARENT, HeaderValue::from_static(VALID));

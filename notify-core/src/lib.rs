@@ -280,8 +280,8 @@ pub mod context {
     #[doc(inline)]
     pub use notify_base::{
         baggage, current_event_id, tagged, trace_state, transaction_id, with_baggage, ContextGuard, EventContext,
-        Instrumented, Propagated, PropagatedEntered, PropagatedGuard, Tagged, Tags, TagsGuard, TraceIdError,
-        TransactionId, WithContext, WithPropagated,
+        Instrumented, Propagated, PropagatedEntered, PropagatedGuard, Scope, ScopeEntered, Tagged, Tags, TagsGuard,
+        TraceIdError, TransactionId, WithContext, WithPropagated,
     };
 }
 

@@ -44,8 +44,7 @@ pub(crate) fn traceresponse(context: &Context, span: EventId, propagated: &Propa
     let flags = TraceFlags::NONE
         .with_sampled(context.is_sampled() != Some(false))
         .with_random(context.has_random_trace_id() || propagated.flags_for(trace).is_random());
-    let value = TraceParent::new(trace, span, flags)?.to_string();
-    HeaderValue::try_from(value).ok()
+    HeaderValue::from_bytes(&TraceParent::new(trace, span, flags)?.to_bytes()).ok()
 }
 
 /// Sets the headers of a call that is an event: `traceparent` names the event of `handle`

@@ -9,8 +9,7 @@ use std::task::{Context as TaskContext, Poll};
 
 use http::{HeaderMap, HeaderValue, Response};
 use http_body::{Body, Frame, SizeHint};
-use notify_core::context::Propagated;
-use notify_core::{event::Outcome, payload::EXCEPTION_KEY, Context, Handle, Value};
+use notify_core::{context, event::Outcome, payload::EXCEPTION_KEY, Handle, Value};
 use pin_project_lite::pin_project;
 
 use crate::classify::{Classification, Classify};
@@ -105,41 +104,28 @@ impl<C: Classify> InFlight<C> {
 
 /// What a served request makes current besides its event, whether or not anyone listens: the
 /// incoming (or new) trace when there is no event, and the request's trace flags, `tracestate`
-/// and baggage ([`Propagated`]). Inactive for client calls (nothing to attach).
+/// and baggage ([`Propagated`](notify_core::context::Propagated)), entered around each poll.
+/// Inactive for client calls (nothing to enter).
 #[derive(Default)]
 pub(crate) struct Scope {
-    /// Attached while polled when the request makes no event.
-    context: Option<Context>,
-    /// Current while polled (moved into the thread's slot and back).
-    propagated: Propagated,
+    entered: context::Scope,
     active: bool,
-    /// Level 2's `traceresponse`, set on the response head (boxed: it is rare, and the future
-    /// and body that hold the scope are moved around).
-    traceresponse: Option<Box<HeaderValue>>,
 }
 
 impl Scope {
-    /// A served request's scope: `context` attached when `Some` (no event), `propagated`
-    /// current, `traceresponse` added to the response.
-    pub(crate) fn new(context: Option<Context>, propagated: Propagated, traceresponse: Option<HeaderValue>) -> Scope {
-        Scope {
-            context,
-            propagated,
-            active: true,
-            traceresponse: traceresponse.map(Box::new),
-        }
+    /// A served request's scope, entered at each poll.
+    pub(crate) fn new(entered: context::Scope) -> Scope {
+        Scope { entered, active: true }
     }
 
-    /// Runs `f` with the scope entered when active (else just `f`); `f` gets the
-    /// `traceresponse` slot.
+    /// Runs `f` with the scope entered when active (else just `f`).
     #[inline]
-    fn run<T>(&mut self, f: impl FnOnce(&mut Option<Box<HeaderValue>>) -> T) -> T {
+    fn run<T>(&mut self, f: impl FnOnce() -> T) -> T {
         if !self.active {
-            return f(&mut self.traceresponse);
+            return f();
         }
-        let _context = self.context.map(Context::attach);
-        let _propagated = self.propagated.enter();
-        f(&mut self.traceresponse)
+        let _entered = self.entered.enter();
+        f()
     }
 }
 
@@ -202,6 +188,9 @@ pin_project! {
         inner: F,
         guard: Guard<C>,
         scope: Scope,
+        // Level 2's `traceresponse`, set on the response head (boxed: it is rare, and the
+        // future is moved around).
+        traceresponse: Option<Box<HeaderValue>>,
     }
 }
 
@@ -211,15 +200,23 @@ impl<F, C: Classify> ResponseFuture<F, C> {
             inner,
             guard: Guard(in_flight),
             scope: Scope::default(),
+            traceresponse: None,
         }
     }
 
-    /// The future of a served request, with its scope.
-    pub(crate) fn scoped(inner: F, in_flight: Option<Box<InFlight<C>>>, scope: Scope) -> Self {
+    /// The future of a served request, with its scope and `traceresponse`.
+    #[inline]
+    pub(crate) fn scoped(
+        inner: F,
+        in_flight: Option<Box<InFlight<C>>>,
+        scope: Scope,
+        traceresponse: Option<HeaderValue>,
+    ) -> Self {
         ResponseFuture {
             inner,
             guard: Guard(in_flight),
             scope,
+            traceresponse: traceresponse.map(Box::new),
         }
     }
 }
@@ -236,7 +233,10 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        if this.guard.0.is_none() && !this.scope.active {
+        if this.guard.0.is_none() && this.scope.active {
+            return poll_response_unrecorded(this.inner, this.scope, this.traceresponse, cx);
+        }
+        if this.guard.0.is_none() {
             return match this.inner.poll(cx) {
                 Poll::Ready(Ok(response)) => Poll::Ready(Ok(response.map(|body| ResponseBody {
                     inner: body,
@@ -247,16 +247,49 @@ where
                 Poll::Pending => Poll::Pending,
             };
         }
-        poll_response_scoped(this.inner, this.guard, this.scope, cx)
+        poll_response_scoped(this.inner, this.guard, this.scope, this.traceresponse, cx)
     }
 }
 
-/// [`ResponseFuture::poll`] for a listened request or a served one (its scope active).
+/// [`ResponseFuture::poll`] for a served request nobody records: polled in its scope, which
+/// then moves into the body.
+#[inline]
+fn poll_response_unrecorded<F, B, E, C>(
+    inner: Pin<&mut F>,
+    scope: &mut Scope,
+    traceresponse: &mut Option<Box<HeaderValue>>,
+    cx: &mut TaskContext<'_>,
+) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    C: Classify,
+{
+    match scope.run(|| inner.poll(cx)) {
+        Poll::Ready(Ok(mut response)) => {
+            if let Some(value) = traceresponse.take() {
+                response
+                    .headers_mut()
+                    .insert(notify_core::trace_context::TRACERESPONSE, *value);
+            }
+            let scope = std::mem::take(scope);
+            Poll::Ready(Ok(response.map(|inner| ResponseBody {
+                inner,
+                guard: Guard(None),
+                scope,
+            })))
+        }
+        Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+/// [`ResponseFuture::poll`] for a listened request.
 #[inline(never)]
 fn poll_response_scoped<F, B, E, C>(
     inner: Pin<&mut F>,
     guard: &mut Guard<C>,
     scope: &mut Scope,
+    traceresponse: &mut Option<Box<HeaderValue>>,
     cx: &mut TaskContext<'_>,
 ) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
 where
@@ -267,7 +300,7 @@ where
 {
     // The whole step runs in the scope: an event that ends here (an empty body, an error)
     // finishes with the request's trace state current.
-    let step = scope.run(|traceresponse| {
+    let step = scope.run(|| {
         let poll = poll_entered(guard, || inner.poll(cx));
         match poll {
             Poll::Pending => Poll::Pending,
@@ -346,10 +379,16 @@ where
     #[inline]
     fn poll_frame(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         let this = self.project();
-        if this.guard.0.is_none() && !this.scope.active {
+        if this.guard.0.is_some() {
+            return poll_frame_scoped(this.inner, this.guard, this.scope, cx);
+        }
+        // Unlistened, a body that said it has ended does no more work when polled (its
+        // `poll_frame` returns `None`): nothing to make current for it.
+        if !this.scope.active || this.inner.is_end_stream() {
             return this.inner.poll_frame(cx);
         }
-        poll_frame_scoped(this.inner, this.guard, this.scope, cx)
+        let inner = this.inner;
+        this.scope.run(|| inner.poll_frame(cx))
     }
 
     #[inline]
@@ -366,7 +405,7 @@ where
 /// What polling a body for a frame gives.
 type FramePoll<B> = Poll<Option<Result<Frame<<B as Body>::Data>, <B as Body>::Error>>>;
 
-/// [`ResponseBody::poll_frame`] for a listened request or a served one (its scope active).
+/// [`ResponseBody::poll_frame`] for a listened request.
 #[inline(never)]
 fn poll_frame_scoped<B, C>(
     mut inner: Pin<&mut B>,
@@ -381,7 +420,7 @@ where
 {
     // The whole step runs in the scope: the event that ends here finishes with the request's
     // trace state current.
-    scope.run(|_| {
+    scope.run(|| {
         let poll = poll_entered(guard, || inner.as_mut().poll_frame(cx));
         match &poll {
             Poll::Pending => {}

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use http::request::Parts;
-use http::{Request, Response};
+use http::{HeaderValue, Request, Response};
 use http_body::Body;
-use notify_core::context::Propagated;
+use notify_core::context::{self, Propagated};
 use notify_core::{event::Callsite, Context, Notifier, Payload};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -284,14 +284,24 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // Always: passing the caller's trace on does not depend on anybody listening.
         let (context, propagated) = propagation::incoming(request.headers(), self.layer.continue_trace);
-        if !self.layer.source.enabled() {
-            return self.call_unrecorded(request, context, propagated);
+        if self.layer.source.enabled() {
+            return self.call_listened(request, context, propagated);
         }
-        self.call_listened(request, context, propagated)
+        self.call_unrecorded(request, context, propagated)
     }
 }
 
 impl<S, C: Classify> ServerService<S, C> {
+    /// The `traceresponse` of a request nobody records, when asked for: a fresh id stands for
+    /// its non-recording span.
+    #[inline]
+    fn traceresponse(&self, context: &Context, propagated: &Propagated) -> Option<HeaderValue> {
+        if !self.layer.traceresponse {
+            return None;
+        }
+        propagation::traceresponse(context, notify_core::trace_context::new_span_id(), propagated)
+    }
+
     /// A request nobody records: the handler runs in the incoming (or new) trace, through a
     /// non-recording span (the trace's context itself, no event of ours).
     #[inline]
@@ -299,23 +309,19 @@ impl<S, C: Classify> ServerService<S, C> {
         &mut self,
         request: Request<ReqBody>,
         context: Context,
-        mut propagated: Propagated,
+        propagated: Propagated,
     ) -> ResponseFuture<S::Future, C>
     where
         S: Service<Request<ReqBody>>,
     {
-        let traceresponse = if self.layer.traceresponse {
-            propagation::traceresponse(&context, notify_core::trace_context::new_span_id(), &propagated)
-        } else {
-            None
-        };
+        let traceresponse = self.traceresponse(&context, &propagated);
+        let mut scope = context::Scope::new(Some(context), propagated);
         // The handler's synchronous part runs in the request's scope too.
         let future = {
-            let _context = context.attach();
-            let _propagated = propagated.enter();
+            let _entered = scope.enter();
             self.inner.call(request)
         };
-        ResponseFuture::scoped(future, None, Scope::new(Some(context), propagated, traceresponse))
+        ResponseFuture::scoped(future, None, Scope::new(scope), traceresponse)
     }
 
     #[inline(never)]
@@ -345,7 +351,7 @@ impl<S, C: Classify> ServerService<S, C> {
         if !handle.is_listened() {
             return self.call_unrecorded(request, context, propagated);
         }
-        let mut propagated = propagation::for_events(&context, propagated);
+        let propagated = propagation::for_events(&context, propagated);
         let traceresponse = if self.layer.traceresponse {
             let event = handle.in_scope(Context::current);
             event
@@ -354,17 +360,14 @@ impl<S, C: Classify> ServerService<S, C> {
         } else {
             None
         };
+        let mut scope = context::Scope::new(None, propagated);
         // The handler's synchronous part runs with the event current too.
         let future = {
             let _entered = handle.enter();
-            let _propagated = propagated.enter();
+            let _scope = scope.enter();
             self.inner.call(request)
         };
         let in_flight = InFlight::new(handle, self.layer.classifier.clone(), self.layer.headers.clone());
-        ResponseFuture::scoped(
-            future,
-            Some(Box::new(in_flight)),
-            Scope::new(None, propagated, traceresponse),
-        )
+        ResponseFuture::scoped(future, Some(Box::new(in_flight)), Scope::new(scope), traceresponse)
     }
 }
