@@ -40,9 +40,9 @@
 //!
 //! | variable | what | feature |
 //! |---|---|---|
-//! | `OTEL_SERVICE_NAME` | `service.name` of exported spans (default: [`Setup::service_name`], else the executable's name) | |
+//! | `OTEL_SERVICE_NAME` | `service.name` of exported spans (default: [`Setup::service_name`], else the executable's name); `service.name` in `OTEL_RESOURCE_ATTRIBUTES` is overridden by these (its other attributes apply) | |
 //! | `OTEL_TRACES_EXPORTER` | `otlp` exports (to the protocol's default endpoint unless one is set), `none` does not, whatever else is set | `opentelemetry` |
-//! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | the collector: base URL (`/v1/traces` appended over HTTP) or the traces URL as given; defaults `http://localhost:4318/v1/traces` (HTTP), `http://localhost:4317` (gRPC) | `opentelemetry` |
+//! | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` | the collector: base URL (`/v1/traces` appended over HTTP) or the traces URL as given; defaults `http://localhost:4318/v1/traces` (HTTP), `http://localhost:4317` (gRPC); `http://` only: an `https://` URL is a `ConfigError` (no TLS in this build's OTLP clients) | `opentelemetry` |
 //! | `OTEL_EXPORTER_OTLP_PROTOCOL`, `_TRACES_PROTOCOL` | `http/protobuf` (default), `http/json`, or `grpc` | `opentelemetry`; `otlp-grpc` for `grpc` |
 //! | `OTEL_EXPORTER_OTLP_TIMEOUT`, `_TRACES_TIMEOUT` | one export request's limit in milliseconds (default 10000) | `opentelemetry` |
 //! | `OTEL_EXPORTER_OTLP_HEADERS`, `_TRACES_HEADERS` | `key=value,...` (values percent-encoded) sent with every export (gRPC metadata over gRPC) | `opentelemetry` |
@@ -60,7 +60,8 @@
 //! every few seconds). The `_TRACES_` forms win over the general ones.
 //!
 //! A value the setup cannot use is a [`SetupError::Config`] naming the variable
-//! ([`ConfigError`]), never a panic; so is a variable set for a sink whose feature this build
+//! ([`ConfigError`]), never a panic; so is a variable that turns on a sink (`NOTIFY_NATS_URL`,
+//! `NOTIFY_PROMETHEUS_ADDRESS`, `NOTIFY_WEB_ADDRESS`, an OTLP variable) whose feature this build
 //! left out (the sink would otherwise be silently missing), and `grpc` without `otlp-grpc`.
 //! Values that can hold credentials (`NOTIFY_NATS_URL`, `NOTIFY_WEB_TOKEN`, the OTLP headers)
 //! are never repeated in an error.

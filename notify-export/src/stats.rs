@@ -18,7 +18,7 @@ pub struct ExportStats {
     /// Events the sink accepted ([`Sink::export`](crate::Sink::export) returned `Ok`).
     pub exported: u64,
     /// Events dropped because the queue was full (policy `DropNewest`: the new event; `DropOldest`:
-    /// the oldest queued one; `Wait`: the new event after the wait timed out), and events of
+    /// the oldest queued one; `Block`: the new event after `block_limit` ran out), and events of
     /// threads that exited that the queue they leave behind could not keep (no wait).
     pub dropped_queue_full: u64,
     /// Events of batches the sink refused ([`Sink::export`](crate::Sink::export) returned `Err` or

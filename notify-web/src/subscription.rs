@@ -1,5 +1,5 @@
-//! [`TraceRecorder::subscribe`]: the one way to attach the live page to a notifier, and the
-//! [`WebSubscription`] it returns.
+//! [`TraceRecorder::subscribe`]: the usual way to attach the live page to a notifier (with
+//! `subscribe_with` to configure its collector), and the [`WebSubscription`] it returns.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

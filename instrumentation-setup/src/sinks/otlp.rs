@@ -122,8 +122,9 @@ impl OtlpSink {
     }
 }
 
-/// opentelemetry-http's client trait over a ureq agent: the request is sent on the calling
-/// thread (notify-opentelemetry's exporter thread), so no async runtime is involved.
+/// opentelemetry-http's client trait over a ureq agent: the request is sent on the export
+/// collector's thread, blocking it inside its own current-thread runtime (nothing else runs
+/// there), so no async I/O is involved.
 #[derive(Debug)]
 struct Blocking(ureq::Agent);
 
