@@ -18,12 +18,7 @@ fn i47_1_grpc_export_from_plain_threads_delivers_spans_with_service_name_and_par
         ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
         ("OTEL_EXPORTER_OTLP_TIMEOUT", "5000"),
     ]);
-    let threads: Vec<_> = (0..4)
-        .map(|t| std::thread::spawn(move || (0..5).for_each(|i| otlp::publish_request(t * 5 + i))))
-        .collect();
-    for thread in threads {
-        thread.join().unwrap();
-    }
+    otlp::publish_requests_from_threads(4, 5);
     // The guard exports what is queued before it returns.
     drop(guard);
     otlp::assert_requests_arrived(&receiver, 20);

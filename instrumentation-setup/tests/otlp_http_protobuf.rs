@@ -18,12 +18,7 @@ fn i47_1_http_protobuf_export_delivers_spans_with_service_name_and_parents() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", base),
         ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "5000"),
     ]);
-    let threads: Vec<_> = (0..4)
-        .map(|t| std::thread::spawn(move || (0..5).for_each(|i| otlp::publish_request(t * 5 + i))))
-        .collect();
-    for thread in threads {
-        thread.join().unwrap();
-    }
+    otlp::publish_requests_from_threads(4, 5);
     drop(guard);
     otlp::assert_requests_arrived(&receiver, 20);
     otlp::assert_no_warnings(&lines);

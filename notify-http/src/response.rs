@@ -266,11 +266,7 @@ where
 {
     match scope.run(|| inner.poll(cx)) {
         Poll::Ready(Ok(mut response)) => {
-            if let Some(value) = traceresponse.take() {
-                response
-                    .headers_mut()
-                    .insert(notify_core::trace_context::TRACERESPONSE, *value);
-            }
+            insert_traceresponse(&mut response, traceresponse);
             let scope = std::mem::take(scope);
             Poll::Ready(Ok(response.map(|inner| ResponseBody {
                 inner,
@@ -280,6 +276,17 @@ where
         }
         Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
         Poll::Pending => Poll::Pending,
+    }
+}
+
+/// Puts the `traceresponse` header prepared at the request's start (if `ServerLayer` asked for
+/// one) on the response, once.
+#[inline]
+fn insert_traceresponse<B>(response: &mut Response<B>, traceresponse: &mut Option<Box<HeaderValue>>) {
+    if let Some(value) = traceresponse.take() {
+        response
+            .headers_mut()
+            .insert(notify_core::trace_context::TRACERESPONSE, *value);
     }
 }
 
@@ -305,11 +312,7 @@ where
         match poll {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(mut response)) => {
-                if let Some(value) = traceresponse.take() {
-                    response
-                        .headers_mut()
-                        .insert(notify_core::trace_context::TRACERESPONSE, *value);
-                }
+                insert_traceresponse(&mut response, traceresponse);
                 let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {
                     in_flight.on_response(response.status(), response.headers());

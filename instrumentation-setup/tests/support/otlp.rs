@@ -35,6 +35,17 @@ pub fn init(vars: &[(&str, &str)]) -> (Guard, Arc<Mutex<Vec<u8>>>) {
     (guard, buffer)
 }
 
+/// Publishes `threads * per_thread` requests (numbered from 0) from `threads` plain threads and
+/// waits for them.
+pub fn publish_requests_from_threads(threads: u64, per_thread: u64) {
+    let handles: Vec<_> = (0..threads)
+        .map(|t| std::thread::spawn(move || (0..per_thread).for_each(|i| publish_request(t * per_thread + i))))
+        .collect();
+    for handle in handles {
+        handle.join().unwrap();
+    }
+}
+
 /// One request: `request.http` (notify), inside it the tracing span `query` of target
 /// `sqlx::query` (bridged: `query.sqlx::query`), inside that `render.template` (notify).
 pub fn publish_request(n: u64) {
