@@ -113,8 +113,12 @@ impl std::error::Error for BaggageError {}
 ///   propagates exactly that, whole members only.
 /// * **Formatting** ([`Display`](fmt::Display)): `key=value` members joined by `,`, values
 ///   percent-encoded (every character outside `baggage-octet`, `%`, and non-ASCII).
-/// * **Privacy**: baggage is never copied into events, logs or spans by notify; notify-http's
-///   server layer records the keys a user names (and the redaction policy applies to them).
+/// * **Privacy**: baggage is never copied into logs, spans, the live page or event payloads by
+///   notify; notify-http's server layer records the keys a user names (and the redaction policy
+///   applies to them). An event carries the baggage current where it finished
+///   ([`Event::baggage`](crate::Event::baggage)) only so that exporters that propagate
+///   (notify-nats) can send it on to the services downstream, as notify-http's client layer does
+///   for a call.
 ///
 /// ```
 /// use notify_core::baggage::Baggage;

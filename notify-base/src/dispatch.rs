@@ -874,6 +874,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                         sampled,
                         parent_remote,
                         trace_state,
+                        baggage,
                     } = event;
                     if !name.is(resolved.name()) {
                         *name = resolved.name().clone();
@@ -891,7 +892,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                     *location = context.location;
                     *sampled = context.sampled;
                     *parent_remote = context.parent_remote;
-                    *trace_state = crate::propagated::state_of(context.trace_id);
+                    (*trace_state, *baggage) = crate::propagated::captured_by_event(context.trace_id);
                     deliver_shared(&mut self.failures, resolved, &spare);
                     return;
                 }
@@ -899,6 +900,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             // Owned listeners: the event is built where it will live, in its `Arc`, with the
             // payload moved in once (no event on this frame moved into a callee, then into the
             // `Arc`, and no three-way payload swap): issue 38, the owned event of exporters.
+            let (trace_state, baggage) = crate::propagated::captured_by_event(context.trace_id);
             let shared = Arc::new(Event {
                 name: resolved.name().clone(),
                 start,
@@ -914,7 +916,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
                 location: context.location,
                 sampled: context.sampled,
                 parent_remote: context.parent_remote,
-                trace_state: crate::propagated::state_of(context.trace_id),
+                trace_state,
+                baggage,
             });
             deliver_shared(&mut self.failures, resolved, &shared);
             return;
@@ -922,6 +925,7 @@ impl<R: Deref<Target = Resolved>> Active<R> {
         // SAFETY: without owned listeners the event lives in this frame only (its
         // subscribers borrow it; a clone owns its name), and `resolved` outlives the frame.
         let name = unsafe { Name::lend(resolved.name()) };
+        let (trace_state, baggage) = crate::propagated::captured_by_event(context.trace_id);
         let mut event = Event {
             name,
             start,
@@ -937,7 +941,8 @@ impl<R: Deref<Target = Resolved>> Active<R> {
             location: context.location,
             sampled: context.sampled,
             parent_remote: context.parent_remote,
-            trace_state: crate::propagated::state_of(context.trace_id),
+            trace_state,
+            baggage,
         };
         // Swapped in where the event is built: one pass over the payload, no temporary; none at
         // all for an empty payload (the event's is already one).
@@ -1581,6 +1586,60 @@ mod tests {
         with_duration.unsubscribe().unwrap();
         evented.unsubscribe().unwrap();
         assert!(fanout.lookup("p.only").is_none());
+    }
+
+    /// Issue 45 item 3: an event finishing where a baggage is current carries it (whatever its
+    /// trace: baggage belongs to the request), one finishing outside carries none; for borrowed
+    /// event objects, owned ones built new, and owned ones refilled from a recycled event (the
+    /// recycled one carried baggage: the refilled one must not keep it).
+    #[test]
+    fn i45_3_an_event_finishing_in_a_baggage_scope_carries_it_and_none_outside() {
+        use crate::baggage::Baggage;
+        use crate::propagated::{with_baggage, Propagated};
+        use crate::trace_flags::TraceFlags;
+        use crate::{OwnedEventSubscriber, TraceId};
+
+        struct Keep(Mutex<Vec<Arc<Event>>>);
+        impl OwnedEventSubscriber for Keep {
+            fn deliver(&self, event: &Arc<Event>) {
+                self.0.lock().unwrap().push(event.clone());
+            }
+        }
+        let borrowed = Arc::new(Mutex::new(Vec::<String>::new()));
+        let owned = Arc::new(Keep(Mutex::new(Vec::new())));
+        let notifier = Notifier::new();
+        let sink = borrowed.clone();
+        let _b = notifier.subscribe(
+            "bag.event",
+            Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.baggage().to_string())),
+        );
+        let _o = notifier.subscribe("bag.owned", Subscriber::owned_arc(owned.clone()));
+        let baggage = Baggage::new().with("tenant", "acme").unwrap();
+        let run = || {
+            notifier.instrument("bag.event", Payload::new, |_| ());
+            notifier.instrument("bag.owned", Payload::new, |_| ());
+        };
+        with_baggage(baggage.clone(), run);
+        run();
+        // With a tracestate of another trace current: the baggage still, the tracestate not.
+        let other = TraceId::new(0x99).unwrap();
+        Propagated::for_trace(other, TraceFlags::NONE, "a=1".parse().unwrap())
+            .with_baggage(baggage.clone())
+            .in_scope(run);
+        let kept: Vec<Arc<Event>> = mem::take(&mut *owned.0.lock().unwrap());
+        let baggage_of =
+            |events: &[Arc<Event>]| -> Vec<String> { events.iter().map(|e| e.baggage().to_string()).collect() };
+        assert_eq!(baggage_of(&kept), ["tenant=acme", "", "tenant=acme"]);
+        assert!(kept[2].trace_state().is_empty(), "the tracestate is of another trace");
+        assert_eq!(*borrowed.lock().unwrap(), ["tenant=acme", "", "tenant=acme"]);
+        // Refilled from recycled events (this thread's, when another test did not take them).
+        for event in kept {
+            crate::recycle::recycle(event);
+        }
+        run();
+        with_baggage(baggage, run);
+        let refilled: Vec<Arc<Event>> = mem::take(&mut *owned.0.lock().unwrap());
+        assert_eq!(baggage_of(&refilled), ["", "tenant=acme"]);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::baggage::Baggage;
 use crate::event_id::EventId;
 use crate::ids;
 use crate::location::Location;
@@ -221,6 +222,8 @@ pub struct Event {
     pub(crate) parent_remote: bool,
     /// The W3C `tracestate` of the event's trace where it finished (see [`Event::trace_state`]).
     pub(crate) trace_state: TraceState,
+    /// The W3C baggage current where the event finished (see [`Event::baggage`]).
+    pub(crate) baggage: Baggage,
 }
 
 impl Event {
@@ -251,6 +254,7 @@ impl Event {
             name: std::mem::replace(&mut self.name, Name::Static("")),
             payload: std::mem::take(&mut self.payload),
             trace_state: std::mem::take(&mut self.trace_state),
+            baggage: std::mem::take(&mut self.baggage),
             ..*self
         }
     }
@@ -258,6 +262,7 @@ impl Event {
     /// An event with a name already shared (no copy of the text).
     pub(crate) fn named(name: Name, start: Instant, end: Instant, payload: Payload) -> Event {
         let begun = ids::begin(false, crate::sampling::ALWAYS);
+        let (trace_state, baggage) = crate::propagated::captured_by_event(begun.trace);
         Event {
             name,
             start,
@@ -273,7 +278,8 @@ impl Event {
             location: None,
             sampled: begun.sampled,
             parent_remote: begun.parent_remote,
-            trace_state: crate::propagated::state_of(begun.trace),
+            trace_state,
+            baggage,
         }
     }
 
@@ -450,6 +456,44 @@ impl Event {
         self
     }
 
+    /// The W3C baggage current where the event finished (empty when there was none): the
+    /// incoming request's, as notify-http's server layer made it current
+    /// ([`Propagated`](crate::Propagated)), with what the handler set
+    /// ([`context::with_baggage`](crate::context::with_baggage)); for an imported event, the
+    /// baggage it was exported with. Unlike the `tracestate`, it does not depend on the trace:
+    /// baggage belongs to the request.
+    ///
+    /// The event carries it only so that exporters that propagate can send it on to the
+    /// services downstream (notify-nats: its importer's events carry it again), as
+    /// notify-http's client layer sends it with a call. Line writers (notify-log), OpenTelemetry
+    /// spans (notify-opentelemetry), the live page (notify-web) and the event's serde form never
+    /// show it: to record a value, name its key (notify-http's `ServerLayer::record_baggage`;
+    /// the redaction policy applies to it). The event's `Debug` form shows it (for tests and
+    /// debugging: do not log events with `{:?}` when baggage may hold private values).
+    ///
+    /// ```
+    /// use notify_core::{baggage::Baggage, context, Event, Notifier, Payload, Subscriber};
+    /// use std::sync::{Arc, Mutex};
+    /// let notifier = Notifier::new();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = seen.clone();
+    /// notifier.subscribe("job", Subscriber::event(move |e: &Event| sink.lock().unwrap().push(e.baggage().to_string())));
+    /// let baggage = Baggage::new().with("tenant", "acme").unwrap();
+    /// context::with_baggage(baggage, || notifier.instrument("job", Payload::new, |_| ()));
+    /// notifier.instrument("job", Payload::new, |_| ()); // outside: none
+    /// assert_eq!(*seen.lock().unwrap(), ["tenant=acme", ""]);
+    /// ```
+    pub fn baggage(&self) -> &Baggage {
+        &self.baggage
+    }
+
+    /// The same event with `baggage` as its baggage (importers).
+    #[must_use]
+    pub fn with_baggage(mut self, baggage: Baggage) -> Event {
+        self.baggage = baggage;
+        self
+    }
+
     /// The payload.
     ///
     /// ```
@@ -557,6 +601,7 @@ impl fmt::Debug for Event {
             .field("sampled", &self.sampled)
             .field("parent_remote", &self.parent_remote)
             .field("trace_state", &self.trace_state)
+            .field("baggage", &self.baggage)
             .finish()
     }
 }

@@ -300,24 +300,6 @@ pub fn with_baggage<T>(baggage: Baggage, f: impl FnOnce() -> T) -> T {
     Propagated::current().with_baggage(baggage).in_scope(f)
 }
 
-/// The `tracestate` current on this thread for `trace` (empty when none): what an event of that
-/// trace finishing here carries. One thread-local access; a reference-count increment only when
-/// there is one.
-#[inline]
-pub(crate) fn state_of(trace: TraceId) -> TraceState {
-    CURRENT
-        .try_with(|current| {
-            let fields = current.take();
-            let state = match fields.as_deref() {
-                Some(f) if f.trace == trace.get() && !f.state.is_empty() => f.state.clone(),
-                _ => TraceState::new(),
-            };
-            current.set(fields);
-            state
-        })
-        .unwrap_or_default()
-}
-
 /// The `tracestate` of the current trace (the trace of [`Context::current`](crate::Context::current)): the incoming
 /// request's inside a handler behind notify-http's server layer, empty when there is none.
 pub fn trace_state() -> TraceState {
@@ -325,6 +307,35 @@ pub fn trace_state() -> TraceState {
         return TraceState::new();
     };
     Propagated::current().state_for(trace).cloned().unwrap_or_default()
+}
+
+/// What an event of `trace` finishing on this thread carries ([`Event::trace_state`],
+/// [`Event::baggage`]): the current `tracestate` when it is of that trace (else empty), and the
+/// current baggage whatever the trace (it belongs to the request). One thread-local access; a
+/// reference-count increment for each that is not empty, no allocation.
+///
+/// [`Event::trace_state`]: crate::Event::trace_state
+/// [`Event::baggage`]: crate::Event::baggage
+#[inline]
+pub(crate) fn captured_by_event(trace: TraceId) -> (TraceState, Baggage) {
+    CURRENT
+        .try_with(|current| {
+            let fields = current.take();
+            let captured = match fields.as_deref() {
+                Some(f) => {
+                    let state = if f.trace == trace.get() {
+                        f.state.clone()
+                    } else {
+                        TraceState::new()
+                    };
+                    (state, f.baggage.clone())
+                }
+                None => (TraceState::new(), Baggage::new()),
+            };
+            current.set(fields);
+            captured
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

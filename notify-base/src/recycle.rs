@@ -114,7 +114,8 @@ pub fn recycle_all(events: &mut Vec<Arc<Event>>) -> usize {
     kept
 }
 
-/// Empties `event`'s payload when this is its only handle; `false` when shared. The name is kept
+/// Empties `event`'s payload (and drops its tracestate and baggage) when this is its only handle;
+/// `false` when shared. The name is kept
 /// (a static one, or a reference to the notifier's shared name): the next event of the same name
 /// filled into this allocation then touches no reference count, whose cache line would otherwise
 /// move between the instrumenting and the exporter's thread on every event.
@@ -123,6 +124,10 @@ fn empty_if_unique(event: &mut Arc<Event>) -> bool {
         return false;
     };
     event.payload.clear();
+    // Dropped here, on the exporter's thread, not where the next event refills this one (and the
+    // request's baggage is not kept alive by a spare).
+    event.trace_state = Default::default();
+    event.baggage = Default::default();
     true
 }
 

@@ -107,6 +107,7 @@ impl Event {
             sampled: true,
             parent_remote: false,
             trace_state: crate::tracestate::TraceState::new(),
+            baggage: crate::baggage::Baggage::new(),
         }
     }
 
