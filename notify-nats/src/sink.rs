@@ -129,6 +129,7 @@ pub(crate) struct SinkConfig {
     pub(crate) prefix: String,
     pub(crate) encoding: Encoding,
     pub(crate) wire_version: u16,
+    pub(crate) propagate_baggage: bool,
     pub(crate) max_bytes: usize,
     pub(crate) source: u64,
 }
@@ -149,7 +150,8 @@ impl NatsSink {
             prefix: config.prefix,
             encoding: config.encoding,
             max_bytes: config.max_bytes,
-            encoder: BatchEncoder::with_version(config.encoding, config.source, config.wire_version),
+            encoder: BatchEncoder::with_version(config.encoding, config.source, config.wire_version)
+                .propagate_baggage(config.propagate_baggage),
             source: config.source,
             sequence: 0,
             groups: Vec::new(),

@@ -1,5 +1,8 @@
 //! [`BatchEncoder`]: batches built event by event under a size limit.
 
+use std::fmt::Write as _;
+
+use notify_core::baggage::Baggage;
 use notify_core::{Event, Value};
 
 use super::nesting::{nests_deeper_than, too_deep};
@@ -25,6 +28,34 @@ pub(crate) struct BatchEncoder {
     /// Version 3: the batch's string table and what the next event is encoded relative to.
     table: StringTable,
     previous: Previous,
+    /// The events' baggage in header form (version 3 and JSON); `None`: not propagated
+    /// ([`BatchEncoder::propagate_baggage`]).
+    baggage: Option<BaggageText>,
+}
+
+/// The `baggage` header form of the last baggage met, formatted once for the run of events that
+/// share it (the events of one request share one baggage).
+#[derive(Default)]
+struct BaggageText {
+    last: Baggage,
+    text: String,
+}
+
+impl BaggageText {
+    /// `baggage`'s header form; `None` when it is empty.
+    #[inline]
+    fn of(&mut self, baggage: &Baggage) -> Option<&str> {
+        if baggage.is_empty() {
+            return None;
+        }
+        // The same members behind the same pointer compare without reading them.
+        if *baggage != self.last {
+            self.text.clear();
+            write!(self.text, "{baggage}").expect("a String accepts every write");
+            self.last = baggage.clone();
+        }
+        Some(&self.text)
+    }
 }
 
 /// Why one event could not join a batch.
@@ -83,7 +114,16 @@ impl BatchEncoder {
             count: 0,
             table: StringTable::new(),
             previous: Previous::default(),
+            baggage: Some(BaggageText::default()),
         }
+    }
+
+    /// Whether the events' W3C baggage ([`Event::baggage`]) is written (default true; version 3
+    /// and JSON: version 2 has no field for it).
+    #[must_use]
+    pub(crate) fn propagate_baggage(mut self, yes: bool) -> BatchEncoder {
+        self.baggage = yes.then(BaggageText::default);
+        self
     }
 
     /// The wire version of the batches written.
@@ -118,7 +158,10 @@ impl BatchEncoder {
             return Err(PushError::Encode(NON_FINITE.to_owned()));
         }
         self.scratch.clear();
-        let out = EventOut::new(event);
+        let mut out = EventOut::new(event);
+        if self.encoding == Encoding::Json {
+            out.baggage = self.baggage.as_mut().and_then(|text| text.of(event.baggage()));
+        }
         match self.encoding {
             Encoding::Binary => out
                 .write_postcard(&mut self.scratch)
@@ -148,7 +191,8 @@ impl BatchEncoder {
     /// does not fit an empty batch is [`PushError::TooLarge`].
     fn push_v3(&mut self, event: &Event, max_bytes: usize) -> Result<bool, PushError> {
         let (mark, entries, previous) = (self.body.len(), self.table.len(), self.previous);
-        let written = v3::put_event(&mut self.body, &mut self.table, &mut self.previous, event);
+        let baggage = self.baggage.as_mut().and_then(|text| text.of(event.baggage()));
+        let written = v3::put_event(&mut self.body, &mut self.table, &mut self.previous, event, baggage);
         if written.is_ok() && self.body.len() + FRAME <= max_bytes {
             self.count += 1;
             return Ok(true);
@@ -190,6 +234,10 @@ impl BatchEncoder {
         self.count = 0;
         self.table.clear();
         self.previous = Previous::default();
+        if let Some(baggage) = &mut self.baggage {
+            // Not kept alive past its batch.
+            baggage.last = Baggage::new();
+        }
         out
     }
 }

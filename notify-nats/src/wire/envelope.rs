@@ -35,6 +35,8 @@ pub(super) struct Envelope {
     pub(super) allocations: Option<u64>,
     /// The W3C `tracestate` of the event's trace (version 3; empty otherwise).
     pub(super) trace_state: notify_core::trace_context::TraceState,
+    /// The W3C baggage current where the event finished (version 3 and JSON; empty otherwise).
+    pub(super) baggage: notify_core::baggage::Baggage,
 }
 
 impl Envelope {
@@ -59,6 +61,9 @@ impl Envelope {
         }
         if !self.trace_state.is_empty() {
             event = event.with_trace_state(self.trace_state);
+        }
+        if !self.baggage.is_empty() {
+            event = event.with_baggage(self.baggage);
         }
         match self.outcome {
             WireOutcome::Completed => event,

@@ -13,7 +13,7 @@
 //! batch  = "NB" version:varint(=3) source:varint count:varint event{count}    (nothing after)
 //! event  = name:strref flags:u8 start_delta:zigzag duration:varint id:fixed8
 //!          [parent:fixed8] transaction:varint [trace:fixed16] [cpu_time:varint]
-//!          [allocations:varint] [tracestate:strref] payload
+//!          [allocations:varint] [tracestate:strref] [baggage:strref] payload
 //! payload = len:varint (key:strref value){len}
 //! value  = tag:varint fields (below)
 //! strref = varint r: 0 = a new string follows (string); r > 0 = the string table's entry r - 1
@@ -32,10 +32,15 @@
 //!   bit 2 (`0x04`) a parent id follows; bit 3 (`0x08`) a trace id follows, else the event has
 //!   the previous event's trace id (an error on the first event of a batch); bit 4 (`0x10`) a
 //!   CPU time follows; bit 5 (`0x20`) an allocation count follows; bit 6 (`0x40`) the event's
-//!   W3C `tracestate` follows (a valid list, else the batch is malformed); bit 7 must be 0.
-//!   Readers before bit 6 refuse a batch with it as unknown flags: exporters write it only for
-//!   events that carry a `tracestate` (`Event::trace_state`), so batches without one stay
-//!   readable by them.
+//!   W3C `tracestate` follows (a valid list, else the batch is malformed); bit 7 (`0x80`) the
+//!   W3C baggage current where the event finished follows (`Event::baggage`), in its `baggage`
+//!   header form. The baggage is read as an incoming `baggage` header is, never an error: an
+//!   invalid member is dropped alone and counted (notify-core's
+//!   `trace_context::stats().baggage_members_dropped`), the rest of the event and the batch are
+//!   kept. Readers before bit 6 (or bit 7) refuse a batch with it as unknown flags: exporters
+//!   write each only for events that carry one (a `tracestate`; a non-empty baggage, unless
+//!   `ExporterBuilder::propagate_baggage(false)`), so batches without them stay readable by
+//!   them. Every bit is now used: a further field needs another version.
 //! * `start_delta`: the start (wall clock, ns since the Unix epoch, a `u64`) minus the previous
 //!   event's start (0 for the first event), modulo 2^64, as a zigzag `i64`. The end is the start
 //!   plus `duration` (ns); it is not written (version 2 wrote both, always consistent).
@@ -70,7 +75,9 @@
 //!
 //! `{"version":2,"source":…,"events":[…]}`, each event an object of [`EventOut`]'s fields. JSON
 //! batches keep version 2's shape and say version 2 ([`JSON_VERSION`]), so that importers of
-//! version 2 read them; a JSON batch saying version 3 is read as the same shape.
+//! version 2 read them; a JSON batch saying version 3 is read as the same shape. An event with
+//! baggage (propagated, as in version 3) has one more field, `"baggage"`, its `baggage` header
+//! form (read as in version 3); readers before it skip it. JSON batches carry no `tracestate`.
 //!
 //! [`EventOut`]: serde_form::EventOut
 //! [`EventIn`]: serde_form::EventIn
@@ -271,6 +278,7 @@ pub fn decode_batch(encoding: Encoding, body: &[u8]) -> Result<(u64, Vec<Event>)
 ///
 /// Binary batches are written in version [`WIRE_VERSION`] (an exporter's
 /// `ExporterBuilder::wire_version(2)` writes the previous one), JSON batches in version 2's shape.
+/// Events' baggage is written, as an exporter writes it by default.
 ///
 /// # Panics
 ///

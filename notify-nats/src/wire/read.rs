@@ -14,8 +14,8 @@ use super::nesting::too_deep;
 use super::serde_form::{BatchIn, EventIn};
 use super::time::time_from_parts;
 use super::v3::{
-    HAS_ALLOCATIONS, HAS_CPU_TIME, HAS_PARENT, HAS_TRACE, HAS_TRACE_STATE, MAX_TABLE_ENTRIES, MAX_TABLE_STRING,
-    OUTCOME_MASK, UNKNOWN_FLAGS,
+    HAS_ALLOCATIONS, HAS_BAGGAGE, HAS_CPU_TIME, HAS_PARENT, HAS_TRACE, HAS_TRACE_STATE, MAX_TABLE_ENTRIES,
+    MAX_TABLE_STRING, OUTCOME_MASK,
 };
 use super::variant::{self, VARIANTS};
 use super::{check_version, decode, strip_magic, DecodeError, Encoding};
@@ -393,13 +393,8 @@ impl<'a> Reader<'a> {
         impossible: &mut Option<String>,
     ) -> Read<()> {
         let (name, interned) = self.name_or_key(false)?;
+        // Every bit of the flags has a meaning (bit 7, the baggage, was the last one free).
         let flags = self.byte()?;
-        if flags & UNKNOWN_FLAGS != 0 {
-            return Err(ReadError::Other(format!(
-                "unknown event flags {:#04x}",
-                flags & UNKNOWN_FLAGS
-            )));
-        }
         let outcome = match flags & OUTCOME_MASK {
             0 => WireOutcome::Completed,
             1 => WireOutcome::Panicked,
@@ -447,6 +442,13 @@ impl<'a> Reader<'a> {
         } else {
             Default::default()
         };
+        // Read as an incoming `baggage` header is (never an error): an invalid member is dropped
+        // alone and counted (`trace_context::stats().baggage_members_dropped`).
+        let baggage = if flags & HAS_BAGGAGE != 0 {
+            notify_core::baggage::Baggage::from_values([self.text()?])
+        } else {
+            Default::default()
+        };
         *previous = (start_unix_ns, Some(trace_id));
         let payload = out.put(
             name,
@@ -462,6 +464,7 @@ impl<'a> Reader<'a> {
                 cpu_time_ns,
                 allocations,
                 trace_state,
+                baggage,
             },
         );
         let mut refused = None;
@@ -706,6 +709,7 @@ impl<'a> Reader<'a> {
                 cpu_time_ns,
                 allocations,
                 trace_state: Default::default(),
+                baggage: Default::default(),
             }
             .into_event(name, payload),
         );

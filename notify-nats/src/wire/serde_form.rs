@@ -3,6 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use notify_core::baggage::Baggage;
 use notify_core::escape::Escaped;
 use notify_core::event::{EventId, Outcome};
 use notify_core::{Event, Payload};
@@ -37,6 +38,11 @@ pub(crate) struct EventOut<'a> {
     pub(super) cpu_time_ns: Option<u64>,
     /// Since version 2.
     pub(super) allocations: Option<u64>,
+    /// JSON only, when the event has baggage and the exporter propagates it: its `baggage`
+    /// header form (postcard's version 2 has no field for it; [`EventOut::write_postcard`]
+    /// does not write it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) baggage: Option<&'a str>,
 }
 
 impl<'a> EventOut<'a> {
@@ -63,6 +69,7 @@ impl<'a> EventOut<'a> {
             payload: PayloadOut(event.payload()),
             cpu_time_ns: event.cpu_time().map(saturating_ns),
             allocations: event.allocations(),
+            baggage: None,
         }
     }
 }
@@ -86,6 +93,49 @@ pub(super) struct RawEvent {
     payload: Vec<(String, WireValue)>,
     cpu_time_ns: Option<u64>,
     allocations: Option<u64>,
+    /// JSON only ([`JsonEvent`]): not a field of postcard's form.
+    #[serde(skip)]
+    baggage: Option<String>,
+}
+
+/// One event of a JSON batch: version 2's fields, then the baggage's `baggage` header form
+/// (written only for an event that has one).
+#[derive(Deserialize)]
+struct JsonEvent {
+    name: String,
+    start_unix_ns: u64,
+    end_unix_ns: u64,
+    duration_ns: u64,
+    id: u64,
+    parent_id: Option<u64>,
+    transaction_id: u64,
+    trace_id: u128,
+    outcome: WireOutcome,
+    payload: Vec<(String, WireValue)>,
+    cpu_time_ns: Option<u64>,
+    allocations: Option<u64>,
+    #[serde(default)]
+    baggage: Option<String>,
+}
+
+impl From<JsonEvent> for RawEvent {
+    fn from(json: JsonEvent) -> RawEvent {
+        RawEvent {
+            name: json.name,
+            start_unix_ns: json.start_unix_ns,
+            end_unix_ns: json.end_unix_ns,
+            duration_ns: json.duration_ns,
+            id: json.id,
+            parent_id: json.parent_id,
+            transaction_id: json.transaction_id,
+            trace_id: json.trace_id,
+            outcome: json.outcome,
+            payload: json.payload,
+            cpu_time_ns: json.cpu_time_ns,
+            allocations: json.allocations,
+            baggage: json.baggage,
+        }
+    }
 }
 
 /// One event of wire version 1: version 2 without its last two fields.
@@ -118,6 +168,7 @@ impl From<RawEventV1> for RawEvent {
             payload: v1.payload,
             cpu_time_ns: None,
             allocations: None,
+            baggage: None,
         }
     }
 }
@@ -140,6 +191,8 @@ pub(crate) struct EventIn {
     allocations: Option<u64>,
     /// Read from version 3 only (versions 1 and 2 and JSON do not carry it).
     trace_state: notify_core::trace_context::TraceState,
+    /// Read from version 3 and JSON (version 1 and 2 binary batches do not carry it).
+    baggage: Baggage,
 }
 
 impl RawEvent {
@@ -160,6 +213,10 @@ impl RawEvent {
             cpu_time_ns: self.cpu_time_ns,
             allocations: self.allocations,
             trace_state: Default::default(),
+            // Read as an incoming `baggage` header is: invalid members dropped and counted.
+            baggage: self
+                .baggage
+                .map_or_else(Baggage::new, |text| Baggage::from_values([text.as_str()])),
         })
     }
 }
@@ -182,6 +239,7 @@ impl EventIn {
             cpu_time_ns: envelope.cpu_time_ns,
             allocations: envelope.allocations,
             trace_state: envelope.trace_state,
+            baggage: envelope.baggage,
         }
     }
 
@@ -199,6 +257,7 @@ impl EventIn {
             cpu_time_ns: self.cpu_time_ns,
             allocations: self.allocations,
             trace_state: self.trace_state,
+            baggage: self.baggage,
         }
         .into_event(self.name, self.payload)
     }
@@ -253,6 +312,13 @@ pub(crate) fn decode(encoding: Encoding, body: &[u8]) -> Result<BatchIn, DecodeE
             source: v1.source,
             events: v1.events.into_iter().map(RawEvent::from).collect(),
         }
+    } else if encoding == Encoding::Json {
+        let json: RawBatch<JsonEvent> = parse(encoding, body).map_err(malformed)?;
+        RawBatch {
+            version: json.version,
+            source: json.source,
+            events: json.events.into_iter().map(RawEvent::from).collect(),
+        }
     } else {
         parse(encoding, body).map_err(malformed)?
     };
@@ -284,6 +350,50 @@ fn parse<T: serde::de::DeserializeOwned>(encoding: Encoding, body: &[u8]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::encode_batch;
+    use crate::wire::encoder::BatchEncoder;
+    use crate::wire::tests::{decoded_both_ways, sample};
+    use std::sync::Arc;
+
+    /// Issue 45 item 3: JSON batches carry an event's baggage as `"baggage"`, its header form,
+    /// only when it has one and the exporter propagates it; read back as a `baggage` header is
+    /// (an invalid member dropped alone); a batch without the field reads as before.
+    #[test]
+    fn i45_3_the_baggage_of_an_event_round_trips_in_json() {
+        let baggage: Baggage = "tenant=acme,user=Am%C3%A9lie;ttl=60".parse().unwrap();
+        let with = Arc::new(sample().with_baggage(baggage.clone()));
+        let events = [with.clone(), Arc::new(sample())];
+        let body = encode_batch(Encoding::Json, 7, &events);
+        let text = std::str::from_utf8(&body).unwrap();
+        assert_eq!(
+            text.matches(r#","baggage":"tenant=acme,user=Am%C3%A9lie;ttl=60"}"#)
+                .count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(text.matches("baggage").count(), 1, "none for the event without");
+        let (_, _, got) = decoded_both_ways(Encoding::Json, &body).unwrap();
+        assert_eq!((got[0].baggage(), got[1].baggage()), (&baggage, &Baggage::new()));
+
+        let mut off = BatchEncoder::new(Encoding::Json, 7).propagate_baggage(false);
+        assert!(off.push(&with, usize::MAX / 2).unwrap());
+        let body = off.finish();
+        assert!(!std::str::from_utf8(&body).unwrap().contains("baggage"));
+        assert!(decoded_both_ways(Encoding::Json, &body).unwrap().2[0]
+            .baggage()
+            .is_empty());
+
+        let by_hand = |baggage: &str| {
+            format!(
+                r#"{{"version":2,"source":1,"events":[{{"name":"a.b","start_unix_ns":0,"end_unix_ns":0,"duration_ns":0,"id":3,"parent_id":null,"transaction_id":1,"trace_id":1,"outcome":"Completed","payload":[],"cpu_time_ns":null,"allocations":null{baggage}}}]}}"#
+            )
+        };
+        let (_, _, got) =
+            decoded_both_ways(Encoding::Json, by_hand(r#","baggage":"a=1,bad key=2""#).as_bytes()).unwrap();
+        assert_eq!(got[0].baggage().to_string(), "a=1");
+        let (_, _, got) = decoded_both_ways(Encoding::Json, by_hand("").as_bytes()).unwrap();
+        assert!(got[0].baggage().is_empty());
+    }
 
     #[test]
     fn impossible_values_make_the_message_malformed_naming_them() {

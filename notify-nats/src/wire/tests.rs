@@ -67,6 +67,7 @@ fn assert_same_envelope(a: &Event, b: &Event) {
     assert_eq!(a.trace_id(), b.trace_id());
     assert_eq!((a.cpu_time(), a.allocations()), (b.cpu_time(), b.allocations()));
     assert_eq!(a.trace_state(), b.trace_state());
+    assert_eq!(a.baggage(), b.baggage());
 }
 
 /// Version 1 batches (no null, 128-bit, time, list or map values; no CPU time or

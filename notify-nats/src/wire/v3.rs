@@ -27,9 +27,10 @@ pub(super) const HAS_CPU_TIME: u8 = 1 << 4;
 pub(super) const HAS_ALLOCATIONS: u8 = 1 << 5;
 /// Flags byte: a W3C `tracestate` follows (a string reference), after the allocation count.
 pub(super) const HAS_TRACE_STATE: u8 = 1 << 6;
-/// Flags byte: the bits that must be clear.
-pub(super) const UNKNOWN_FLAGS: u8 =
-    !(OUTCOME_MASK | HAS_PARENT | HAS_TRACE | HAS_CPU_TIME | HAS_ALLOCATIONS | HAS_TRACE_STATE);
+/// Flags byte: a W3C baggage follows (a string reference, its `baggage` header form), after the
+/// `tracestate`. The last bit of the byte: every bit now has a meaning (none is unknown to a
+/// reader), so a further field needs another version.
+pub(super) const HAS_BAGGAGE: u8 = 1 << 7;
 
 /// Slots of [`StringTable`]'s index: twice the entries (a load of at most one half).
 const SLOTS: usize = 2 * MAX_TABLE_ENTRIES;
@@ -207,13 +208,15 @@ pub(super) struct Previous {
 }
 
 /// Appends `event`'s version 3 encoding to `body` (see the module documentation of
-/// [`super`] for the layout), its strings through `table`. On [`TooDeep`], `body`, `table` and
-/// `previous` are left part-way: the caller takes the event back.
+/// [`super`] for the layout), its strings through `table`; `baggage`: the `baggage` header form
+/// of the event's baggage, when it has one and the exporter propagates it. On [`TooDeep`],
+/// `body`, `table` and `previous` are left part-way: the caller takes the event back.
 pub(super) fn put_event(
     body: &mut Vec<u8>,
     table: &mut StringTable,
     previous: &mut Previous,
     event: &Event,
+    baggage: Option<&str>,
 ) -> Result<(), TooDeep> {
     table.put_name(body, event.name());
     let start = unix_ns(event.start_time());
@@ -245,6 +248,9 @@ pub(super) fn put_event(
     if !trace_state.is_empty() {
         flags |= HAS_TRACE_STATE;
     }
+    if baggage.is_some() {
+        flags |= HAS_BAGGAGE;
+    }
     body.push(flags);
     let delta = start.wrapping_sub(previous.start_unix_ns) as i64;
     put_varint_u64(body, zigzag_64(delta));
@@ -265,6 +271,9 @@ pub(super) fn put_event(
     }
     if !trace_state.is_empty() {
         table.put(body, trace_state.as_str());
+    }
+    if let Some(baggage) = baggage {
+        table.put(body, baggage);
     }
     put_payload(body, table, event.payload(), 0)?;
     *previous = Previous {
@@ -539,6 +548,71 @@ mod tests {
         );
     }
 
+    /// Issue 45 item 3: an event's W3C baggage crosses NATS in version 3 (flag 0x80, its
+    /// `baggage` header form as a string reference after the tracestate, written once per batch
+    /// through the string table), only for events that have one; an encoder that does not
+    /// propagate baggage writes batches byte for byte as for events without it; version 2 does
+    /// not carry it. Read as an incoming `baggage` header: an invalid member is dropped alone and
+    /// counted, not an error; text that is not UTF-8 is, as everywhere in a batch.
+    #[test]
+    fn i45_3_the_baggage_of_an_event_round_trips_in_version_3() {
+        use notify_core::baggage::Baggage;
+        let baggage: Baggage = "tenant=acme,user=Am%C3%A9lie;ttl=60,flag".parse().unwrap();
+        assert_eq!(baggage.to_string(), "tenant=acme,user=Am%C3%A9lie;ttl=60");
+        let with = Arc::new(sample().with_baggage(baggage.clone()));
+        let both = Arc::new(
+            sample()
+                .with_trace_state("rojo=00f067aa0ba902b7".parse().unwrap())
+                .with_baggage(baggage.clone()),
+        );
+        let events = vec![with.clone(), Arc::new(sample()), both, with.clone()];
+        let v3 = encode_batch(Encoding::Binary, 0xfeed, &events);
+        round_trip(&events, &v3);
+        let (_, public) = decode_batch(Encoding::Binary, &v3).unwrap();
+        let got: Vec<(String, String)> = public
+            .iter()
+            .map(|e| (e.trace_state().to_string(), e.baggage().to_string()))
+            .collect();
+        let text = baggage.to_string();
+        let no = String::new;
+        assert_eq!(
+            got,
+            [
+                (no(), text.clone()),
+                (no(), no()),
+                ("rojo=00f067aa0ba902b7".to_owned(), text.clone()),
+                (no(), text.clone())
+            ]
+        );
+        assert_eq!(public[0].baggage().get("user"), Some("Amélie"));
+        let once = v3.windows(text.len()).filter(|w| *w == text.as_bytes()).count();
+        assert_eq!(once, 1, "later uses are string references");
+        // Not propagated: as if the event had none, byte for byte.
+        let mut off = BatchEncoder::new(Encoding::Binary, 0xfeed).propagate_baggage(false);
+        assert!(off.push(&with, usize::MAX / 2).unwrap());
+        let without = Arc::new((*with).clone().with_baggage(Baggage::new()));
+        assert_eq!(off.finish(), encode_batch(Encoding::Binary, 0xfeed, &[without]));
+        let (_, v2) = decode_batch(Encoding::Binary, &encode_v2(Encoding::Binary, 0xfeed, &events)).unwrap();
+        assert!(v2[0].baggage().is_empty(), "version 2 does not carry it");
+        // By hand: flag 0x80 then a baggage with an invalid member (a key with a space).
+        let crafted = |text: &[u8]| {
+            let mut event = hand_event(&[0, 1, b'a'], HAS_TRACE | HAS_BAGGAGE);
+            let payload = event.pop().unwrap();
+            event.push(0);
+            event.push(u8::try_from(text.len()).unwrap());
+            event.extend_from_slice(text);
+            event.push(payload);
+            hand_batch(1, &event)
+        };
+        let dropped = || notify_core::trace_context::stats().baggage_members_dropped;
+        let before = dropped();
+        let (_, _, got) = decoded_both_ways(Encoding::Binary, &crafted(b"a=1, bad key=2 ,b=%E2%82%AC")).unwrap();
+        assert_eq!(got[0].baggage().to_string(), "a=1,b=%E2%82%AC");
+        assert!(dropped() - before >= 2, "counted, once by each decoder");
+        assert_eq!(reason(&crafted(b"a=\xff")), "Tried to parse invalid utf-8");
+        assert_eq!(reason(&crafted(&[b'a', b'=', 0xff])), "Tried to parse invalid utf-8");
+    }
+
     #[test]
     fn hand_written_batches_decode_and_their_errors_say_what_is_wrong() {
         let first = hand_event(&[0, 3, b'a', b'.', b'b'], HAS_TRACE);
@@ -565,8 +639,10 @@ mod tests {
         let mut trailing = good.clone();
         trailing.extend_from_slice(&[0, 0]);
         assert_eq!(reason(&trailing), "2 bytes after the last event of the batch");
-        let unknown_flags = hand_batch(1, &hand_event(&[0, 1, b'a'], HAS_TRACE | 0x80));
-        assert_eq!(reason(&unknown_flags), "unknown event flags 0x80");
+        // Every flag bit has a meaning since bit 7 (the baggage): none is unknown.
+        let all =
+            OUTCOME_MASK | HAS_PARENT | HAS_TRACE | HAS_CPU_TIME | HAS_ALLOCATIONS | HAS_TRACE_STATE | HAS_BAGGAGE;
+        assert_eq!(all, u8::MAX);
         let outcome = hand_batch(1, &hand_event(&[0, 1, b'a'], HAS_TRACE | 3));
         assert_eq!(reason(&outcome), "event outcome 3 does not exist (0 to 2 known)");
         let bad_utf8 = hand_batch(1, &hand_event(&[0, 1, 0xff], HAS_TRACE));
@@ -647,7 +723,6 @@ mod tests {
             "not a notify event batch",
             "string reference  past the string table",
             "the first event of the batch has no trace id",
-            "unknown event flags x",
             "event outcome  does not exist",
             " bytes after the last event of the batch",
             "version  does not exist",
