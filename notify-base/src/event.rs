@@ -459,7 +459,7 @@ impl Event {
     /// The W3C baggage current where the event finished (empty when there was none): the
     /// incoming request's, as notify-http's server layer made it current
     /// ([`Propagated`](crate::Propagated)), with what the handler set
-    /// ([`context::with_baggage`](crate::context::with_baggage)); for an imported event, the
+    /// ([`context::with_baggage`](crate::propagated::with_baggage)); for an imported event, the
     /// baggage it was exported with. Unlike the `tracestate`, it does not depend on the trace:
     /// baggage belongs to the request.
     ///

@@ -19,6 +19,9 @@
 //! | `cpu_time_ns`, `allocations` | number or `null` |
 //! | `location` | `{"file", "line", "module_path"}` or `null`; written, not read back |
 //!
+//! The event's baggage ([`Event::baggage`]) is not part of this form: it is user data, carried
+//! only for the exporters that propagate it.
+//!
 //! Reading one back needs `name`, `start`, `duration_ns` (or `end`), `id`, `transaction_id` and `trace_id`;
 //! the other fields default (no parent, completed, empty payload, not measured, sampled, parent not
 //! remote), and fields this
