@@ -480,6 +480,18 @@ pub(crate) fn random_trace_id() -> TraceId {
     THREAD.with(Thread::random_trace)
 }
 
+/// A random trace id and a fresh frame key from this thread's generator, in one access: what a
+/// [`Scope`](crate::Scope) of a new trace needs.
+#[inline]
+pub(crate) fn random_trace_id_and_key() -> (TraceId, u64) {
+    let thread = this_thread();
+    let mut state = thread.rng_state();
+    let trace = Rng::trace_id(&mut state);
+    let key = Rng::span_id(&mut state);
+    thread.rng.set(state);
+    (trace, key)
+}
+
 /// The transaction id of the calling thread: unique per thread, stable for its lifetime, as AS::N's
 /// instrumenter id.
 ///

@@ -65,6 +65,7 @@ mod subscription;
 mod suppress;
 mod sync;
 mod tags;
+mod thread_counter;
 pub mod trace_context;
 mod trace_error;
 mod trace_flags;

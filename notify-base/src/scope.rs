@@ -64,6 +64,34 @@ impl Scope {
         }
     }
 
+    /// A scope attaching a new trace ([`Context::new_trace`]: a random trace id, no parent) and
+    /// making `propagated` current at each entry: [`Scope::new`] of a new trace, its trace id and
+    /// the frame's key drawn together (what a served request without a `traceparent` makes).
+    ///
+    /// ```
+    /// use notify_core::context::{Propagated, Scope};
+    /// use notify_core::Context;
+    ///
+    /// let mut scope = Scope::new_trace(Propagated::new());
+    /// let context = scope.context().unwrap();
+    /// assert!(context.trace_id().is_some() && context.event_id().is_none());
+    /// assert!(context.has_random_trace_id());
+    /// let _entered = scope.enter();
+    /// assert_eq!(Context::current(), context);
+    /// ```
+    #[inline]
+    pub fn new_trace(propagated: Propagated) -> Scope {
+        let (trace, key) = ids::random_trace_id_and_key();
+        let trace = trace.get();
+        Scope {
+            key,
+            event: 0,
+            trace: [trace as u64, (trace >> 64) as u64],
+            flags: ids::RANDOM,
+            propagated,
+        }
+    }
+
     /// The context attached at each entry, if any.
     pub fn context(&self) -> Option<Context> {
         (self.key != 0).then(|| Context::of_frame(self.frame()))

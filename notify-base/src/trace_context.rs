@@ -47,6 +47,7 @@ use crate::baggage::Baggage;
 use crate::context::Context;
 use crate::event_id::EventId;
 use crate::propagated::Propagated;
+use crate::thread_counter::ThreadCounter;
 use crate::trace_id::TraceId;
 
 pub use crate::baggage::BAGGAGE;
@@ -295,8 +296,9 @@ pub struct ExtractStats {
     pub baggage_members_dropped: u64,
 }
 
-static CONTINUED: AtomicU64 = AtomicU64::new(0);
-static ABSENT: AtomicU64 = AtomicU64::new(0);
+// Counted at every request: one slot per thread (thread_counter.rs), not a shared cache line.
+static CONTINUED: ThreadCounter = ThreadCounter::new();
+static ABSENT: ThreadCounter = ThreadCounter::new();
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
 
@@ -311,8 +313,8 @@ static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
 /// ```
 pub fn stats() -> ExtractStats {
     ExtractStats {
-        continued: CONTINUED.load(Ordering::Relaxed),
-        absent: ABSENT.load(Ordering::Relaxed),
+        continued: CONTINUED.sum(),
+        absent: ABSENT.sum(),
         rejected: REJECTED.load(Ordering::Relaxed),
         tracestate_discarded: TRACESTATE_DISCARDED.load(Ordering::Relaxed),
         tracestate_members_dropped: crate::tracestate::MEMBERS_DROPPED.load(Ordering::Relaxed),
@@ -424,19 +426,18 @@ fn extract_parsed<'a>(
     let traceparent = match parsed {
         Some(Ok(traceparent)) => traceparent,
         absent_or_rejected => {
-            let counter = if absent_or_rejected.is_none() {
-                &ABSENT
+            if absent_or_rejected.is_none() {
+                ABSENT.add_one();
             } else {
-                &REJECTED
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
+                REJECTED.fetch_add(1, Ordering::Relaxed);
+            }
             if sent_state {
                 TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
             }
             return (None, TraceState::new());
         }
     };
-    CONTINUED.fetch_add(1, Ordering::Relaxed);
+    CONTINUED.add_one();
     let state = TraceState::from_values(tracestates).unwrap_or_else(|_| {
         TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
         TraceState::new()
@@ -487,7 +488,7 @@ pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
 #[cfg(feature = "http")]
 pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
     if headers.is_empty() {
-        ABSENT.fetch_add(1, Ordering::Relaxed);
+        ABSENT.add_one();
         return (Context::none(), Propagated::new());
     }
     let (traceparent, state) = extract_http(headers);
@@ -575,7 +576,7 @@ fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) 
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
     };
     if parsed.is_none() && !headers.contains_key(header_name::TRACESTATE) {
-        ABSENT.fetch_add(1, Ordering::Relaxed);
+        ABSENT.add_one();
         return (None, TraceState::new());
     }
     // A tracestate value that is not text cannot be a valid list: one invalid member is what

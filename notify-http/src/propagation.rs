@@ -9,20 +9,16 @@ use notify_core::{Context, Handle};
 
 /// The trace a served request continues, and what it propagates: the incoming `traceparent`'s
 /// remote parent with its flags, `tracestate` and the `baggage` when `continue_trace` (a
-/// malformed or absent `traceparent` is counted by notify-core and starts a new trace); else, or
-/// then, a new random trace (Level 2's random flag set) with no parent and no `tracestate`.
+/// malformed or absent `traceparent` is counted by notify-core and starts a new trace); `None`
+/// for a new random trace (Level 2's random flag set) with no parent and no `tracestate`, which
+/// the caller starts ([`Context::new_trace`], or a scope of one), the `baggage` kept.
 #[inline]
-pub(crate) fn incoming(headers: &HeaderMap, continue_trace: bool) -> (Context, Propagated) {
-    let (context, propagated) = if continue_trace {
-        trace_context::extract_propagated(headers)
-    } else {
-        (Context::none(), Propagated::new())
-    };
-    if context.is_none() {
-        // A new trace: the context says its id is random; the baggage, if any, stays.
-        return (Context::new_trace(), propagated);
+pub(crate) fn incoming(headers: &HeaderMap, continue_trace: bool) -> (Option<Context>, Propagated) {
+    if !continue_trace {
+        return (None, Propagated::new());
     }
-    (context, propagated)
+    let (context, propagated) = trace_context::extract_propagated(headers);
+    ((!context.is_none()).then_some(context), propagated)
 }
 
 /// `propagated` made to hold the trace flags of `context`'s trace (Level 2's random flag), for

@@ -3,13 +3,14 @@
 
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
-use http::{HeaderMap, HeaderValue, Response};
+use http::{HeaderMap, Response};
 use http_body::{Body, Frame, SizeHint};
-use notify_core::{context, event::Outcome, payload::EXCEPTION_KEY, Handle, Value};
+use notify_core::{context, event::Outcome, payload::EXCEPTION_KEY, Context, Handle, Value};
 use pin_project_lite::pin_project;
 
 use crate::classify::{Classification, Classify};
@@ -110,12 +111,33 @@ impl<C: Classify> InFlight<C> {
 pub(crate) struct Scope {
     entered: context::Scope,
     active: bool,
+    /// Set Level 2's `traceresponse` on the response head ([`ServerLayer::traceresponse`]);
+    /// the value is made when the head is ready, from the scope's context or the event's.
+    ///
+    /// [`ServerLayer::traceresponse`]: crate::ServerLayer::traceresponse
+    traceresponse: bool,
 }
 
 impl Scope {
-    /// A served request's scope, entered at each poll.
-    pub(crate) fn new(entered: context::Scope) -> Scope {
-        Scope { entered, active: true }
+    /// A served request's scope, entered at each poll; `traceresponse`: the response gets one.
+    pub(crate) fn new(entered: context::Scope, traceresponse: bool) -> Scope {
+        Scope {
+            entered,
+            active: true,
+            traceresponse,
+        }
+    }
+
+    /// Puts the `traceresponse` header on a response head, when asked for (once: the flag is
+    /// cleared): the trace and span of `event` (a listened request's event), else of the scope's
+    /// context with a fresh span id standing for the non-recording span of a request nobody
+    /// records.
+    #[inline]
+    fn insert_traceresponse(&mut self, headers: &mut HeaderMap) {
+        if std::mem::take(&mut self.traceresponse) {
+            let context = self.entered.context();
+            insert_traceresponse(headers, None, context, self.entered.propagated());
+        }
     }
 
     /// Runs `f` with the scope entered when active (else just `f`).
@@ -131,9 +153,19 @@ impl Scope {
 
 /// Holds the event while the future or body runs; dropped with the event still in flight (the
 /// client went away, the caller dropped the call), it finishes it as [`Outcome::Cancelled`].
-pub(crate) struct Guard<C: Classify>(pub(crate) Option<Box<InFlight<C>>>);
+///
+/// The box is in a `ManuallyDrop` because the guard's own `Drop` always takes it (finishing the
+/// event): the field then needs no drop glue of its own, which an unlistened request's future
+/// and body would otherwise call out of line each, for a `None`.
+pub(crate) struct Guard<C: Classify>(pub(crate) ManuallyDrop<Option<Box<InFlight<C>>>>);
 
 impl<C: Classify> Guard<C> {
+    /// A guard of `in_flight` (`None`: nothing to finish).
+    #[inline]
+    pub(crate) fn new(in_flight: Option<Box<InFlight<C>>>) -> Guard<C> {
+        Guard(ManuallyDrop::new(in_flight))
+    }
+
     #[inline]
     fn finish(&mut self, outcome: Outcome) {
         if self.0.is_some() {
@@ -188,9 +220,6 @@ pin_project! {
         inner: F,
         guard: Guard<C>,
         scope: Scope,
-        // Level 2's `traceresponse`, set on the response head (boxed: it is rare, and the
-        // future is moved around).
-        traceresponse: Option<Box<HeaderValue>>,
     }
 }
 
@@ -198,25 +227,18 @@ impl<F, C: Classify> ResponseFuture<F, C> {
     pub(crate) fn new(inner: F, in_flight: Option<Box<InFlight<C>>>) -> Self {
         ResponseFuture {
             inner,
-            guard: Guard(in_flight),
+            guard: Guard::new(in_flight),
             scope: Scope::default(),
-            traceresponse: None,
         }
     }
 
-    /// The future of a served request, with its scope and `traceresponse`.
+    /// The future of a served request, with its scope.
     #[inline]
-    pub(crate) fn scoped(
-        inner: F,
-        in_flight: Option<Box<InFlight<C>>>,
-        scope: Scope,
-        traceresponse: Option<HeaderValue>,
-    ) -> Self {
+    pub(crate) fn scoped(inner: F, in_flight: Option<Box<InFlight<C>>>, scope: Scope) -> Self {
         ResponseFuture {
             inner,
-            guard: Guard(in_flight),
+            guard: Guard::new(in_flight),
             scope,
-            traceresponse: traceresponse.map(Box::new),
         }
     }
 }
@@ -234,20 +256,20 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
         let this = self.project();
         if this.guard.0.is_none() && this.scope.active {
-            return poll_response_unrecorded(this.inner, this.scope, this.traceresponse, cx);
+            return poll_response_unrecorded(this.inner, this.scope, cx);
         }
         if this.guard.0.is_none() {
             return match this.inner.poll(cx) {
                 Poll::Ready(Ok(response)) => Poll::Ready(Ok(response.map(|body| ResponseBody {
                     inner: body,
-                    guard: Guard(None),
+                    guard: Guard::new(None),
                     scope: Scope::default(),
                 }))),
                 Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
                 Poll::Pending => Poll::Pending,
             };
         }
-        poll_response_scoped(this.inner, this.guard, this.scope, this.traceresponse, cx)
+        poll_response_scoped(this.inner, this.guard, this.scope, cx)
     }
 }
 
@@ -257,7 +279,6 @@ where
 fn poll_response_unrecorded<F, B, E, C>(
     inner: Pin<&mut F>,
     scope: &mut Scope,
-    traceresponse: &mut Option<Box<HeaderValue>>,
     cx: &mut TaskContext<'_>,
 ) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
 where
@@ -265,28 +286,49 @@ where
     C: Classify,
 {
     match scope.run(|| inner.poll(cx)) {
-        Poll::Ready(Ok(mut response)) => {
-            insert_traceresponse(&mut response, traceresponse);
-            let scope = std::mem::take(scope);
-            Poll::Ready(Ok(response.map(|inner| ResponseBody {
-                inner,
-                guard: Guard(None),
-                scope,
-            })))
+        Poll::Ready(Ok(response)) => {
+            // The header goes on the head alone: a borrow of the whole response passed to a call
+            // not inlined (`HeaderMap::insert`) would make every later move of it a `memcpy`
+            // (the response is larger than the compiler moves inline), also without the header.
+            let (mut head, body) = response.into_parts();
+            scope.insert_traceresponse(&mut head.headers);
+            let body = ResponseBody {
+                inner: body,
+                guard: Guard::new(None),
+                scope: std::mem::take(scope),
+            };
+            Poll::Ready(Ok(Response::from_parts(head, body)))
         }
         Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
         Poll::Pending => Poll::Pending,
     }
 }
 
-/// Puts the `traceresponse` header prepared at the request's start (if `ServerLayer` asked for
-/// one) on the response, once.
-#[inline]
-fn insert_traceresponse<B>(response: &mut Response<B>, traceresponse: &mut Option<Box<HeaderValue>>) {
-    if let Some(value) = traceresponse.take() {
-        response
-            .headers_mut()
-            .insert(notify_core::trace_context::TRACERESPONSE, *value);
+/// Puts the `traceresponse` header on a response head: the trace and span of `event` (a
+/// listened request's event), else of `context` (a request nobody records) with a fresh span id
+/// standing for its non-recording span; `propagated`: the request's, for its trace's flags.
+#[cold]
+#[inline(never)]
+fn insert_traceresponse(
+    headers: &mut HeaderMap,
+    event: Option<&Handle>,
+    context: Option<Context>,
+    propagated: &context::Propagated,
+) {
+    let value = match (event, context) {
+        (Some(handle), _) => {
+            let event = handle.in_scope(Context::current);
+            event
+                .event_id()
+                .and_then(|id| crate::propagation::traceresponse(&event, id, propagated))
+        }
+        (None, Some(context)) => {
+            crate::propagation::traceresponse(&context, notify_core::trace_context::new_span_id(), propagated)
+        }
+        (None, None) => None,
+    };
+    if let Some(value) = value {
+        headers.insert(notify_core::trace_context::TRACERESPONSE, value);
     }
 }
 
@@ -296,7 +338,6 @@ fn poll_response_scoped<F, B, E, C>(
     inner: Pin<&mut F>,
     guard: &mut Guard<C>,
     scope: &mut Scope,
-    traceresponse: &mut Option<Box<HeaderValue>>,
     cx: &mut TaskContext<'_>,
 ) -> Poll<Result<Response<ResponseBody<B, C>>, E>>
 where
@@ -305,6 +346,8 @@ where
     E: fmt::Display,
     C: Classify,
 {
+    // Read here, cleared when the head is ready (the closure below holds the scope).
+    let traceresponse = scope.traceresponse;
     // The whole step runs in the scope: an event that ends here (an empty body, an error)
     // finishes with the request's trace state current.
     let step = scope.run(|| {
@@ -312,13 +355,17 @@ where
         match poll {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(mut response)) => {
-                insert_traceresponse(&mut response, traceresponse);
+                if let (true, Some(in_flight)) = (traceresponse, guard.0.as_deref()) {
+                    // In the scope: the request's record is the current one.
+                    let propagated = context::Propagated::current();
+                    insert_traceresponse(response.headers_mut(), Some(&in_flight.handle), None, &propagated);
+                }
                 let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {
                     in_flight.on_response(response.status(), response.headers());
                 }
                 let (parts, body) = response.into_parts();
-                let mut guard = Guard(in_flight);
+                let mut guard = Guard::new(in_flight);
                 if body.is_end_stream() {
                     // An empty body may never be polled: the event ends with the head.
                     guard.finish(Outcome::Completed);
@@ -335,6 +382,7 @@ where
         }
     });
     step.map_ok(|(parts, body, guard)| {
+        scope.traceresponse = false;
         let scope = std::mem::take(scope);
         Response::from_parts(
             parts,
@@ -455,7 +503,7 @@ impl<B: Default, C: Classify> Default for ResponseBody<B, C> {
     fn default() -> Self {
         ResponseBody {
             inner: B::default(),
-            guard: Guard(None),
+            guard: Guard::new(None),
             scope: Scope::default(),
         }
     }

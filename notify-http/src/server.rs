@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use http::request::Parts;
-use http::{HeaderValue, Request, Response};
+use http::{Request, Response};
 use http_body::Body;
 use notify_core::context::{self, Propagated};
 use notify_core::{event::Callsite, Context, Notifier, Payload};
@@ -31,16 +31,39 @@ type RouteFn = dyn Fn(&Parts) -> Option<String> + Send + Sync;
 /// global notifier). See the [crate documentation](crate) for the payload and the rules.
 ///
 /// Cloning it, and cloning the services it makes, copies a few words (no reference count is
-/// touched unless a route function, headers, another name or another notifier was configured).
+/// touched unless a route function, headers, baggage keys, another name or another notifier was
+/// configured).
 pub struct ServerLayer<C = ServerErrorsAsFailures> {
     source: Source,
     classifier: C,
-    route: Option<Arc<RouteFn>>,
-    headers: Option<Arc<HeaderRecording>>,
+    /// What a listened request records beyond the default payload; `None`: nothing more. Behind
+    /// one pointer: the service is cloned, moved and dropped per request whoever listens.
+    recording: Option<Arc<Recording>>,
     continue_trace: bool,
     traceresponse: bool,
+}
+
+/// The optional parts of a listened request's payload ([`ServerLayer::route_from`],
+/// [`ServerLayer::request_headers`] and the like, [`ServerLayer::record_baggage`]).
+#[derive(Clone, Default)]
+struct Recording {
+    route: Option<Arc<RouteFn>>,
+    headers: Option<Arc<HeaderRecording>>,
     /// Baggage keys recorded in the payload (`baggage.<key>`).
     baggage_keys: Option<Arc<[String]>>,
+}
+
+/// What a layer without optional recording records: nothing more.
+static NO_RECORDING: Recording = Recording {
+    route: None,
+    headers: None,
+    baggage_keys: None,
+};
+
+impl<C> ServerLayer<C> {
+    fn recording(&self) -> &Recording {
+        self.recording.as_deref().unwrap_or(&NO_RECORDING)
+    }
 }
 
 impl ServerLayer {
@@ -49,11 +72,9 @@ impl ServerLayer {
         ServerLayer {
             source: Source::Site(&SERVER_SITE),
             classifier: ServerErrorsAsFailures,
-            route: None,
-            headers: None,
+            recording: None,
             continue_trace: true,
             traceresponse: false,
-            baggage_keys: None,
         }
     }
 }
@@ -90,11 +111,9 @@ impl<C: Classify> ServerLayer<C> {
         ServerLayer {
             source: self.source,
             classifier,
-            route: self.route,
-            headers: self.headers,
+            recording: self.recording,
             continue_trace: self.continue_trace,
             traceresponse: self.traceresponse,
-            baggage_keys: self.baggage_keys,
         }
     }
 
@@ -110,7 +129,7 @@ impl<C: Classify> ServerLayer<C> {
     ///
     /// Without it, or when it returns `None`, only `url.path` is recorded.
     pub fn route_from(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> Self {
-        self.route = Some(Arc::new(f));
+        self.recording_mut().route = Some(Arc::new(f));
         self
     }
 
@@ -138,7 +157,11 @@ impl<C: Classify> ServerLayer<C> {
     }
 
     fn headers_mut(&mut self) -> &mut HeaderRecording {
-        Arc::make_mut(self.headers.get_or_insert_with(Default::default))
+        Arc::make_mut(self.recording_mut().headers.get_or_insert_with(Default::default))
+    }
+
+    fn recording_mut(&mut self) -> &mut Recording {
+        Arc::make_mut(self.recording.get_or_insert_with(Default::default))
     }
 
     /// Whether a request with a valid W3C `traceparent` header continues that trace (its event a
@@ -168,7 +191,7 @@ impl<C: Classify> ServerLayer<C> {
     /// these entries as to the whole payload.
     pub fn record_baggage(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
-        self.baggage_keys = (!keys.is_empty()).then(|| keys.into());
+        self.recording_mut().baggage_keys = (!keys.is_empty()).then(|| keys.into());
         self
     }
 }
@@ -178,11 +201,9 @@ impl<C: Clone> Clone for ServerLayer<C> {
         ServerLayer {
             source: self.source.clone(),
             classifier: self.classifier.clone(),
-            route: self.route.clone(),
-            headers: self.headers.clone(),
+            recording: self.recording.clone(),
             continue_trace: self.continue_trace,
             traceresponse: self.traceresponse,
-            baggage_keys: self.baggage_keys.clone(),
         }
     }
 }
@@ -192,11 +213,11 @@ impl<C: fmt::Debug> fmt::Debug for ServerLayer<C> {
         f.debug_struct("ServerLayer")
             .field("name", &self.source.name())
             .field("classifier", &self.classifier)
-            .field("route_from", &self.route.is_some())
-            .field("headers", &self.headers)
+            .field("route_from", &self.recording().route.is_some())
+            .field("headers", &self.recording().headers)
             .field("continue_trace", &self.continue_trace)
             .field("traceresponse", &self.traceresponse)
-            .field("record_baggage", &self.baggage_keys)
+            .field("record_baggage", &self.recording().baggage_keys)
             .finish()
     }
 }
@@ -248,13 +269,14 @@ fn request_payload<C>(layer: &ServerLayer<C>, parts: &Parts, propagated: &Propag
         .with(keys::KIND, "server")
         .with(keys::METHOD, keys::method(&parts.method))
         .with(keys::PATH, parts.uri.path().to_owned());
-    if let Some(route) = layer.route.as_ref().and_then(|route| route(parts)) {
+    let recording = layer.recording();
+    if let Some(route) = recording.route.as_ref().and_then(|route| route(parts)) {
         payload.insert(keys::ROUTE, route);
     }
-    if let Some(headers) = &layer.headers {
+    if let Some(headers) = &recording.headers {
         headers.record_request(&parts.headers, &mut payload);
     }
-    if let Some(keys) = &layer.baggage_keys {
+    if let Some(keys) = &recording.baggage_keys {
         for key in keys.iter() {
             if let Some(value) = propagated.baggage().get(key) {
                 payload.insert(format!("{}{key}", keys::BAGGAGE_PREFIX), value.to_owned());
@@ -285,43 +307,42 @@ where
         // Always: passing the caller's trace on does not depend on anybody listening.
         let (context, propagated) = propagation::incoming(request.headers(), self.layer.continue_trace);
         if self.layer.source.enabled() {
+            let context = context.unwrap_or_else(Context::new_trace);
             return self.call_listened(request, context, propagated);
         }
-        self.call_unrecorded(request, context, propagated)
+        let mut scope = match context {
+            Some(context) => context::Scope::new(Some(context), propagated),
+            None => context::Scope::new_trace(propagated),
+        };
+        // `call_unrecorded`'s body written out: passed through that call, inlined or not, the
+        // request was copied once more (a `memcpy` of the whole request, counted with callgrind
+        // in docs/benchmarks.md).
+        let future = {
+            let _entered = scope.enter();
+            self.inner.call(request)
+        };
+        ResponseFuture::scoped(future, None, Scope::new(scope, self.layer.traceresponse))
     }
 }
 
 impl<S, C: Classify> ServerService<S, C> {
-    /// The `traceresponse` of a request nobody records, when asked for: a fresh id stands for
-    /// its non-recording span.
-    #[inline]
-    fn traceresponse(&self, context: &Context, propagated: &Propagated) -> Option<HeaderValue> {
-        if !self.layer.traceresponse {
-            return None;
-        }
-        propagation::traceresponse(context, notify_core::trace_context::new_span_id(), propagated)
-    }
-
     /// A request nobody records: the handler runs in the incoming (or new) trace, through a
-    /// non-recording span (the trace's context itself, no event of ours).
+    /// non-recording span (the trace's context itself, no event of ours), in `scope`.
     #[inline]
     fn call_unrecorded<ReqBody>(
         &mut self,
         request: Request<ReqBody>,
-        context: Context,
-        propagated: Propagated,
+        mut scope: context::Scope,
     ) -> ResponseFuture<S::Future, C>
     where
         S: Service<Request<ReqBody>>,
     {
-        let traceresponse = self.traceresponse(&context, &propagated);
-        let mut scope = context::Scope::new(Some(context), propagated);
         // The handler's synchronous part runs in the request's scope too.
         let future = {
             let _entered = scope.enter();
             self.inner.call(request)
         };
-        ResponseFuture::scoped(future, None, Scope::new(scope), traceresponse)
+        ResponseFuture::scoped(future, None, Scope::new(scope, self.layer.traceresponse))
     }
 
     #[inline(never)]
@@ -340,7 +361,10 @@ impl<S, C: Classify> ServerService<S, C> {
             .source
             .handle(|| request_payload(&self.layer, &parts, &propagated));
         let Some(mut handle) = handle else {
-            return self.call_unrecorded(Request::from_parts(parts, body), context, propagated);
+            return self.call_unrecorded(
+                Request::from_parts(parts, body),
+                context::Scope::new(Some(context), propagated),
+            );
         };
         // A fresh handle: setting its parent cannot fail. A new trace has no parent event: the
         // request's event is its root.
@@ -349,17 +373,9 @@ impl<S, C: Classify> ServerService<S, C> {
         let _ = handle.start();
         let request = Request::from_parts(parts, body);
         if !handle.is_listened() {
-            return self.call_unrecorded(request, context, propagated);
+            return self.call_unrecorded(request, context::Scope::new(Some(context), propagated));
         }
         let propagated = propagation::for_events(&context, propagated);
-        let traceresponse = if self.layer.traceresponse {
-            let event = handle.in_scope(Context::current);
-            event
-                .event_id()
-                .and_then(|id| propagation::traceresponse(&event, id, &propagated))
-        } else {
-            None
-        };
         let mut scope = context::Scope::new(None, propagated);
         // The handler's synchronous part runs with the event current too.
         let future = {
@@ -367,7 +383,15 @@ impl<S, C: Classify> ServerService<S, C> {
             let _scope = scope.enter();
             self.inner.call(request)
         };
-        let in_flight = InFlight::new(handle, self.layer.classifier.clone(), self.layer.headers.clone());
-        ResponseFuture::scoped(future, Some(Box::new(in_flight)), Scope::new(scope), traceresponse)
+        let in_flight = InFlight::new(
+            handle,
+            self.layer.classifier.clone(),
+            self.layer.recording().headers.clone(),
+        );
+        ResponseFuture::scoped(
+            future,
+            Some(Box::new(in_flight)),
+            Scope::new(scope, self.layer.traceresponse),
+        )
     }
 }
