@@ -39,6 +39,7 @@
 //! assert!(outgoing.flags().is_sampled());
 //! ```
 
+use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,7 +48,7 @@ use crate::baggage::Baggage;
 use crate::context::Context;
 use crate::event_id::EventId;
 use crate::propagated::Propagated;
-use crate::thread_counter::ThreadCounter;
+use crate::thread_counter::ThreadCounts;
 use crate::trace_id::TraceId;
 
 pub use crate::baggage::BAGGAGE;
@@ -296,9 +297,30 @@ pub struct ExtractStats {
     pub baggage_members_dropped: u64,
 }
 
-// Counted at every request: one slot per thread (thread_counter.rs), not a shared cache line.
-static CONTINUED: ThreadCounter = ThreadCounter::new();
-static ABSENT: ThreadCounter = ThreadCounter::new();
+// Counted at every request: slots per thread (thread_counter.rs), not a shared cache line.
+static EXTRACTED: ThreadCounts<2> = ThreadCounts::new();
+/// [`EXTRACTED`]'s slot of [`ExtractStats::continued`].
+const CONTINUED: usize = 0;
+/// [`EXTRACTED`]'s slot of [`ExtractStats::absent`].
+const ABSENT: usize = 1;
+
+thread_local! {
+    /// This thread's slots of [`EXTRACTED`], looked up once per thread.
+    static EXTRACTED_HERE: Cell<Option<&'static [AtomicU64; 2]>> = const { Cell::new(None) };
+}
+
+/// Counts one extraction as `which` ([`CONTINUED`] or [`ABSENT`]) for this thread.
+#[inline]
+fn count(which: usize) {
+    let slots = EXTRACTED_HERE.with(|here| {
+        here.get().unwrap_or_else(|| {
+            let slots = EXTRACTED.local();
+            here.set(Some(slots));
+            slots
+        })
+    });
+    ThreadCounts::<2>::add_one(&slots[which]);
+}
 static REJECTED: AtomicU64 = AtomicU64::new(0);
 static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
 
@@ -313,8 +335,8 @@ static TRACESTATE_DISCARDED: AtomicU64 = AtomicU64::new(0);
 /// ```
 pub fn stats() -> ExtractStats {
     ExtractStats {
-        continued: CONTINUED.sum(),
-        absent: ABSENT.sum(),
+        continued: EXTRACTED.sum(CONTINUED),
+        absent: EXTRACTED.sum(ABSENT),
         rejected: REJECTED.load(Ordering::Relaxed),
         tracestate_discarded: TRACESTATE_DISCARDED.load(Ordering::Relaxed),
         tracestate_members_dropped: crate::tracestate::MEMBERS_DROPPED.load(Ordering::Relaxed),
@@ -427,7 +449,7 @@ fn extract_parsed<'a>(
         Some(Ok(traceparent)) => traceparent,
         absent_or_rejected => {
             if absent_or_rejected.is_none() {
-                ABSENT.add_one();
+                count(ABSENT);
             } else {
                 REJECTED.fetch_add(1, Ordering::Relaxed);
             }
@@ -437,7 +459,7 @@ fn extract_parsed<'a>(
             return (None, TraceState::new());
         }
     };
-    CONTINUED.add_one();
+    count(CONTINUED);
     let state = TraceState::from_values(tracestates).unwrap_or_else(|_| {
         TRACESTATE_DISCARDED.fetch_add(1, Ordering::Relaxed);
         TraceState::new()
@@ -488,7 +510,7 @@ pub fn extract_with_state(headers: &http::HeaderMap) -> (Context, TraceState) {
 #[cfg(feature = "http")]
 pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
     if headers.is_empty() {
-        ABSENT.add_one();
+        count(ABSENT);
         return (Context::none(), Propagated::new());
     }
     let (traceparent, state) = extract_http(headers);
@@ -576,7 +598,7 @@ fn extract_http(headers: &http::HeaderMap) -> (Option<TraceParent>, TraceState) 
         (Some(_), Some(_)) => Some(Err(TraceContextError::Duplicate)),
     };
     if parsed.is_none() && !headers.contains_key(header_name::TRACESTATE) {
-        ABSENT.add_one();
+        count(ABSENT);
         return (None, TraceState::new());
     }
     // A tracestate value that is not text cannot be a valid list: one invalid member is what
