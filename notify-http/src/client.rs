@@ -224,7 +224,12 @@ where
             let _entered = handle.enter();
             self.inner.call(request)
         };
-        let in_flight = InFlight::new(handle, self.layer.classifier.clone(), None);
+        let in_flight = InFlight::new(
+            handle,
+            self.layer.classifier.clone(),
+            None,
+            notify_core::context::Propagated::current(),
+        );
         ResponseFuture::new(future, Some(Box::new(in_flight)))
     }
 }

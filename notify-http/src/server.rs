@@ -376,7 +376,7 @@ impl<S, C: Classify> ServerService<S, C> {
             return self.call_unrecorded(request, context::Scope::new(Some(context), propagated));
         }
         let propagated = propagation::for_events(&context, propagated);
-        let mut scope = context::Scope::new(None, propagated);
+        let mut scope = context::Scope::new(None, propagated.clone());
         // The handler's synchronous part runs with the event current too.
         let future = {
             let _entered = handle.enter();
@@ -387,6 +387,7 @@ impl<S, C: Classify> ServerService<S, C> {
             handle,
             self.layer.classifier.clone(),
             self.layer.recording().headers.clone(),
+            propagated,
         );
         ResponseFuture::scoped(
             future,

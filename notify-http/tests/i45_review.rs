@@ -1,0 +1,335 @@
+//! Issue 45 reviewed as a service team adopting notify would: `traceresponse` in every listening
+//! configuration and kind of response, events that end cancelled, hostile headers, and many
+//! concurrent requests each passing its own trace on.
+
+mod support;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::routing::get;
+use axum::Router;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use notify_core::event::Outcome;
+use notify_core::trace_context::{self, TraceParent};
+use notify_core::{context, Notifier};
+use notify_http::{ClientLayer, ServerLayer, SERVER_EVENT};
+use support::{serve, Captured, Chunks};
+use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+
+fn incoming() -> String {
+    format!("00-{TRACE}-{PARENT}-01")
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    Now,
+    AfterAwait,
+    Status500,
+    Streaming,
+}
+
+async fn answer(kind: Answer) -> Result<Response<axum::body::Body>, Infallible> {
+    Ok(match kind {
+        Answer::Now => Response::new(axum::body::Body::from("ok")),
+        Answer::AfterAwait => {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Response::new(axum::body::Body::from("ok"))
+        }
+        Answer::Status500 => {
+            tokio::task::yield_now().await;
+            let mut response = Response::new(axum::body::Body::from("boom"));
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        }
+        Answer::Streaming => Response::new(axum::body::Body::new(Chunks::new(3, Duration::from_millis(2)))),
+    })
+}
+
+/// `traceresponse` names the request's trace (the caller's, or a new one), a span other than the
+/// caller's, in every configuration (listened; unlistened on the global notifier's static
+/// callsite; unlistened on a notifier of its own; an event name nobody listens to) and for every
+/// kind of answer (at once, after an await, a 500, a streaming body).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_traceresponse_in_every_configuration_and_answer() {
+    let captured = Captured::new();
+    let unlistened = Notifier::new();
+    let layers = [
+        ("listened", ServerLayer::new().notifier(&captured.notifier)),
+        ("global unlistened", ServerLayer::new()),
+        ("own notifier unlistened", ServerLayer::new().notifier(&unlistened)),
+        (
+            "other name",
+            ServerLayer::new().notifier(&captured.notifier).name("nobody.http"),
+        ),
+    ];
+    for (what, layer) in layers {
+        for kind in [Answer::Now, Answer::AfterAwait, Answer::Status500, Answer::Streaming] {
+            for continued in [true, false] {
+                let service = ServiceBuilder::new()
+                    .layer(layer.clone().traceresponse(true))
+                    .service(service_fn(move |_: Request<()>| answer(kind)));
+                let mut request = Request::get("/").body(()).unwrap();
+                if continued {
+                    request
+                        .headers_mut()
+                        .insert("traceparent", HeaderValue::from_str(&incoming()).unwrap());
+                }
+                let response = service.oneshot(request).await.unwrap();
+                let value = response
+                    .headers()
+                    .get("traceresponse")
+                    .unwrap_or_else(|| panic!("{what} {kind:?} {continued}: no traceresponse"));
+                let parsed: TraceParent = value.to_str().unwrap().parse().unwrap();
+                if continued {
+                    assert_eq!(parsed.trace_id().to_string(), TRACE, "{what} {kind:?}");
+                    assert_ne!(parsed.parent_id().to_string(), PARENT, "{what} {kind:?}");
+                    assert!(parsed.flags().is_sampled());
+                } else {
+                    assert!(parsed.flags().is_random(), "{what} {kind:?}");
+                }
+                response.into_body().collect().await.unwrap();
+            }
+        }
+    }
+    // Listened: the span named is the request's event.
+    let events = captured.wait_for(SERVER_EVENT, 8).await;
+    assert_eq!(events.len(), 8);
+}
+
+/// A listened request's event ends cancelled when the client goes away (the response future or
+/// the body dropped): it still carries the request's `tracestate` and baggage, as a completed
+/// one does (exporters send them on from the event).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_a_cancelled_request_keeps_its_tracestate_and_baggage() {
+    let captured = Captured::new();
+    let headers = |request: &mut Request<()>| {
+        let h = request.headers_mut();
+        h.insert("traceparent", HeaderValue::from_str(&incoming()).unwrap());
+        h.insert("tracestate", HeaderValue::from_static("foo=1"));
+        h.insert("baggage", HeaderValue::from_static("tenant=acme"));
+    };
+    let layer = ServerLayer::new().notifier(&captured.notifier);
+
+    // The response future dropped before the handler answers.
+    let service = ServiceBuilder::new()
+        .layer(layer.clone())
+        .service(service_fn(|_: Request<()>| async {
+            std::future::pending::<()>().await;
+            Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+        }));
+    let mut request = Request::get("/").body(()).unwrap();
+    headers(&mut request);
+    let future = service.oneshot(request);
+    assert!(tokio::time::timeout(Duration::from_millis(10), future).await.is_err());
+
+    // The body dropped after its first frame.
+    let service = ServiceBuilder::new()
+        .layer(layer)
+        .service(service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(Chunks::new(usize::MAX, Duration::from_millis(1))))
+        }));
+    let mut request = Request::get("/").body(()).unwrap();
+    headers(&mut request);
+    let mut body = service.oneshot(request).await.unwrap().into_body();
+    body.frame().await.unwrap().unwrap();
+    drop(body);
+
+    // A call the handler makes, dropped before its answer: the client event too.
+    let client = ServiceBuilder::new()
+        .layer(ClientLayer::new().notifier(&captured.notifier))
+        .service(service_fn(|_: Request<()>| async {
+            std::future::pending::<()>().await;
+            Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new()))
+        }));
+    let mut request = Request::get("/").body(()).unwrap();
+    headers(&mut request);
+    let (context, propagated) = trace_context::extract_propagated(request.headers());
+    let mut client = client;
+    client.ready().await.unwrap();
+    let call = {
+        let _context = context.attach();
+        let _propagated = propagated.attach();
+        client.call(Request::get("http://back/").body(()).unwrap())
+    };
+    assert!(tokio::time::timeout(Duration::from_millis(10), call).await.is_err());
+
+    let mut events = captured.wait_for(SERVER_EVENT, 2).await;
+    events.extend(captured.wait_for(notify_http::CLIENT_EVENT, 1).await);
+    assert_eq!(events.len(), 3);
+    for event in events {
+        assert_eq!(event.outcome(), Outcome::Cancelled);
+        assert_eq!(event.trace_state().as_str(), "foo=1", "{event:?}");
+        assert_eq!(event.baggage().get("tenant"), Some("acme"), "{event:?}");
+    }
+}
+
+/// The headers a second server received, and the front service calling it through
+/// `ClientLayer`, nobody listening; the front answers with the baggage it saw.
+async fn front_and_back() -> (SocketAddr, Arc<Mutex<Vec<HeaderMap>>>) {
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = received.clone();
+    let back = serve(Router::new().route(
+        "/back",
+        get(move |headers: HeaderMap| {
+            sink.lock().unwrap().push(headers);
+            async { "ok" }
+        }),
+    ))
+    .await;
+    let outgoing = ServiceBuilder::new()
+        .layer(ClientLayer::new().notifier(&Notifier::new()))
+        .service(Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>());
+    let front = Router::new()
+        .route(
+            "/front",
+            get(move || {
+                let outgoing = outgoing.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    let request = Request::get(format!("http://{back}/back")).body(Empty::new()).unwrap();
+                    let response = outgoing.oneshot(request).await.unwrap();
+                    response.into_body().collect().await.unwrap();
+                    context::baggage().to_string()
+                }
+            }),
+        )
+        .layer(ServerLayer::new().notifier(&Notifier::new()).traceresponse(true));
+    (serve(front).await, received)
+}
+
+/// GETs `uri` with raw header bytes; the status, headers and body.
+async fn get_raw(uri: String, headers: &[(&str, &[u8])]) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::get(uri);
+    for (name, value) in headers {
+        request = request.header(*name, HeaderValue::from_bytes(value).unwrap());
+    }
+    let response = support::client()
+        .request(request.body(Full::new(Bytes::new())).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (parts.status, parts.headers, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Hostile headers, each with its exact outcome: a new trace (counted) or the caller's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_hostile_headers() {
+    let (front, received) = front_and_back().await;
+    let uri = format!("http://{front}/front");
+    let last = |received: &Arc<Mutex<Vec<HeaderMap>>>| received.lock().unwrap().last().unwrap().clone();
+    let trace_of = |h: &HeaderMap| -> TraceParent { h["traceparent"].to_str().unwrap().parse().unwrap() };
+
+    // 50 identical traceparent headers: not one value, rejected, a new trace.
+    let tp = incoming();
+    let many: Vec<(&str, &[u8])> = (0..50).map(|_| ("traceparent", tp.as_bytes())).collect();
+    let before = trace_context::stats();
+    let (status, head, _) = get_raw(uri.clone(), &many).await;
+    assert_eq!(status, 200);
+    let sent = trace_of(&last(&received));
+    assert_ne!(sent.trace_id().to_string(), TRACE);
+    assert_eq!(
+        head["traceresponse"].to_str().unwrap()[3..35],
+        sent.trace_id().to_string()
+    );
+    assert!(trace_context::stats().rejected > before.rejected);
+
+    // Invalid UTF-8 (obs-text) bytes: in traceparent, rejected; in tracestate, the list discarded;
+    // in one baggage value, that value alone dropped.
+    let mut bad_tp = tp.clone().into_bytes();
+    bad_tp[10] = 0xff;
+    let before = trace_context::stats();
+    get_raw(uri.clone(), &[("traceparent", &bad_tp)]).await;
+    assert_ne!(trace_of(&last(&received)).trace_id().to_string(), TRACE);
+    assert!(trace_context::stats().rejected > before.rejected);
+    let (_, _, body) = get_raw(
+        uri.clone(),
+        &[
+            ("traceparent", tp.as_bytes()),
+            ("tracestate", b"a=1,b=\xff"),
+            ("baggage", b"k=\xe9t\xe9"),
+            ("baggage", b"ok=1"),
+        ],
+    )
+    .await;
+    let h = last(&received);
+    assert_eq!(trace_of(&h).trace_id().to_string(), TRACE);
+    assert!(h.get("tracestate").is_none());
+    assert_eq!(h["baggage"], "ok=1");
+    assert_eq!(body, "ok=1");
+
+    // A 100 KB baggage header of distinct keys: the first 64 members (8 KB at most) pass, the
+    // rest are dropped and counted, in bounded time.
+    let huge: String = (0..14_000).map(|i| format!("k{i}=v")).collect::<Vec<_>>().join(",");
+    assert!(huge.len() > 100_000);
+    let before = trace_context::stats();
+    let started = Instant::now();
+    get_raw(
+        uri.clone(),
+        &[("traceparent", tp.as_bytes()), ("baggage", huge.as_bytes())],
+    )
+    .await;
+    let took = started.elapsed();
+    let h = last(&received);
+    let baggage: notify_core::baggage::Baggage = h["baggage"].to_str().unwrap().parse().unwrap();
+    assert_eq!(
+        (baggage.len(), baggage.get("k0"), baggage.get("k64")),
+        (64, Some("v"), None)
+    );
+    assert!(trace_context::stats().baggage_members_dropped - before.baggage_members_dropped >= 14_000 - 64);
+    assert!(
+        took < Duration::from_millis(500),
+        "a 100 KB baggage header took {took:?}"
+    );
+}
+
+/// 300 concurrent requests on a multi-thread runtime, nobody listening, each with its own trace
+/// and baggage: each call the handler makes after an await carries exactly its request's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn i45_review_concurrent_requests_each_pass_their_own_trace_on() {
+    let (front, received) = front_and_back().await;
+    let client = support::client();
+    let calls: Vec<_> = (0..300_u32)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let trace = format!("{:032x}", 0x1000 + i);
+                let tp = format!("00-{trace}-{PARENT}-01");
+                let baggage = format!("req={i}");
+                let (status, body) = support::fetch(
+                    &client,
+                    format!("http://{front}/front"),
+                    &[("traceparent", &tp), ("baggage", &baggage)],
+                )
+                .await;
+                assert_eq!((status, body), (200, baggage));
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    let received = received.lock().unwrap().clone();
+    assert_eq!(received.len(), 300);
+    for h in received {
+        let tp: TraceParent = h["traceparent"].to_str().unwrap().parse().unwrap();
+        let i: u128 = h["baggage"]
+            .to_str()
+            .unwrap()
+            .strip_prefix("req=")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(tp.trace_id().get(), 0x1000 + i);
+    }
+}
