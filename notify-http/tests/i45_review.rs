@@ -72,6 +72,7 @@ async fn i45_review_traceresponse_in_every_configuration_and_answer() {
             ServerLayer::new().notifier(&captured.notifier).name("nobody.http"),
         ),
     ];
+    let mut listened_spans = Vec::new();
     for (what, layer) in layers {
         for kind in [Answer::Now, Answer::AfterAwait, Answer::Status500, Answer::Streaming] {
             for continued in [true, false] {
@@ -97,6 +98,9 @@ async fn i45_review_traceresponse_in_every_configuration_and_answer() {
                 } else {
                     assert!(parsed.flags().is_random(), "{what} {kind:?}");
                 }
+                if what == "listened" {
+                    listened_spans.push(parsed.parent_id());
+                }
                 response.into_body().collect().await.unwrap();
             }
         }
@@ -104,6 +108,10 @@ async fn i45_review_traceresponse_in_every_configuration_and_answer() {
     // Listened: the span named is the request's event.
     let events = captured.wait_for(SERVER_EVENT, 8).await;
     assert_eq!(events.len(), 8);
+    let mut ids: Vec<_> = events.iter().map(|e| e.id()).collect();
+    ids.sort();
+    listened_spans.sort();
+    assert_eq!(ids, listened_spans);
 }
 
 /// A listened request's event ends cancelled when the client goes away (the response future or
@@ -245,7 +253,7 @@ async fn i45_review_hostile_headers() {
     assert!(trace_context::stats().rejected > before.rejected);
 
     // Invalid UTF-8 (obs-text) bytes: in traceparent, rejected; in tracestate, the list discarded;
-    // in one baggage value, that value alone dropped.
+    // in a baggage member, that member alone dropped.
     let mut bad_tp = tp.clone().into_bytes();
     bad_tp[10] = 0xff;
     let before = trace_context::stats();
@@ -257,7 +265,7 @@ async fn i45_review_hostile_headers() {
         &[
             ("traceparent", tp.as_bytes()),
             ("tracestate", b"a=1,b=\xff"),
-            ("baggage", b"k=\xe9t\xe9"),
+            ("baggage", b"k=\xe9t\xe9,a=1"),
             ("baggage", b"ok=1"),
         ],
     )
@@ -265,8 +273,8 @@ async fn i45_review_hostile_headers() {
     let h = last(&received);
     assert_eq!(trace_of(&h).trace_id().to_string(), TRACE);
     assert!(h.get("tracestate").is_none());
-    assert_eq!(h["baggage"], "ok=1");
-    assert_eq!(body, "ok=1");
+    assert_eq!(h["baggage"], "a=1,ok=1", "the member with obs-text bytes dropped alone");
+    assert_eq!(body, "a=1,ok=1");
 
     // A 100 KB baggage header of distinct keys: the first 64 members (8 KB at most) pass, the
     // rest are dropped and counted, in bounded time.
@@ -332,4 +340,113 @@ async fn i45_review_concurrent_requests_each_pass_their_own_trace_on() {
             .unwrap();
         assert_eq!(tp.trace_id().get(), 0x1000 + i);
     }
+}
+
+/// A handler that panics behind `CatchPanicLayer` (a current-thread runtime: the next request
+/// runs on the same thread): nothing of the panicked request's trace or baggage stays current
+/// for the next one, listened or not. The 500 made outside the layer has no `traceresponse`.
+#[tokio::test(flavor = "current_thread")]
+async fn i45_review_a_panicking_handler_leaves_nothing_current() {
+    let captured = Captured::new();
+    for layer in [ServerLayer::new().notifier(&captured.notifier), ServerLayer::new()] {
+        let app = Router::new()
+            .route(
+                "/panic",
+                get(|| async {
+                    tokio::task::yield_now().await;
+                    panic!("on purpose");
+                    #[allow(unreachable_code)]
+                    ""
+                }),
+            )
+            .route(
+                "/seen",
+                get(|| async {
+                    format!(
+                        "{}|{}",
+                        notify_core::Context::current()
+                            .trace_id()
+                            .map(|t| t.to_string())
+                            .unwrap_or_default(),
+                        context::baggage()
+                    )
+                }),
+            )
+            .layer(layer.traceresponse(true))
+            .layer(tower_http::catch_panic::CatchPanicLayer::new());
+        let address = serve(app).await;
+        let tp = incoming();
+        let (status, head, _) = get_raw(
+            format!("http://{address}/panic"),
+            &[("traceparent", tp.as_bytes()), ("baggage", b"tenant=acme")],
+        )
+        .await;
+        assert_eq!(status, 500);
+        assert!(head.get("traceresponse").is_none(), "made outside the layer");
+        let (_, head, body) = get_raw(format!("http://{address}/seen"), &[]).await;
+        let (trace, baggage) = body.split_once('|').unwrap();
+        assert_ne!(trace, TRACE);
+        assert_eq!(trace, &head["traceresponse"].to_str().unwrap()[3..35]);
+        assert_eq!(baggage, "");
+        assert!(notify_core::Context::current().is_none());
+        assert!(context::baggage().is_empty());
+    }
+}
+
+/// `ClientLayer::tracestate_entry`: the own entry first, the right-most member pushed out of a
+/// full list of 32, a Level 2 multi-tenant key accepted, an invalid key refused at startup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_own_tracestate_entry_goes_first_and_keeps_the_limits() {
+    let captured = Captured::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let client = ServiceBuilder::new()
+        .layer(
+            ClientLayer::new()
+                .notifier(&captured.notifier)
+                .tracestate_entry("t1@acme"),
+        )
+        .service(service_fn(move |request: Request<()>| {
+            sink.lock().unwrap().push(request.headers().clone());
+            async { Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new())) }
+        }));
+    let full: Vec<String> = (0..32).map(|i| format!("v{i}=x")).collect();
+    let mut headers = HeaderMap::new();
+    headers.insert("traceparent", HeaderValue::from_str(&incoming()).unwrap());
+    headers.insert("tracestate", HeaderValue::from_str(&full.join(",")).unwrap());
+    let (context, propagated) = trace_context::extract_propagated(&headers);
+    let mut client = client;
+    client.ready().await.unwrap();
+    let call = {
+        let _c = context.attach();
+        let _p = propagated.attach();
+        client.call(Request::get("http://back/").body(()).unwrap())
+    };
+    call.await.unwrap();
+    let sent = seen.lock().unwrap()[0].clone();
+    let state = sent["tracestate"].to_str().unwrap();
+    let members: Vec<&str> = state.split(',').collect();
+    let event = &captured.wait_for(notify_http::CLIENT_EVENT, 1).await[0];
+    assert_eq!(members.len(), 32);
+    assert_eq!(members[0], format!("t1@acme={}", event.id()));
+    assert_eq!(members[1], "v0=x");
+    assert_eq!(members[31], "v30=x", "the right-most member is pushed out");
+    let parent: TraceParent = sent["traceparent"].to_str().unwrap().parse().unwrap();
+    assert_eq!(parent.parent_id(), event.id());
+    assert!(std::panic::catch_unwind(|| ClientLayer::new().tracestate_entry("Acme")).is_err());
+}
+
+/// A sampler that drops every trace: the request is still propagated, unsampled, and
+/// `traceresponse` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_an_unsampled_request_is_propagated_unsampled() {
+    let captured = Captured::new();
+    captured.notifier.set_sampler(notify_core::export::Sampler::ratio(0.0));
+    let service = ServiceBuilder::new()
+        .layer(ServerLayer::new().notifier(&captured.notifier).traceresponse(true))
+        .service(service_fn(|_: Request<()>| answer(Answer::AfterAwait)));
+    let response = service.oneshot(Request::get("/").body(()).unwrap()).await.unwrap();
+    let value: TraceParent = response.headers()["traceresponse"].to_str().unwrap().parse().unwrap();
+    assert!(!value.flags().is_sampled(), "{value}");
+    assert!(value.flags().is_random());
 }
