@@ -450,3 +450,65 @@ async fn i45_review_an_unsampled_request_is_propagated_unsampled() {
     assert!(!value.flags().is_sampled(), "{value}");
     assert!(value.flags().is_random());
 }
+
+/// docs/trace-context.md's recipe for a handler sending its own `tracestate` list,
+/// `Propagated::current().with_trace_state(state).scope(future)`: the calls carry it whether
+/// the request came with a `tracestate`, with a `traceparent` alone, or with nothing, listened
+/// or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_a_handler_sends_its_own_tracestate() {
+    let captured = Captured::new();
+    for layer in [ServerLayer::new().notifier(&captured.notifier), ServerLayer::new()] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let client = ServiceBuilder::new()
+            .layer(ClientLayer::new().notifier(&Notifier::new()))
+            .service(service_fn(move |request: Request<()>| {
+                sink.lock().unwrap().push(request.headers().clone());
+                async { Ok::<_, Infallible>(Response::new(Empty::<Bytes>::new())) }
+            }));
+        let service = ServiceBuilder::new()
+            .layer(layer)
+            .service(service_fn(move |_: Request<()>| {
+                let client = client.clone();
+                async move {
+                    tokio::task::yield_now().await;
+                    let state = context::trace_state().with("acme", "1").unwrap();
+                    context::Propagated::current()
+                        .with_trace_state(state)
+                        .scope(client.oneshot(Request::get("http://back/").body(()).unwrap()))
+                        .await
+                }
+            }));
+        let tp = incoming();
+        for (headers, want) in [
+            (
+                vec![("traceparent", tp.as_str()), ("tracestate", "foo=1")],
+                "acme=1,foo=1",
+            ),
+            (vec![("traceparent", tp.as_str())], "acme=1"),
+            (vec![("traceparent", tp.as_str()), ("baggage", "k=v")], "acme=1"),
+            (vec![], "acme=1"),
+        ] {
+            let mut request = Request::get("/").body(()).unwrap();
+            for (name, value) in &headers {
+                request
+                    .headers_mut()
+                    .insert(*name, HeaderValue::from_str(value).unwrap());
+            }
+            service.clone().oneshot(request).await.unwrap();
+            let sent = seen.lock().unwrap().last().unwrap().clone();
+            assert_eq!(
+                sent.get("tracestate").map(|v| v.to_str().unwrap()),
+                Some(want),
+                "{headers:?}: {sent:?}"
+            );
+            let parent: TraceParent = sent["traceparent"].to_str().unwrap().parse().unwrap();
+            if headers.is_empty() {
+                assert!(parent.flags().is_random(), "a trace notify started: {parent}");
+            } else {
+                assert_eq!(parent.trace_id().to_string(), TRACE);
+            }
+        }
+    }
+}
