@@ -512,3 +512,37 @@ async fn i45_review_a_handler_sends_its_own_tracestate() {
         }
     }
 }
+
+/// `record_baggage` and redaction: a policy names the recorded key (`baggage.<key>`); the
+/// baggage key alone does not match it (only header names have that shortcut).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_recorded_baggage_is_redacted_by_its_recorded_key() {
+    use notify_core::redaction::Redaction;
+    for (policy, redacted) in [
+        (Redaction::builder().key("baggage.user"), true),
+        (Redaction::builder().key_glob("baggage.*"), true),
+        (Redaction::builder().key("user"), false),
+    ] {
+        let captured = Captured::new();
+        captured.notifier.set_redaction(policy.build().unwrap());
+        let service = ServiceBuilder::new()
+            .layer(ServerLayer::new().notifier(&captured.notifier).record_baggage(["user"]))
+            .service(service_fn(|_: Request<()>| answer(Answer::Now)));
+        let mut request = Request::get("/").body(()).unwrap();
+        request
+            .headers_mut()
+            .insert("baggage", HeaderValue::from_static("user=alice,other=x"));
+        service
+            .oneshot(request)
+            .await
+            .unwrap()
+            .into_body()
+            .collect()
+            .await
+            .unwrap();
+        let event = &captured.wait_for(SERVER_EVENT, 1).await[0];
+        let value = support::str_of(event, "baggage.user");
+        assert_eq!(value == Some("alice"), !redacted, "{value:?}");
+        assert!(event.payload().get("baggage.other").is_none());
+    }
+}
