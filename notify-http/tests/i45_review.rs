@@ -260,6 +260,7 @@ async fn i45_review_hostile_headers() {
     get_raw(uri.clone(), &[("traceparent", &bad_tp)]).await;
     assert_ne!(trace_of(&last(&received)).trace_id().to_string(), TRACE);
     assert!(trace_context::stats().rejected > before.rejected);
+    let before = trace_context::stats();
     let (_, _, body) = get_raw(
         uri.clone(),
         &[
@@ -275,6 +276,26 @@ async fn i45_review_hostile_headers() {
     assert!(h.get("tracestate").is_none());
     assert_eq!(h["baggage"], "a=1,ok=1", "the member with obs-text bytes dropped alone");
     assert_eq!(body, "a=1,ok=1");
+    let after = trace_context::stats();
+    assert!(after.tracestate_discarded > before.tracestate_discarded);
+    assert!(after.baggage_members_dropped > before.baggage_members_dropped);
+
+    // A 100 KB tracestate: more than 32 members, discarded whole (counted), quickly; a
+    // 100 KB traceparent of a future version: read by its known fields.
+    let huge_state: String = (0..10_000).map(|i| format!("k{i}=v")).collect::<Vec<_>>().join(",");
+    let before = trace_context::stats();
+    let started = Instant::now();
+    get_raw(
+        uri.clone(),
+        &[("traceparent", tp.as_bytes()), ("tracestate", huge_state.as_bytes())],
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert!(last(&received).get("tracestate").is_none());
+    assert!(trace_context::stats().tracestate_discarded > before.tracestate_discarded);
+    let future = format!("cc-{TRACE}-{PARENT}-01-{}", "x".repeat(100_000));
+    get_raw(uri.clone(), &[("traceparent", future.as_bytes())]).await;
+    assert_eq!(trace_of(&last(&received)).trace_id().to_string(), TRACE);
 
     // A 100 KB baggage header of distinct keys: the first 64 members (8 KB at most) pass, the
     // rest are dropped and counted, in bounded time.
@@ -544,5 +565,35 @@ async fn i45_review_recorded_baggage_is_redacted_by_its_recorded_key() {
         let value = support::str_of(event, "baggage.user");
         assert_eq!(value == Some("alice"), !redacted, "{value:?}");
         assert!(event.payload().get("baggage.other").is_none());
+    }
+}
+
+/// `traceresponse` echoes the incoming sampled and random flags, listened or not, also for a
+/// request that brought `tracestate` and baggage (a record of its trace) or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_review_traceresponse_keeps_the_incoming_flags() {
+    let captured = Captured::new();
+    for layer in [ServerLayer::new().notifier(&captured.notifier), ServerLayer::new()] {
+        for flags in ["00", "01", "02", "03"] {
+            for extra in [false, true] {
+                let service = ServiceBuilder::new()
+                    .layer(layer.clone().traceresponse(true))
+                    .service(service_fn(|_: Request<()>| answer(Answer::AfterAwait)));
+                let mut request = Request::get("/").body(()).unwrap();
+                let h = request.headers_mut();
+                h.insert(
+                    "traceparent",
+                    HeaderValue::from_str(&format!("00-{TRACE}-{PARENT}-{flags}")).unwrap(),
+                );
+                if extra {
+                    h.insert("tracestate", HeaderValue::from_static("foo=1"));
+                    h.insert("baggage", HeaderValue::from_static("k=v"));
+                }
+                let response = service.oneshot(request).await.unwrap();
+                let value = response.headers()["traceresponse"].to_str().unwrap().to_owned();
+                assert_eq!(&value[..36], &format!("00-{TRACE}-"));
+                assert_eq!(&value[53..], flags, "{layer:?} {extra}: {value}");
+            }
+        }
     }
 }
