@@ -114,10 +114,34 @@ impl Propagated {
     }
 
     /// The same with `state` as its trace's `tracestate` (a service updating its own entry,
-    /// [`TraceState::with`]).
+    /// [`TraceState::with`]). A record of no trace yet (a request that came without
+    /// `tracestate` and baggage, or without `traceparent`: notify-http makes no record for it)
+    /// takes the trace of the current [`Context`](crate::Context), and its random flag, so that
+    /// `Propagated::current().with_trace_state(state)` in a handler always applies to the
+    /// request's trace.
+    ///
+    /// ```
+    /// use notify_core::{context::{self, Propagated}, Context};
+    /// let context = Context::new_trace();
+    /// context.in_scope(|| {
+    ///     let state = context::trace_state().with("acme", "1").unwrap();
+    ///     Propagated::current().with_trace_state(state).in_scope(|| {
+    ///         assert_eq!(context::trace_state().as_str(), "acme=1");
+    ///         assert!(Propagated::current().flags_for(context.trace_id().unwrap()).is_random());
+    ///     });
+    /// });
+    /// ```
     #[must_use]
     pub fn with_trace_state(mut self, state: TraceState) -> Propagated {
-        self.fields_mut().state = state;
+        let fields = self.fields_mut();
+        if fields.trace == 0 {
+            let current = crate::context::Context::current();
+            if let Some(trace) = current.trace_id() {
+                fields.trace = trace.get();
+                fields.flags = TraceFlags::NONE.with_random(current.has_random_trace_id());
+            }
+        }
+        fields.state = state;
         self
     }
 

@@ -517,12 +517,17 @@ pub fn extract_propagated(headers: &http::HeaderMap) -> (Context, Propagated) {
     let baggage = match headers.get(header_name::BAGGAGE) {
         None => Baggage::new(),
         Some(_) => {
-            let values: Vec<&str> = headers
+            // A value with bytes that are not ASCII (obs-text) is read lossily: the members
+            // holding them are invalid and dropped alone, the others kept.
+            let values: Vec<std::borrow::Cow<'_, str>> = headers
                 .get_all(header_name::BAGGAGE)
                 .iter()
-                .map(|v| v.to_str().unwrap_or("not text"))
+                .map(|v| match v.to_str() {
+                    Ok(text) => std::borrow::Cow::Borrowed(text),
+                    Err(_) => String::from_utf8_lossy(v.as_bytes()),
+                })
                 .collect();
-            Baggage::from_values(values)
+            Baggage::from_values(values.iter().map(|v| v.as_ref()))
         }
     };
     propagated_of(traceparent, state, baggage)

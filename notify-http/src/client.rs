@@ -32,7 +32,8 @@ static CLIENT_SITE: Callsite = Callsite::new(CLIENT_EVENT);
 /// when its sampler drops a span) in the current trace, or in a new trace when there is none.
 /// The trace flags (sampled, Level 2's random), the `tracestate` of the current trace and the
 /// baggage of the current scope ([`notify_core::context::baggage()`]) go along. Headers of these
-/// names set by the caller are replaced.
+/// names set by the caller are replaced, and removed when the scope has none to send (set
+/// baggage through the scope, [`notify_core::context::with_baggage`], not on the request).
 ///
 /// Payload: `otel.kind` = `"client"`, `http.request.method`, `server.address`, `server.port` (when
 /// the URI names one), `url.path`, then `http.response.status_code` and `http.response.body.size`;
@@ -224,7 +225,12 @@ where
             let _entered = handle.enter();
             self.inner.call(request)
         };
-        let in_flight = InFlight::new(handle, self.layer.classifier.clone(), None);
+        let in_flight = InFlight::new(
+            handle,
+            self.layer.classifier.clone(),
+            None,
+            notify_core::context::Propagated::current(),
+        );
         ResponseFuture::new(future, Some(Box::new(in_flight)))
     }
 }

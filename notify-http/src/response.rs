@@ -29,10 +29,19 @@ pub(crate) struct InFlight<C> {
     at_end_of_stream: bool,
     /// The body's trailers were classified.
     trailers_seen: bool,
+    /// What the request or call propagates (its `tracestate`, its baggage), made current when
+    /// the event ends cancelled: the future or body is then dropped outside its scope, and the
+    /// event keeps them as when it completes (exporters send them on from the event).
+    propagated: context::Propagated,
 }
 
 impl<C: Classify> InFlight<C> {
-    pub(crate) fn new(handle: Handle, classifier: C, headers: Option<std::sync::Arc<HeaderRecording>>) -> Self {
+    pub(crate) fn new(
+        handle: Handle,
+        classifier: C,
+        headers: Option<std::sync::Arc<HeaderRecording>>,
+        propagated: context::Propagated,
+    ) -> Self {
         InFlight {
             handle,
             classifier,
@@ -40,6 +49,7 @@ impl<C: Classify> InFlight<C> {
             bytes: 0,
             at_end_of_stream: false,
             trailers_seen: false,
+            propagated,
         }
     }
 
@@ -78,8 +88,17 @@ impl<C: Classify> InFlight<C> {
         }
     }
 
-    /// Finishes the event as `outcome`.
+    /// Finishes the event as `outcome`; cancelled (dropped, outside the request's scope), with
+    /// the request's `tracestate` and baggage current.
     fn finish(&mut self, outcome: Outcome) {
+        if outcome == Outcome::Cancelled {
+            let propagated = std::mem::take(&mut self.propagated);
+            return propagated.in_scope(|| self.finish_now(outcome));
+        }
+        self.finish_now(outcome);
+    }
+
+    fn finish_now(&mut self, outcome: Outcome) {
         if outcome == Outcome::Completed && self.at_end_of_stream {
             let class = self.classifier.classify_end_of_stream(None);
             self.at_end_of_stream = false;

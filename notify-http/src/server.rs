@@ -188,7 +188,8 @@ impl<C: Classify> ServerLayer<C> {
     /// Records the values of these W3C baggage keys in the request's payload
     /// (`baggage.<key>`, when the request's baggage has the key); none by default: baggage is
     /// user data and is never recorded otherwise. The notifier's redaction policy applies to
-    /// these entries as to the whole payload.
+    /// these entries as to the whole payload, by their recorded key: `key("baggage.user")`
+    /// redacts baggage `user`, `key("user")` does not (unlike headers, whose name alone matches).
     pub fn record_baggage(mut self, keys: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
         self.recording_mut().baggage_keys = (!keys.is_empty()).then(|| keys.into());
@@ -376,7 +377,7 @@ impl<S, C: Classify> ServerService<S, C> {
             return self.call_unrecorded(request, context::Scope::new(Some(context), propagated));
         }
         let propagated = propagation::for_events(&context, propagated);
-        let mut scope = context::Scope::new(None, propagated);
+        let mut scope = context::Scope::new(None, propagated.clone());
         // The handler's synchronous part runs with the event current too.
         let future = {
             let _entered = handle.enter();
@@ -387,6 +388,7 @@ impl<S, C: Classify> ServerService<S, C> {
             handle,
             self.layer.classifier.clone(),
             self.layer.recording().headers.clone(),
+            propagated,
         );
         ResponseFuture::scoped(
             future,
