@@ -70,9 +70,15 @@ mod tests {
             })
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!((COUNTS.sum(0), COUNTS.sum(1)), (8, 800_000), "exited threads' counts stay");
+        assert_eq!(
+            (COUNTS.sum(0), COUNTS.sum(1)),
+            (8, 800_000),
+            "exited threads' counts stay"
+        );
         // Slots of exited threads pass to new threads, which count on from there.
-        std::thread::spawn(|| ThreadCounts::<2>::add_one(&COUNTS.local()[1])).join().unwrap();
+        std::thread::spawn(|| ThreadCounts::<2>::add_one(&COUNTS.local()[1]))
+            .join()
+            .unwrap();
         assert_eq!(COUNTS.sum(1), 800_001);
     }
 }
