@@ -135,10 +135,12 @@ impl Propagated {
     pub fn with_trace_state(mut self, state: TraceState) -> Propagated {
         let fields = self.fields_mut();
         if fields.trace == 0 {
-            let current = crate::context::Context::current();
-            if let Some(trace) = current.trace_id() {
-                fields.trace = trace.get();
-                fields.flags = TraceFlags::NONE.with_random(current.has_random_trace_id());
+            // The current context's frame (what `Context::current` reads: this module stays
+            // below `context` in the crate's module order).
+            let current = crate::ids::current();
+            if current.trace != 0 {
+                fields.trace = current.trace;
+                fields.flags = TraceFlags::NONE.with_random(current.flags & crate::ids::RANDOM != 0);
             }
         }
         fields.state = state;
