@@ -10,7 +10,8 @@ use std::task::{Context as TaskContext, Poll};
 
 use http::{HeaderMap, Response};
 use http_body::{Body, Frame, SizeHint};
-use notify_core::{context, event::Outcome, payload::EXCEPTION_KEY, Context, Handle, Value};
+use notify_core::event::{EventId, Outcome};
+use notify_core::{context, payload::EXCEPTION_KEY, Context, Handle, Value};
 use pin_project_lite::pin_project;
 
 use crate::classify::{Classification, Classify};
@@ -29,9 +30,10 @@ pub(crate) struct InFlight<C> {
     at_end_of_stream: bool,
     /// The body's trailers were classified.
     trailers_seen: bool,
-    /// What the request or call propagates (its `tracestate`, its baggage), made current when
-    /// the event ends cancelled: the future or body is then dropped outside its scope, and the
-    /// event keeps them as when it completes (exporters send them on from the event).
+    /// What the request or call propagates (its trace's flags and `tracestate`, its baggage):
+    /// the flags of a listened request's `traceresponse`, and made current when the event ends
+    /// cancelled (the future or body is then dropped outside its scope, and the event keeps
+    /// them as when it completes: exporters send them on from the event).
     propagated: context::Propagated,
 }
 
@@ -147,15 +149,22 @@ impl Scope {
         }
     }
 
-    /// Puts the `traceresponse` header on a response head, when asked for (once: the flag is
-    /// cleared): the trace and span of `event` (a listened request's event), else of the scope's
-    /// context with a fresh span id standing for the non-recording span of a request nobody
-    /// records.
+    /// Puts the `traceresponse` header of a request nobody records on its response head, when
+    /// asked for (once: the flag is cleared): the scope's trace, and a fresh span id standing
+    /// for the request's non-recording span.
     #[inline]
     fn insert_traceresponse(&mut self, headers: &mut HeaderMap) {
         if std::mem::take(&mut self.traceresponse) {
-            let context = self.entered.context();
-            insert_traceresponse(headers, None, context, self.entered.propagated());
+            self.insert_unrecorded_traceresponse(headers);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_unrecorded_traceresponse(&self, headers: &mut HeaderMap) {
+        if let Some(context) = self.entered.context() {
+            let span = notify_core::trace_context::new_span_id();
+            insert_traceresponse(headers, &context, span, self.entered.propagated());
         }
     }
 
@@ -323,30 +332,11 @@ where
     }
 }
 
-/// Puts the `traceresponse` header on a response head: the trace and span of `event` (a
-/// listened request's event), else of `context` (a request nobody records) with a fresh span id
-/// standing for its non-recording span; `propagated`: the request's, for its trace's flags.
-#[cold]
-#[inline(never)]
-fn insert_traceresponse(
-    headers: &mut HeaderMap,
-    event: Option<&Handle>,
-    context: Option<Context>,
-    propagated: &context::Propagated,
-) {
-    let value = match (event, context) {
-        (Some(handle), _) => {
-            let event = handle.in_scope(Context::current);
-            event
-                .event_id()
-                .and_then(|id| crate::propagation::traceresponse(&event, id, propagated))
-        }
-        (None, Some(context)) => {
-            crate::propagation::traceresponse(&context, notify_core::trace_context::new_span_id(), propagated)
-        }
-        (None, None) => None,
-    };
-    if let Some(value) = value {
+/// Puts the `traceresponse` header on a response head: `context`'s trace, `span` (the request's
+/// event, or the id standing for its non-recording span), the flags of the trace (`propagated`:
+/// the request's record).
+fn insert_traceresponse(headers: &mut HeaderMap, context: &Context, span: EventId, propagated: &context::Propagated) {
+    if let Some(value) = crate::propagation::traceresponse(context, span, propagated) {
         headers.insert(notify_core::trace_context::TRACERESPONSE, value);
     }
 }
@@ -375,9 +365,10 @@ where
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(mut response)) => {
                 if let (true, Some(in_flight)) = (traceresponse, guard.0.as_deref()) {
-                    // In the scope: the request's record is the current one.
-                    let propagated = context::Propagated::current();
-                    insert_traceresponse(response.headers_mut(), Some(&in_flight.handle), None, &propagated);
+                    let event = in_flight.handle.in_scope(Context::current);
+                    if let Some(id) = event.event_id() {
+                        insert_traceresponse(response.headers_mut(), &event, id, &in_flight.propagated);
+                    }
                 }
                 let mut in_flight = guard.0.take();
                 if let Some(in_flight) = in_flight.as_deref_mut() {

@@ -12,40 +12,58 @@ use std::time::Duration;
 use notify_core::baggage::Baggage;
 use notify_core::context::Propagated;
 use notify_core::trace_context::{TraceFlags, TraceState};
-use notify_core::{Context, Notifier, Pattern, Payload, TraceId};
+use notify_core::{Context, Event, Notifier, Pattern, Payload, TraceId};
 use notify_nats::{Encoding, Exporter, ExporterBuilder, Importer, NatsOptions};
 use support::{recorder, NatsServer};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// Exports one traced event with `state` and one without, with `wire_version`; the
-/// `tracestate` of each as imported.
-fn round_trip(server: &NatsServer, wire_version: u16, state: &TraceState) -> Vec<(String, String)> {
+/// Exports the two events `publish` makes on a local notifier through an exporter `configure`
+/// sets up, imports them on another notifier; `read` of each imported event, by name.
+fn exported_and_imported<T>(
+    server: &NatsServer,
+    configure: impl FnOnce(ExporterBuilder) -> ExporterBuilder,
+    publish: impl FnOnce(&Notifier),
+    read: impl Fn(&Event) -> T,
+) -> Vec<(String, T)> {
     let remote = Notifier::new();
     let seen = recorder(&remote, Pattern::all());
     let importer = Importer::builder(NatsOptions::new(server.url()))
         .start(&remote)
         .unwrap();
     let local = Notifier::new();
-    let exporter = Exporter::builder(NatsOptions::new(server.url()))
-        .wire_version(wire_version)
+    let exporter = configure(Exporter::builder(NatsOptions::new(server.url())))
         .start()
         .unwrap();
     let _export = local.subscribe(Pattern::all(), exporter.subscriber());
-    let trace = TraceId::new(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736).unwrap();
-    Propagated::for_trace(trace, TraceFlags::NONE, state.clone())
-        .in_scope(|| Context::new(trace, None).in_scope(|| local.instrument("with.state", Payload::new, |_| ())));
-    local.instrument("without.state", Payload::new, |_| ());
+    publish(&local);
     assert_eq!(exporter.flush(WAIT).unwrap().exported, 2);
     assert_eq!(importer.wait_until(WAIT, |s| s.events == 2).events, 2);
-    let mut got: Vec<(String, String)> = seen
+    let mut got: Vec<(String, T)> = seen
         .lock()
         .unwrap()
         .iter()
-        .map(|e| (e.name().to_owned(), e.trace_state().to_string()))
+        .map(|e| (e.name().to_owned(), read(e)))
         .collect();
-    got.sort();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
     got
+}
+
+/// Exports one traced event with `state` and one without, with `wire_version`; the
+/// `tracestate` of each as imported.
+fn round_trip(server: &NatsServer, wire_version: u16, state: &TraceState) -> Vec<(String, String)> {
+    let trace = TraceId::new(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736).unwrap();
+    exported_and_imported(
+        server,
+        |b| b.wire_version(wire_version),
+        |local| {
+            Propagated::for_trace(trace, TraceFlags::NONE, state.clone()).in_scope(|| {
+                Context::new(trace, None).in_scope(|| local.instrument("with.state", Payload::new, |_| ()))
+            });
+            local.instrument("without.state", Payload::new, |_| ());
+        },
+        |e| e.trace_state().to_string(),
+    )
 }
 
 #[test]
@@ -80,30 +98,17 @@ fn baggage_round_trip(
     baggage: &Baggage,
     configure: impl FnOnce(ExporterBuilder) -> ExporterBuilder,
 ) -> Vec<(String, Baggage)> {
-    let remote = Notifier::new();
-    let seen = recorder(&remote, Pattern::all());
-    let importer = Importer::builder(NatsOptions::new(server.url()))
-        .start(&remote)
-        .unwrap();
-    let local = Notifier::new();
-    let exporter = configure(Exporter::builder(NatsOptions::new(server.url())))
-        .start()
-        .unwrap();
-    let _export = local.subscribe(Pattern::all(), exporter.subscriber());
-    Propagated::new()
-        .with_baggage(baggage.clone())
-        .in_scope(|| local.instrument("with.baggage", Payload::new, |_| ()));
-    local.instrument("without.baggage", Payload::new, |_| ());
-    assert_eq!(exporter.flush(WAIT).unwrap().exported, 2);
-    assert_eq!(importer.wait_until(WAIT, |s| s.events == 2).events, 2);
-    let mut got: Vec<(String, Baggage)> = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| (e.name().to_owned(), e.baggage().clone()))
-        .collect();
-    got.sort_by(|a, b| a.0.cmp(&b.0));
-    got
+    exported_and_imported(
+        server,
+        configure,
+        |local| {
+            Propagated::new()
+                .with_baggage(baggage.clone())
+                .in_scope(|| local.instrument("with.baggage", Payload::new, |_| ()));
+            local.instrument("without.baggage", Payload::new, |_| ());
+        },
+        |e| e.baggage().clone(),
+    )
 }
 
 #[test]
